@@ -1,0 +1,133 @@
+// fx::Module / fx::GraphModule — the attribute tree (parameters, buffers, submodules by
+// qualified name) and a GraphModule that owns a Graph plus its generated code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fx/argument.h"
+#include "fx/graph.h"
+
+namespace fx {
+
+/// A tensor value held by a module: dtype, shape and raw little-endian bytes. The core never
+/// computes with it; LibTorch (src/torch) and the executor do.
+struct Tensor {
+  Dtype dtype = Dtype::Float32;
+  std::vector<int64_t> shape;
+  std::shared_ptr<const std::vector<uint8_t>> data;  ///< may be null for metadata-only tensors
+  bool requires_grad = false;
+
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  /// "float32[3, 4]".
+  std::string describe() const;
+};
+
+/// A node of the attribute tree, like nn.Module: ordered children, parameters and buffers.
+class Module {
+ public:
+  /// `type_name` is the Python class name shown when printing ("Linear", "Module").
+  explicit Module(std::string type_name = "Module", std::string extra_repr = {});
+  virtual ~Module();
+
+  const std::string& type_name() const { return type_name_; }
+  void set_type_name(std::string name) { type_name_ = std::move(name); }
+  /// nn.Module.extra_repr(): "in_features=4, out_features=5, bias=True".
+  const std::string& extra_repr() const { return extra_repr_; }
+  void set_extra_repr(std::string s) { extra_repr_ = std::move(s); }
+  /// Marks the module side-effectful: call_module nodes on it survive dead-code elimination.
+  bool is_impure() const { return impure_; }
+  void set_impure(bool impure) { impure_ = impure; }
+
+  void add_module(const std::string& name, std::shared_ptr<Module> module);
+  void register_parameter(const std::string& name, Tensor t);
+  void register_buffer(const std::string& name, Tensor t);
+
+  /// The direct child named `name`, or nullptr.
+  std::shared_ptr<Module> child(const std::string& name) const;
+  const Tensor* parameter(const std::string& name) const;
+  const Tensor* buffer(const std::string& name) const;
+  /// Removes a direct child/parameter/buffer; returns whether it existed.
+  bool remove_child(const std::string& name);
+  bool remove_attr(const std::string& name);
+
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return children_;
+  }
+  const std::vector<std::pair<std::string, Tensor>>& parameters() const { return params_; }
+  const std::vector<std::pair<std::string, Tensor>>& buffers() const { return buffers_; }
+
+  /// nn.Module.get_submodule: "" is this module. Throws fx::Error(Attribute) naming the
+  /// missing atom ("Module has no attribute `x`").
+  std::shared_ptr<Module> get_submodule(const std::string& target) const;
+  /// A parameter or buffer by qualified name ("layer1.0.conv1.weight"), or nullptr.
+  const Tensor* get_tensor(const std::string& target) const;
+  /// Kind of attribute at a qualified name: 'm' module, 'p' parameter, 'b' buffer, 0 none.
+  char attr_kind(const std::string& target) const;
+
+  /// nn.Module.named_modules(): ("", this) first, then depth-first, each module once.
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  /// All parameters / buffers with qualified names, depth-first.
+  std::vector<std::pair<std::string, const Tensor*>> named_parameters() const;
+  std::vector<std::pair<std::string, const Tensor*>> named_buffers() const;
+
+  /// nn.Module.__repr__: "Linear(in_features=4, out_features=5, bias=True)" or the nested form.
+  std::string repr() const;
+
+ protected:
+  std::string type_name_;
+  std::string extra_repr_;
+  bool impure_ = false;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+};
+
+/// torch.fx.GraphModule: a Module that owns a Graph and the Python code generated from it.
+class GraphModule : public Module {
+ public:
+  /// Like torch.fx: copies from `root` only the attributes that get_attr/call_module nodes
+  /// reference (creating empty intermediate modules; tensors that are not parameters become
+  /// buffers), then recompiles. `root` may be null for a graph without attribute references.
+  /// Throws fx::Error(Attribute) naming the node whose target `root` lacks.
+  GraphModule(const Module* root, std::unique_ptr<Graph> graph,
+              std::string class_name = "GraphModule");
+  ~GraphModule() override;
+
+  Graph& graph() { return *graph_; }
+  const Graph& graph() const { return *graph_; }
+  /// Installs a new graph and recompiles.
+  void set_graph(std::unique_ptr<Graph> graph);
+
+  /// Regenerates `code()` from the graph; call after mutating the graph.
+  const PythonCode& recompile();
+  /// The generated source of `forward` (as of the last recompile()).
+  const std::string& code() const { return code_.src; }
+  const PythonCode& python_code() const { return code_; }
+  /// print_readable(): `class <Name>(torch.nn.Module):` + verbose code + nested GraphModules.
+  std::string print_readable() const;
+  /// str(gm): module repr, code and the print_readable() reminder.
+  std::string str() const;
+
+  /// Installs `module` at `target`, creating empty intermediate modules. Returns false if a path
+  /// element exists but is not a module.
+  bool add_submodule(const std::string& target, std::shared_ptr<Module> module);
+  /// Deletes the submodule at `target`; false if the path is invalid or not a module.
+  bool delete_submodule(const std::string& target);
+  /// Deletes every submodule no call_module/get_attr node references (keeping the
+  /// descendants of called modules).
+  void delete_all_unused_submodules();
+
+  /// Variables for the codegen (defaults: fixed codegen bugs).
+  CodegenOptions& codegen_options() { return codegen_options_; }
+
+ private:
+  std::unique_ptr<Graph> graph_;
+  PythonCode code_;
+  CodegenOptions codegen_options_;
+};
+
+}  // namespace fx
