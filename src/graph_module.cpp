@@ -118,7 +118,10 @@ const Tensor* Module::parameter(const std::string& name) const { return find_nam
 const Tensor* Module::buffer(const std::string& name) const { return find_named(buffers_, name); }
 bool Module::remove_child(const std::string& name) { return erase_named(children_, name); }
 bool Module::remove_attr(const std::string& name) {
-  return erase_named(params_, name) | erase_named(buffers_, name);
+  // A name is either a parameter or a buffer, never both (set_* erases the other kind first).
+  const bool was_param = erase_named(params_, name);
+  const bool was_buffer = erase_named(buffers_, name);
+  return was_param || was_buffer;
 }
 
 std::shared_ptr<Module> Module::get_submodule(const std::string& target) const {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Configures and builds fxwasm twice:
+#   build/native  host compiler, Ninja, Release (fxcore, fxwasm-cli, fx_tests)
+#   build/wasm    Emscripten (emcmake), Ninja, Release (fxcore, fx_tests.js, dist/fx.mjs + fx.wasm)
+# Usage: scripts/build.sh [native|wasm|all]   (default: all)
+# Env:   BUILD_TYPE (default Release), JOBS (default: number of cores),
+#        FXWASM_CMAKE_ARGS (extra -D options for both builds)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$PWD"
+
+what="${1:-all}"
+build_type="${BUILD_TYPE:-Release}"
+jobs="${JOBS:-$(nproc)}"
+read -r -a extra <<< "${FXWASM_CMAKE_ARGS:-}"
+
+log() { printf '[build] %s\n' "$*"; }
+
+build_native() {
+  log "native: configure + build (build/native, $build_type)"
+  cmake -S "$root" -B "$root/build/native" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "${extra[@]}"
+  cmake --build "$root/build/native" --parallel "$jobs"
+}
+
+build_wasm() {
+  # Debian's emscripten runs its JS optimizer with node and needs node-acorn from here.
+  export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
+  log "wasm: configure + build (build/wasm, $build_type)"
+  # Pass the test emulator ourselves: emcmake's default adds --experimental-wasm-threads, which
+  # Node >= 18 rejects.
+  emcmake cmake -S "$root" -B "$root/build/wasm" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
+    -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)" "${extra[@]}"
+  cmake --build "$root/build/wasm" --parallel "$jobs"
+}
+
+case "$what" in
+  native) build_native ;;
+  wasm) build_wasm ;;
+  all) build_native; build_wasm ;;
+  *) echo "usage: $0 [native|wasm|all]" >&2; exit 2 ;;
+esac

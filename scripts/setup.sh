@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs everything fxwasm needs to build and test, idempotently: Debian packages (apt) and the
+# npm dev dependencies (jest, typescript). Safe to run repeatedly; does nothing when all is there.
+# Needs root (or sudo) only when a Debian package is missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# --- Debian packages ------------------------------------------------------------------------------
+# build-essential/cmake/ninja-build: native build.  emscripten: wasm build (clang-14, binaryen, a
+# prebuilt frozen system-library cache).  googletest: gtest sources for the wasm test build;
+# libgtest-dev: gtest for the native build.  python3-torch/python3-tabulate: the torch.fx oracle for
+# scripts/gen_goldens.py.  clang-format: scripts/format.sh.
+packages=(build-essential cmake ninja-build emscripten googletest libgtest-dev
+          python3-torch python3-tabulate clang-format)
+
+# Node >= 18 runs the wasm tests and Jest. Use the machine's Node if there is one (it may not come
+# from Debian: e.g. NodeSource's nodejs, which also provides npm and conflicts with Debian's npm);
+# otherwise install Debian's nodejs (18.x in bookworm) and npm.
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+if ! command -v node >/dev/null 2>&1 || [ "$(node_major)" -lt 18 ]; then
+  packages+=(nodejs)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
+
+is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing=()
+for p in "${packages[@]}"; do
+  is_installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q </dev/null
+  # No recommends: they add ~100 MB (fonts, numpy extras) that nothing here uses.
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+    "${missing[@]}" </dev/null
+else
+  log "Debian packages: all present"
+fi
+
+# --- npm dev dependencies -------------------------------------------------------------------------
+# Reinstall only when package-lock.json changed since the last install (hash stamp in node_modules).
+stamp=node_modules/.fxwasm-lock.sha256
+want="$(sha256sum package.json package-lock.json 2>/dev/null | sha256sum | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x node_modules/.bin/jest ]; then
+  log "node_modules: up to date"
+else
+  log "installing npm dev dependencies"
+  # `npm install`, not `npm ci`: the registry reachable here lacks some other platforms' optional
+  # binaries (e.g. @unrs/resolver-binding-android-arm64), so the lock file cannot list them and
+  # `npm ci` rejects it as out of sync. `npm install` follows the lock file all the same.
+  npm install --no-audit --no-fund </dev/null
+  want="$(sha256sum package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+  printf '%s\n' "$want" > "$stamp"
+fi
+
+log "node $(node --version), npm $(npm --version 2>/dev/null), $(cmake --version | head -1), emcc $(emcc --version 2>/dev/null | head -1 | grep -o '[0-9][0-9.]*' | head -1)"

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Everything CI checks, in order: setup (idempotent installs), native + wasm builds, the C++ tests
+# natively (ctest) and as wasm under node (ctest), the TypeScript declarations (tsc), the npm
+# package as packed (npm pack -> install into an empty folder -> import), and the JS tests (Jest).
+# Every step runs even if an earlier test step failed; the exit code is non-zero if any failed.
+# Full logs: build/test-logs/.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$PWD"
+logs="$root/build/test-logs"
+
+results=()   # "step|status|detail"
+passed=0
+failed=0
+rc=0
+# Node echoes the offending source line of a crash, and Emscripten's glue is one minified line:
+# console output is cut at this width (the logs keep everything).
+maxcol=400
+
+banner() { printf '\n===== %s =====\n' "$*"; }
+record() {  # step status detail
+  results+=("$1|$2|$3")
+  if [ "$2" != ok ] && [ "$2" != skipped ]; then rc=1; fi
+}
+elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
+
+# --- setup + build: nothing can be tested without them --------------------------------------------
+t=$(date +%s)
+banner "setup"
+if ! bash scripts/setup.sh; then echo "setup failed" >&2; exit 1; fi
+record setup ok "$(elapsed "$t")"
+mkdir -p "$logs"
+
+t=$(date +%s)
+banner "build native"
+native_ok=0
+if bash scripts/build.sh native; then record "build native" ok "$(elapsed "$t")"
+else record "build native" FAILED "$(elapsed "$t")"; native_ok=1; fi
+
+t=$(date +%s)
+banner "build wasm"
+wasm_ok=0
+if bash scripts/build.sh wasm; then record "build wasm" ok "$(elapsed "$t")"
+else record "build wasm" FAILED "$(elapsed "$t")"; wasm_ok=1; fi
+
+# --- C++ tests --------------------------------------------------------------------------------------
+# ctest's closing line: "100% tests passed, 0 tests failed out of 57"
+count_ctest() {  # log -> adds to passed/failed, sets $counted to "P passed, F failed"
+  local line total f
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1)
+  if [ -z "$line" ]; then counted="no ctest summary"; failed=$((failed + 1)); return; fi
+  f=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<< "$line")
+  total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<< "$line")
+  passed=$((passed + total - f)); failed=$((failed + f))
+  counted="$((total - f)) passed, $f failed"
+}
+
+t=$(date +%s)
+banner "C++ tests, native (ctest)"
+if [ "$native_ok" -ne 0 ]; then record "ctest native" skipped "build failed"
+else
+  ctest --test-dir build/native --output-on-failure -j"$(nproc)" 2>&1 | tee "$logs/ctest-native.log"
+  st=${PIPESTATUS[0]}
+  count_ctest "$logs/ctest-native.log"
+  detail="$counted, $(elapsed "$t")"
+  if [ "$st" -eq 0 ]; then record "ctest native" ok "$detail"; else record "ctest native" FAILED "$detail"; fi
+fi
+
+# The wasm suite is one CTest test running the whole gtest binary under node; count gtest's cases.
+t=$(date +%s)
+banner "C++ tests, wasm under node (ctest)"
+if [ "$wasm_ok" -ne 0 ]; then record "ctest wasm" skipped "build failed"
+else
+  ctest --test-dir build/wasm -V 2>&1 | tee "$logs/ctest-wasm.log" | cut -c1-$maxcol
+  st=${PIPESTATUS[0]}
+  gp=$(grep -Eo '\[  PASSED  \] [0-9]+ tests?' "$logs/ctest-wasm.log" | awk '{s += $4} END {print s + 0}')
+  gf=$(grep -Eo '\[  FAILED  \] [0-9]+ tests?, listed below' "$logs/ctest-wasm.log" | awk '{s += $4} END {print s + 0}')
+  if [ "$st" -ne 0 ] && [ "$gf" -eq 0 ]; then gf=1; fi  # crashed before gtest's summary
+  passed=$((passed + gp)); failed=$((failed + gf))
+  detail="$gp passed, $gf failed (gtest cases), $(elapsed "$t")"
+  if [ "$st" -eq 0 ]; then record "ctest wasm" ok "$detail"; else record "ctest wasm" FAILED "$detail"; fi
+fi
+
+# --- JS/TS ------------------------------------------------------------------------------------------
+t=$(date +%s)
+banner "TypeScript declarations (tsc)"
+if [ -f wasm/index.d.ts ]; then
+  if npm run --silent typecheck; then record "tsc" ok "$(elapsed "$t")"
+  else record "tsc" FAILED "$(elapsed "$t")"; fi
+else record "tsc" skipped "no wasm/index.d.ts"; fi
+
+t=$(date +%s)
+banner "npm package (pack, install into an empty folder, import)"
+if [ "$wasm_ok" -ne 0 ]; then record "npm pack" skipped "wasm build failed"
+elif [ ! -f wasm/index.mjs ]; then record "npm pack" skipped "no wasm/index.mjs"
+else
+  (
+    set -e
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    tgz=$(npm pack --silent --pack-destination "$tmp" | tail -1)
+    tar -tzf "$tmp/$tgz" | sort > "$logs/npm-pack-files.txt"
+    for f in package/package.json package/dist/fx.mjs package/dist/fx.wasm package/wasm/index.mjs; do
+      grep -qx "$f" "$logs/npm-pack-files.txt" || { echo "missing from tarball: $f"; exit 1; }
+    done
+    mkdir "$tmp/consumer" && cd "$tmp/consumer"
+    npm init -y >/dev/null
+    npm install --no-audit --no-fund --silent "$tmp/$tgz"
+    # Importing the package evaluates the facade and the Emscripten glue; init() is the façade's.
+    node --input-type=module -e "
+      const fx = await import('fxwasm');
+      if (typeof fx.init === 'function') await fx.init();
+      console.log('imported fxwasm from the packed tarball:', Object.keys(fx).length, 'exports');"
+  ) 2>&1 | tee "$logs/npm-pack.log" | cut -c1-$maxcol
+  if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "npm pack" ok "$(elapsed "$t")"
+  else record "npm pack" FAILED "$(elapsed "$t")"; fi
+fi
+
+t=$(date +%s)
+banner "JS tests (Jest)"
+if [ "$wasm_ok" -ne 0 ]; then record "jest" skipped "wasm build failed"
+else
+  npm test --silent 2>&1 | tee "$logs/jest.log" | cut -c1-$maxcol
+  st=${PIPESTATUS[0]}
+  # Jest's closing lines: "Tests:       1 failed, 12 passed, 13 total"
+  line=$(grep -E '^Tests:' "$logs/jest.log" | tail -1)
+  jp=$(grep -Eo '[0-9]+ passed' <<< "$line" | grep -Eo '[0-9]+'); jp=${jp:-0}
+  jf=$(grep -Eo '[0-9]+ failed' <<< "$line" | grep -Eo '[0-9]+'); jf=${jf:-0}
+  if [ "$st" -ne 0 ] && [ "$jf" -eq 0 ]; then jf=1; fi  # no tests found, or a suite failed to load
+  passed=$((passed + jp)); failed=$((failed + jf))
+  detail="$jp passed, $jf failed, $(elapsed "$t")"
+  if [ "$st" -eq 0 ]; then record "jest" ok "$detail"; else record "jest" FAILED "$detail"; fi
+fi
+
+# --- summary ----------------------------------------------------------------------------------------
+banner "summary"
+for r in "${results[@]}"; do
+  IFS='|' read -r step status detail <<< "$r"
+  printf '  %-14s %-8s %s\n' "$step" "$status" "$detail"
+done
+echo
+echo "total: $passed passed, $failed failed"
+exit "$rc"
