@@ -1,0 +1,7 @@
+
+
+
+def forward(self, x):
+    lambda_1 = self.lambda(x);  x = None
+    return lambda_1
+    

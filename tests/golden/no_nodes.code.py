@@ -1,0 +1,6 @@
+
+
+
+def forward(self):
+    pass
+    

@@ -1,0 +1,7 @@
+
+
+
+def forward(self, x):
+    relu = torch.relu(x)
+    return [{'relu': relu, 'x': x}, relu]
+    
