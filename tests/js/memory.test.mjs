@@ -1,0 +1,99 @@
+// Ownership: explicit delete()/[Symbol.dispose] leave the wasm heap flat; the
+// FinalizationRegistry frees graphs that were never deleted.
+import { spawnSync } from 'node:child_process';
+import { init } from '../../wasm/index.mjs';
+
+let fx;
+beforeAll(async () => {
+  fx = await init();
+});
+
+const ROOT = {
+  parameters: { param: { shape: [3, 4], data: new Float32Array(12) } },
+  modules: { linear: { type: 'Linear', parameters: { weight: { shape: [5, 4] } } } },
+};
+
+/** One build / print / transform / error / dispose cycle touching most of the API. */
+function cycle() {
+  const g = new fx.Graph();
+  const x = g.placeholder('x', { type: 'torch.Tensor' });
+  const p = g.getAttr('param');
+  const add = g.callFunction('operator.add', [x, p], { alpha: fx.float(2) });
+  const lin = g.callModule('linear', [add]);
+  const clamp = g.callMethod('clamp', [lin], { min: 0.5, max: fx.tuple([1, 'a', [fx.slice(1, 2)]]) });
+  const dead = g.callFunction('torch.relu', [x]);
+  g.output(clamp);
+  dead.setMeta('k', { v: [1, 2] });
+  g.print();
+  g.tabular();
+  g.pythonCode();
+  g.eliminateDeadCode();
+  try {
+    g.eraseNode(add); // error path
+  } catch (e) {
+    if (e.kind !== 'GraphError') throw e;
+  }
+  const ip = g.insertingAfter(add);
+  g.callFunction('torch.neg', [add]);
+  ip.restore();
+  const c = g.clone();
+  c[Symbol.dispose]();
+  const gm = new fx.GraphModule(g, { root: ROOT });
+  void gm.code;
+  gm.namedParameters();
+  gm.delete();
+  const unused = new fx.Graph();
+  unused.placeholder('y');
+  unused.delete();
+}
+
+test('1000 create/delete cycles leave the wasm heap flat', () => {
+  for (let i = 0; i < 50; i++) cycle(); // warm up caches and the id buffer
+  const used = fx.heapUsed();
+  const size = fx.heapSize();
+  const live = fx.liveHandles();
+  for (let i = 0; i < 1000; i++) cycle();
+  expect(fx.liveHandles()).toBe(live);
+  expect(fx.heapUsed()).toBe(used);
+  expect(fx.heapSize()).toBe(size);
+});
+
+test('delete() and [Symbol.dispose]() free the C++ objects at once', () => {
+  const live = fx.liveHandles();
+  const g = new fx.Graph();
+  const g2 = new fx.Graph();
+  expect(fx.liveHandles()).toBe(live + 2);
+  g.delete();
+  g2[Symbol.dispose]();
+  expect(fx.liveHandles()).toBe(live);
+  const g3 = new fx.Graph();
+  const gm = new fx.GraphModule(g3);
+  expect(fx.liveHandles()).toBe(live + 2); // the graph entry plus the module
+  gm[Symbol.dispose]();
+  expect(fx.liveHandles()).toBe(live);
+});
+
+test('the FinalizationRegistry frees graphs that were never deleted', () => {
+  const index = new URL('../../wasm/index.mjs', import.meta.url).href;
+  const script = `
+    import { init } from ${JSON.stringify(index)};
+    const fx = await init();
+    const base = fx.liveHandles();
+    (() => {
+      for (let i = 0; i < 200; i++) {
+        const g = new fx.Graph();
+        g.output(g.callFunction('torch.relu', [g.placeholder('x')]));
+        if (i % 2) new fx.GraphModule(g);
+      }
+    })();
+    const made = fx.liveHandles() - base;
+    for (let i = 0; i < 100 && fx.liveHandles() > base; i++) {
+      globalThis.gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    console.log(made, fx.liveHandles() - base);
+  `;
+  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  expect(r.stdout).toBe('300 0\n');
+});

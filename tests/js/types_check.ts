@@ -1,0 +1,126 @@
+// Exercises the typed API of wasm/index.d.ts; compiled with `tsc -p tests/js/tsconfig.json`
+// (never run). Lines marked @ts-expect-error must stay errors: they pin what the types forbid.
+import init, {
+  init as namedInit,
+  FxError,
+  FxTuple,
+  FxFloat,
+  Graph,
+  GraphModule,
+  Node,
+  tuple,
+  float,
+  slice,
+  ellipsis,
+  dtype,
+  device,
+  memoryFormat,
+  layout,
+  complex,
+} from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode } from 'fxwasm';
+
+export async function main(): Promise<string> {
+  const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
+  const fx2: Fx = await namedInit({ wasmBinary: new Uint8Array(0) });
+  const v: string = fx.version + fx2.version;
+
+  const g: Graph = new fx.Graph();
+  const x: Node = g.placeholder('x', { type: 'torch.Tensor', defaultValue: null });
+  const p = g.getAttr('param');
+  const add = g.callFunction('operator.add', [x, p]);
+  const lin = g.callModule('linear', [add]);
+  const kw: FxKwargs = { min: fx.float(0), max: float(1) };
+  const clamp = g.callMethod('clamp', [lin], kw, { type: 'torch.Tensor' });
+  g.output(tuple([clamp, { w: p }]));
+  const made = g.createNode('call_function', 'torch.cat', [[clamp, clamp]], new Map([['dim', -1]]), { name: 'cat' });
+
+  const values: FxValue[] = [
+    null, true, 1, 1.5, 2n, 's', x, float(1), complex(1, 2), slice(null, 2), ellipsis,
+    dtype('float16'), device('cuda', 0), device('cpu'), memoryFormat('channels_last'),
+    layout('strided'), tuple([1, 2]), [1, [2, 3]], { a: 1 }, new Map<FxValue, FxValue>([[1, 'one']]),
+  ];
+  add.setArgs(values.slice(0, 2));
+  add.args = [x, p];
+  add.kwargs = { alpha: 2 };
+  add.updateArg(1, 5);
+  add.updateKwarg('alpha', 1);
+  add.type = null;
+  add.stackTrace = 'File "m.py", line 1';
+  const st: string | null = add.stackTrace;
+  add.setMeta('tag', { a: [1, 2] });
+  const meta: FxValue | undefined = add.getMeta('tag');
+  const removed: boolean = add.deleteMeta('tag');
+  const op: Opcode = add.op;
+  const first = add.args[0];
+  if (first instanceof FxTuple) first.forEach((e) => e);
+  if (first instanceof FxFloat) first.value.toFixed(1);
+
+  const users: Node[] = add.users;
+  const inputs: Node[] = add.allInputNodes;
+  const next: Node | null = add.next;
+  const changed: Node[] = add.replaceAllUsesWith(made, (u) => u !== made);
+  add.replaceInputWith(x, p);
+  add.prepend(made);
+  add.append(made);
+  const impure: boolean = add.isImpure();
+  const line: string = add.formatNode({ numUsers: true }) + add.name + add.target + String(add.id) + add.erased;
+
+  const ip = g.insertingAfter(add);
+  g.callFunction('torch.sigmoid', [add]);
+  ip.restore();
+  g.insertingBefore().keep();
+  ip[Symbol.dispose]();
+
+  const copy: Node = g.nodeCopy(add, (n) => n);
+  const g2 = new Graph();
+  const valMap = new Map<Node, FxValue>();
+  const out: FxValue = g2.graphCopy(g, valMap);
+  const c: Graph = g.clone();
+  const text: string = g.print() + g.print({ numUsers: true }) + g.tabular() + String(g);
+  const code: PythonCode = g.pythonCode({ rootModule: 'self', verbose: false, torch113Bugs: true });
+  const dce: boolean = g.eliminateDeadCode();
+  const found: Node | null = g.findNode('add');
+  const outNode: Node | null = g.outputNode;
+  const n: number = g.size + g.nodes.length;
+  g.lint();
+
+  const root: ModuleSpec = {
+    parameters: { param: { shape: [3, 4], data: new Float32Array(12), requiresGrad: true } },
+    modules: { linear: { type: 'Linear', extraRepr: 'in_features=4', buffers: { b: { dtype: 'int64', shape: [] } } } },
+  };
+  const gm = new GraphModule(c, { root, className: 'MyModule' });
+  const gmCode: string = gm.code + gm.printReadable() + gm.toString() + gm.className;
+  const pc: PythonCode = gm.recompile();
+  const ok: boolean = gm.addSubmodule('foo.bar', { type: 'ReLU' }) && gm.deleteSubmodule('foo.bar');
+  gm.deleteAllUnusedSubmodules();
+  const mods: Array<[string, ModuleInfo]> = gm.namedModules();
+  const params: Array<[string, TensorInfo]> = gm.namedParameters();
+  const bufs: Array<[string, TensorInfo]> = gm.namedBuffers();
+  const bytes: Uint8Array | null = gm.getTensorData('param');
+  const sameGraph: Graph = gm.graph;
+  gm.setTorch113Bugs(false);
+  gm[Symbol.dispose]();
+  g2.delete();
+  g[Symbol.dispose]();
+
+  try {
+    g.lint();
+  } catch (e) {
+    if (e instanceof FxError && e.kind === 'StaleHandleError') return e.node ?? e.message;
+  }
+  const heap: number = fx.heapUsed() + fx.heapSize() + fx.liveHandles();
+
+  // @ts-expect-error: args must be an array
+  g.callFunction('torch.relu', x);
+  // @ts-expect-error: not an opcode
+  g.createNode('call', 'x');
+  // @ts-expect-error: undefined is not an FxValue (use null)
+  g.output(undefined);
+  // @ts-expect-error: Node handles come from Graph methods
+  new Node();
+  // @ts-expect-error: the FxError kind is a closed set
+  const badKind: FxError['kind'] = 'NopeError';
+
+  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind].join();
+}

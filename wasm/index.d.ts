@@ -1,0 +1,611 @@
+// Type declarations of fxwasm's JS API (wasm/index.mjs). Hand-written: Debian's emscripten
+// 3.1.6 has no --emit-tsd. Checked by tests/js/types_check.ts (tsc --noEmit).
+
+/**
+ * fxwasm — torch.fx's graph IR (Graph, Node, GraphModule) compiled to WebAssembly.
+ *
+ * ```ts
+ * import { init } from 'fxwasm';
+ * const fx = await init();
+ * const g = new fx.Graph();
+ * const x = g.placeholder('x');
+ * g.output(g.callFunction('torch.relu', [x]));
+ * console.log(g.print());
+ * g.delete();
+ * ```
+ *
+ * Names mirror torch.fx / the C++ API one to one in camelCase (`erase_node` → `eraseNode`,
+ * `print(graph)` → `graph.print()`, `graph.print_tabular()` → `graph.tabular()`).
+ *
+ * @packageDocumentation
+ */
+
+declare global {
+  /**
+   * `Symbol.dispose` (explicit resource management), declared here the way @types/node does so
+   * that the `[Symbol.dispose]()` members below type-check without `lib: ["esnext.disposable"]`.
+   */
+  interface SymbolConstructor {
+    /** The method `using` calls when a block ends. */
+    readonly dispose: unique symbol;
+  }
+}
+
+/**
+ * A value that can appear in `Node.args`, `Node.kwargs`, a placeholder default or the output.
+ *
+ * JS → Python mapping:
+ * - `null` → `None`; `boolean` → `bool`; `string` → `str`; `bigint` → `int`.
+ * - `number`: an integer (`Number.isInteger`) → `int`, anything else (incl. `NaN`, `Infinity`)
+ *   → `float`. JS cannot tell `1` from `1.0`: write {@link float | fx.float(1)} for the float.
+ * - plain `Array` → `list`; {@link tuple | fx.tuple([...])} → `tuple`. (The top-level `args`
+ *   of a node is the positional-argument tuple and is passed/returned as a plain array.)
+ * - plain object (string keys) or `Map` → `dict`.
+ * - {@link Node} handle → the node; {@link slice | fx.slice()}, {@link ellipsis | fx.ellipsis},
+ *   {@link dtype | fx.dtype()}, {@link device | fx.device()}, {@link memoryFormat | fx.memoryFormat()},
+ *   {@link layout | fx.layout()}, {@link complex | fx.complex()} → the torch/Python object.
+ *
+ * Reading values back gives the same representation: tuples are {@link FxTuple} instances
+ * (Array subclass), lists plain arrays, integral floats {@link FxFloat} (other floats plain
+ * numbers), ints numbers (or `bigint` beyond 2^53), dicts plain objects — or a `Map` when a key
+ * is not a string or looks like an array index (JS objects would reorder it).
+ */
+export type FxValue =
+  | null
+  | boolean
+  | number
+  | bigint
+  | string
+  | Node
+  | FxFloat
+  | FxComplex
+  | FxSlice
+  | FxEllipsis
+  | FxDtype
+  | FxDevice
+  | FxMemoryFormat
+  | FxLayout
+  | FxTuple
+  | FxValue[]
+  | Map<FxValue, FxValue>
+  | { [key: string]: FxValue };
+
+/** Keyword arguments: a plain object (or Map) from argument name to value. */
+export type FxKwargs = { [key: string]: FxValue } | Map<string, FxValue>;
+
+/** The six torch.fx opcodes. */
+export type Opcode = 'placeholder' | 'get_attr' | 'call_function' | 'call_module' | 'call_method' | 'output';
+
+/** The `kind` of an {@link FxError}: the C++ `fx::error_kind_name` strings. */
+export type FxErrorKind =
+  | 'ValueError'
+  | 'TypeError'
+  | 'IndexError'
+  | 'KeyError'
+  | 'GraphError'
+  | 'LintError'
+  | 'AttributeError'
+  | 'StaleHandleError'
+  | 'TraceError'
+  | 'ParseError'
+  | 'UnsupportedError'
+  | 'RuntimeError'
+  | 'InternalError';
+
+/**
+ * Thrown by every fxwasm call that fails. The wasm module keeps working afterwards.
+ */
+export class FxError extends Error {
+  /** Creates an error; fxwasm itself throws these, users rarely need to. */
+  constructor(kind: FxErrorKind, message: string, node?: string);
+  /** Always `"FxError"`. */
+  readonly name: 'FxError';
+  /** What went wrong, coarse enough to branch on (e.g. `"GraphError"`, `"StaleHandleError"`). */
+  readonly kind: FxErrorKind;
+  /** Name of the node involved, if any. */
+  readonly node: string | undefined;
+}
+
+/** A Python `tuple`: an `Array` subclass, so it indexes and iterates like an array. */
+export class FxTuple extends Array<FxValue> {}
+
+/** A Python `float` whose value is integral (`1.0`); see {@link float}. */
+export class FxFloat {
+  /** Wraps `value` as a Python float. */
+  constructor(value: number);
+  /** The number. */
+  readonly value: number;
+  /** The number, so `+f` and arithmetic work. */
+  valueOf(): number;
+  /** Python-like text: `"1.0"`. */
+  toString(): string;
+}
+
+/** A Python `complex`. */
+export class FxComplex {
+  /** `complex(re, im)`. */
+  constructor(re: number, im: number);
+  /** Real part. */
+  readonly re: number;
+  /** Imaginary part. */
+  readonly im: number;
+}
+
+/** A Python `slice(start, stop, step)`; each part is any value (usually null, int or Node). */
+export class FxSlice {
+  /** `slice(start, stop, step)`; omitted parts are `None`. */
+  constructor(start?: FxValue, stop?: FxValue, step?: FxValue);
+  /** Start (null for None). */
+  readonly start: FxValue;
+  /** Stop (null for None). */
+  readonly stop: FxValue;
+  /** Step (null for None). */
+  readonly step: FxValue;
+}
+
+/** The class of Python's `Ellipsis`; use the singleton {@link ellipsis}. */
+export class FxEllipsis {
+  /** `"Ellipsis"`. */
+  toString(): string;
+}
+
+/** A torch dtype such as `torch.float32`. */
+export class FxDtype {
+  /** From a name: `"float32"`, `"torch.int64"`, or an alias (`"float"`, `"long"`). */
+  constructor(name: string);
+  /** The name without the `torch.` prefix, e.g. `"float32"`. */
+  readonly name: string;
+  /** `"torch.float32"`. */
+  toString(): string;
+}
+
+/** A `torch.device`. */
+export class FxDevice {
+  /** `device("cuda", 0)` or `device("cuda:0")`; `index` null/omitted for no index. */
+  constructor(type: string, index?: number | null);
+  /** Device type, e.g. `"cpu"`, `"cuda"`. */
+  readonly type: string;
+  /** Device index, or null. */
+  readonly index: number | null;
+  /** `"cpu"` or `"cuda:0"`, as Python's `str(device)`. */
+  toString(): string;
+}
+
+/** A `torch.memory_format`. */
+export class FxMemoryFormat {
+  /** From a name: `"contiguous_format"`, `"channels_last"`, `"channels_last_3d"`, `"preserve_format"`. */
+  constructor(name: string);
+  /** The name without the `torch.` prefix. */
+  readonly name: string;
+  /** `"torch.channels_last"`. */
+  toString(): string;
+}
+
+/** A `torch.layout`. */
+export class FxLayout {
+  /** From a name: `"strided"`, `"sparse_coo"`, `"sparse_csr"`. */
+  constructor(name: string);
+  /** The name without the `torch.` prefix. */
+  readonly name: string;
+  /** `"torch.strided"`. */
+  toString(): string;
+}
+
+/** Makes a Python tuple from `items` (plain arrays are lists). */
+export function tuple(items?: Iterable<FxValue>): FxTuple;
+/** A Python float, needed for integral values: `fx.float(1)` is `1.0`, plain `1` is the int. */
+export function float(value: number): FxFloat;
+/** A Python complex number `complex(re, im)`. */
+export function complex(re: number, im: number): FxComplex;
+/** A Python `slice(start, stop, step)`. */
+export function slice(start?: FxValue, stop?: FxValue, step?: FxValue): FxSlice;
+/** Python's `Ellipsis` (`...`). */
+export const ellipsis: FxEllipsis;
+/** A torch dtype: `fx.dtype("float16")`. */
+export function dtype(name: string): FxDtype;
+/** A torch device: `fx.device("cuda", 0)`, `fx.device("cpu")`. */
+export function device(type: string, index?: number | null): FxDevice;
+/** A torch memory format: `fx.memoryFormat("channels_last")`. */
+export function memoryFormat(name: string): FxMemoryFormat;
+/** A torch layout: `fx.layout("strided")`. */
+export function layout(name: string): FxLayout;
+
+/** Options of {@link Graph.placeholder}. */
+export interface PlaceholderOptions {
+  /** Type annotation in Python repr form (`"torch.Tensor"`, `"int"`). */
+  type?: string | null;
+  /** Default value (printed `(default=...)`); omit for none, `null` for a `None` default. */
+  defaultValue?: FxValue;
+}
+
+/** Options of node-creating methods. */
+export interface NodeOptions {
+  /** Type annotation in Python repr form (`"torch.Tensor"`). */
+  type?: string | null;
+}
+
+/** Options of {@link Graph.createNode}. */
+export interface CreateNodeOptions extends NodeOptions {
+  /** Name hint; uniquified like torch.fx (`add` → `add_1`). */
+  name?: string | null;
+}
+
+/** Options of {@link Graph.print} and {@link Node.formatNode}. */
+export interface PrintOptions {
+  /** Use torch 2.x's `[num_users=1]` instead of torch 1.13's `[#users=1]`. */
+  numUsers?: boolean;
+}
+
+/** Options of {@link Graph.pythonCode}. */
+export interface PythonCodeOptions {
+  /** Name of the root module in the generated code (default `"self"`). */
+  rootModule?: string;
+  /** Emit `# File: ...` stack-trace comments (print_readable's verbose mode). */
+  verbose?: boolean;
+  /** Reproduce torch 1.13's two codegen bugs (`-2 ** x`, `self.lambda`) instead of fixing them. */
+  torch113Bugs?: boolean;
+}
+
+/** Result of `python_code()`: the source of `forward` and the globals it uses. */
+export interface PythonCode {
+  /** The generated source (starts with `"\n\n\ndef forward"`, ends with `"\n    "`). */
+  src: string;
+  /** Global name → the qualified Python name it refers to (`"inf"` → `"math.inf"`). */
+  globals: Record<string, string>;
+}
+
+/**
+ * torch.fx.Graph: an ordered list of nodes. Owns its C++ memory: call {@link Graph.delete}
+ * (or use `using g = new fx.Graph()`); a FinalizationRegistry frees forgotten graphs eventually.
+ * Once a {@link GraphModule} takes it over, the module owns it.
+ */
+export class Graph {
+  /** An empty graph. Requires `await init()` first. */
+  constructor();
+  /** The nodes in order (handles). */
+  readonly nodes: Node[];
+  /** Number of nodes (`len(graph.nodes)`). */
+  readonly size: number;
+  /** The output node, or null. */
+  readonly outputNode: Node | null;
+  /** The GraphModule that owns this graph, or null. */
+  readonly owningModule: GraphModule | null;
+
+  /** Frees the graph; its node handles and insert points become stale. No-op if owned by a GraphModule or already deleted. */
+  delete(): void;
+  /** Same as {@link Graph.delete}, for `using`. */
+  [Symbol.dispose](): void;
+
+  /** A function input (`placeholder`). */
+  placeholder(name: string, options?: PlaceholderOptions): Node;
+  /** Fetches an attribute of the root module (`get_attr`), e.g. `"linear.weight"`. */
+  getAttr(qualifiedName: string, options?: NodeOptions): Node;
+  /**
+   * Calls a function (`call_function`) named by its qualified Python name: `"operator.add"`,
+   * `"torch.relu"`, `"torch.nn.functional.gelu"`, `"builtins.getattr"`. Throws `ValueError`
+   * for a name without a module part.
+   */
+  callFunction(target: string, args?: FxValue[], kwargs?: FxKwargs | null, options?: NodeOptions): Node;
+  /** Calls a method on `args[0]` (`call_method`), e.g. `"clamp"`. */
+  callMethod(methodName: string, args?: FxValue[], kwargs?: FxKwargs | null, options?: NodeOptions): Node;
+  /** Calls a submodule (`call_module`) by qualified name, e.g. `"layer1.0.conv1"`. */
+  callModule(moduleName: string, args?: FxValue[], kwargs?: FxKwargs | null, options?: NodeOptions): Node;
+  /** The graph's `return`; wrap several results in {@link tuple}. */
+  output(result: FxValue, options?: NodeOptions): Node;
+  /** Creates a node of any opcode at the insert point (`create_node`). */
+  createNode(op: Opcode, target: string, args?: FxValue[], kwargs?: FxKwargs | null, options?: CreateNodeOptions): Node;
+  /** Erases a node without users; throws `GraphError` naming its users otherwise. Its handle becomes stale. */
+  eraseNode(node: Node): void;
+  /** New nodes go right before `node` (omitted/null: at the beginning) until the returned point is restored. */
+  insertingBefore(node?: Node | null): InsertPoint;
+  /** New nodes go right after `node` (omitted/null: at the end) until the returned point is restored. */
+  insertingAfter(node?: Node | null): InsertPoint;
+  /**
+   * Copies `node` (from this or another graph) to the insert point. `argTransform` maps each
+   * input node to a value of this graph; it is required when `node` comes from another graph
+   * and has inputs. It is called once per input node, before the copy is made.
+   */
+  nodeCopy(node: Node, argTransform?: ((input: Node) => FxValue) | null): Node;
+  /**
+   * Copies all nodes of `other` except its output into this graph and returns the value the
+   * output returned (mapped), or null. Pre-seed `valMap` (other's node → value here) to bind
+   * placeholders; it is filled with every copied node.
+   */
+  graphCopy(other: Graph, valMap?: Map<Node, FxValue> | null): FxValue;
+  /** A deep copy with the same names (a new, independently owned graph). */
+  clone(): Graph;
+  /** `print(graph)`: byte-identical to torch.fx 1.13. */
+  print(options?: PrintOptions): string;
+  /** Same as {@link Graph.print}. */
+  toString(): string;
+  /** `graph.print_tabular()`. */
+  tabular(): string;
+  /** Generated Python (`graph.python_code(root_module)`). */
+  pythonCode(options?: PythonCodeOptions): PythonCode;
+  /** Checks the graph; throws `LintError` with torch.fx's message. */
+  lint(): void;
+  /** Erases unused pure nodes, last to first; returns whether anything was erased. Lints first. */
+  eliminateDeadCode(): boolean;
+  /** The live node with this name, or null. */
+  findNode(name: string): Node | null;
+}
+
+/**
+ * An insertion point made by {@link Graph.insertingBefore} / {@link Graph.insertingAfter}.
+ * Call {@link InsertPoint.restore} (or use `using ip = g.insertingAfter(n)`); an InsertPoint
+ * that is never restored stays in force — like leaving torch.fx's `with` block open forever.
+ */
+export class InsertPoint {
+  /** Not constructible: InsertPoints come from {@link Graph.insertingBefore} / {@link Graph.insertingAfter}. */
+  private constructor();
+  /** The graph this insert point belongs to. */
+  readonly graph: Graph;
+  /** Restores the insert point that was current before this one. Idempotent. */
+  restore(): void;
+  /** Makes this insert point permanent (nothing is restored). Idempotent. */
+  keep(): void;
+  /** Same as {@link InsertPoint.restore}, for `using`. */
+  [Symbol.dispose](): void;
+}
+
+/**
+ * A lightweight handle `(graph, id)` to a node. Handles are cached per graph, so the same node
+ * always gives the same object (`===` works). Every use is checked: a handle to an erased node
+ * or a deleted graph throws `FxError` with kind `"StaleHandleError"`.
+ */
+export class Node {
+  /** Not constructible: node handles come from Graph methods and Node properties. */
+  private constructor();
+  /** The graph the node belongs to. */
+  readonly graph: Graph;
+  /** The node's id (`fx::Node::id()`): unique in its graph, increasing in creation order. */
+  readonly id: number;
+  /** Unique name in the graph (`add`, `add_1`). */
+  readonly name: string;
+  /** Opcode. */
+  readonly op: Opcode;
+  /** Target: qualified function name for call_function (`"operator.add"`), else the string target. */
+  readonly target: string;
+  /** Type annotation in Python repr form, or null. */
+  get type(): string | null;
+  /** Sets the type annotation (null removes it). */
+  set type(value: string | null | undefined);
+  /** Positional arguments (a copy; assign or use {@link Node.setArgs} to change them). */
+  get args(): FxValue[];
+  /** Replaces all positional arguments, like {@link Node.setArgs}. */
+  set args(value: FxValue[]);
+  /** Keyword arguments (a copy; assign or use {@link Node.setKwargs} to change them). */
+  get kwargs(): { [key: string]: FxValue };
+  /** Replaces all keyword arguments, like {@link Node.setKwargs}. */
+  set kwargs(value: FxKwargs);
+  /** The nodes that use this node, in the order they started using it. */
+  readonly users: Node[];
+  /** Distinct input nodes, args before kwargs, in first-occurrence order. */
+  readonly allInputNodes: Node[];
+  /** The next node, or null after the last one. */
+  readonly next: Node | null;
+  /** The previous node, or null before the first one. */
+  readonly prev: Node | null;
+  /** True once erased (reading this never throws StaleHandleError for an erased node). */
+  readonly erased: boolean;
+  /** `meta["stack_trace"]` if it is a string, else null. */
+  get stackTrace(): string | null;
+  /** Sets `meta["stack_trace"]` (null sets it to None). */
+  set stackTrace(value: string | null | undefined);
+  /** A snapshot of all of `node.meta`. */
+  readonly meta: { [key: string]: FxValue };
+
+  /** Moves `x` (of the same graph) to just before this node. */
+  prepend(x: Node): void;
+  /** Moves `x` (of the same graph) to just after this node. */
+  append(x: Node): void;
+  /**
+   * Makes every user use `replaceWith` instead, except users for which `deleteUserCb` returns
+   * false (it is called once per user, before any change). Returns the users that changed.
+   */
+  replaceAllUsesWith(replaceWith: Node, deleteUserCb?: ((user: Node) => boolean) | null): Node[];
+  /** Replaces every occurrence of `oldInput` among this node's inputs with `newInput`. */
+  replaceInputWith(oldInput: Node, newInput: Node): void;
+  /** Replaces positional argument `idx`; throws `IndexError` if out of range. */
+  updateArg(idx: number, arg: FxValue): void;
+  /** Sets keyword argument `key` (appended if new). */
+  updateKwarg(key: string, arg: FxValue): void;
+  /** Replaces all positional arguments. */
+  setArgs(args: FxValue[]): void;
+  /** Replaces all keyword arguments. */
+  setKwargs(kwargs: FxKwargs): void;
+  /** `node.meta[key]`, or undefined if absent. */
+  getMeta(key: string): FxValue | undefined;
+  /** Sets `node.meta[key]`; the value must not contain Node handles. */
+  setMeta(key: string, value: FxValue): void;
+  /** Removes `node.meta[key]`; returns whether it was present. */
+  deleteMeta(key: string): boolean;
+  /** Whether dead-code elimination must keep the node (placeholder, output, impure call). */
+  isImpure(): boolean;
+  /** The line `print(graph)` shows for this node. */
+  formatNode(options?: PrintOptions): string;
+  /** The node's name (like Python's `repr(node)`). */
+  toString(): string;
+}
+
+/** A tensor of the attribute tree: metadata plus optional raw little-endian bytes. */
+export interface TensorSpec {
+  /** dtype name (default `"float32"`). */
+  dtype?: string;
+  /** Shape, e.g. `[5, 4]`. */
+  shape: number[];
+  /** Raw bytes (exactly numel × element size), or omitted for a metadata-only tensor. */
+  data?: ArrayBuffer | ArrayBufferView;
+  /** `requires_grad` (default false). */
+  requiresGrad?: boolean;
+}
+
+/** One module of the attribute tree (like an `nn.Module`). */
+export interface ModuleSpec {
+  /** Python class name shown when printing (default `"Module"`), e.g. `"Linear"`. */
+  type?: string;
+  /** `extra_repr()` text, e.g. `"in_features=4, out_features=5, bias=True"`. */
+  extraRepr?: string;
+  /** Side-effectful: call_module nodes on it survive dead-code elimination. */
+  impure?: boolean;
+  /** Child modules by name. */
+  modules?: { [name: string]: ModuleSpec };
+  /** Parameters by name. */
+  parameters?: { [name: string]: TensorSpec };
+  /** Buffers by name. */
+  buffers?: { [name: string]: TensorSpec };
+}
+
+/** Options of the {@link GraphModule} constructor. */
+export interface GraphModuleOptions {
+  /** The root module the graph's get_attr / call_module targets refer to. */
+  root?: ModuleSpec | null;
+  /** Class name used when printing (default `"GraphModule"`). */
+  className?: string;
+}
+
+/** What {@link GraphModule.namedModules} reports per module. */
+export interface ModuleInfo {
+  /** Python class name. */
+  type: string;
+  /** `extra_repr()` text. */
+  extraRepr: string;
+  /** Whether the module is marked impure. */
+  impure: boolean;
+}
+
+/** What {@link GraphModule.namedParameters} / {@link GraphModule.namedBuffers} report per tensor. */
+export interface TensorInfo {
+  /** dtype name, e.g. `"float32"`. */
+  dtype: string;
+  /** Shape. */
+  shape: number[];
+  /** `requires_grad`. */
+  requiresGrad: boolean;
+  /** Whether bytes are attached (see {@link GraphModule.getTensorData}). */
+  hasData: boolean;
+}
+
+/**
+ * torch.fx.GraphModule: owns a graph (taken over from the constructor's argument, which stays
+ * usable as {@link GraphModule.graph}) plus the attributes its nodes reference, and the
+ * generated code. Call {@link GraphModule.delete} to free both.
+ */
+export class GraphModule {
+  /**
+   * Takes over `graph` and copies from `options.root` the attributes that get_attr and
+   * call_module nodes reference. Throws `AttributeError` naming the node whose target the root
+   * lacks (the graph then stays with the caller), `GraphError` if the graph already belongs to
+   * a GraphModule.
+   */
+  constructor(graph: Graph, options?: GraphModuleOptions);
+  /** The owned graph (the same object that was passed in). Call {@link GraphModule.recompile} after changing it. */
+  readonly graph: Graph;
+  /** Class name used when printing. */
+  readonly className: string;
+  /** Generated source of `forward`, as of the last recompile. */
+  readonly code: string;
+  /** Regenerates {@link GraphModule.code} from the graph. */
+  recompile(): PythonCode;
+  /** The code and globals of the last recompile. */
+  pythonCode(): PythonCode;
+  /** `print_readable()`. */
+  printReadable(): string;
+  /** `str(gm)`: module repr, code and the print_readable() reminder. */
+  toString(): string;
+  /** Reproduce torch 1.13's two codegen bugs on the next recompile (default off: fixed). */
+  setTorch113Bugs(on: boolean): void;
+  /** Installs a module at `target`, creating empty parents; false if a path element is not a module. */
+  addSubmodule(target: string, module: ModuleSpec): boolean;
+  /** Deletes the submodule at `target`; false if there is none. */
+  deleteSubmodule(target: string): boolean;
+  /** Deletes every submodule no node references. */
+  deleteAllUnusedSubmodules(): void;
+  /** `named_modules()`: `["", root]` first, then depth-first. */
+  namedModules(): Array<[string, ModuleInfo]>;
+  /** `named_parameters()` with qualified names. */
+  namedParameters(): Array<[string, TensorInfo]>;
+  /** `named_buffers()` with qualified names. */
+  namedBuffers(): Array<[string, TensorInfo]>;
+  /** A copy of the bytes of parameter/buffer `target`, or null if it has none; `AttributeError` if it does not exist. */
+  getTensorData(target: string): Uint8Array | null;
+  /** Frees the module and its graph; their handles become stale. Idempotent. */
+  delete(): void;
+  /** Same as {@link GraphModule.delete}, for `using`. */
+  [Symbol.dispose](): void;
+}
+
+/** Options of {@link init}. */
+export interface InitOptions {
+  /** Where to find `fx.wasm`: called with `("fx.wasm", directory of fx.mjs)`, returns a URL or path. */
+  locateFile?: (path: string, scriptDirectory: string) => string;
+  /** The bytes of `fx.wasm`, if the caller already has them. */
+  wasmBinary?: ArrayBuffer | Uint8Array;
+}
+
+/** The API object {@link init} resolves to. */
+export interface Fx {
+  /** Version of the fxwasm build. */
+  readonly version: string;
+  /** See {@link Graph}. */
+  readonly Graph: typeof Graph;
+  /** See {@link GraphModule}. */
+  readonly GraphModule: typeof GraphModule;
+  /** See {@link Node}. */
+  readonly Node: typeof Node;
+  /** See {@link InsertPoint}. */
+  readonly InsertPoint: typeof InsertPoint;
+  /** See {@link FxError}. */
+  readonly FxError: typeof FxError;
+  /** See {@link FxTuple}. */
+  readonly FxTuple: typeof FxTuple;
+  /** See {@link FxFloat}. */
+  readonly FxFloat: typeof FxFloat;
+  /** See {@link FxComplex}. */
+  readonly FxComplex: typeof FxComplex;
+  /** See {@link FxSlice}. */
+  readonly FxSlice: typeof FxSlice;
+  /** See {@link FxEllipsis}. */
+  readonly FxEllipsis: typeof FxEllipsis;
+  /** See {@link FxDtype}. */
+  readonly FxDtype: typeof FxDtype;
+  /** See {@link FxDevice}. */
+  readonly FxDevice: typeof FxDevice;
+  /** See {@link FxMemoryFormat}. */
+  readonly FxMemoryFormat: typeof FxMemoryFormat;
+  /** See {@link FxLayout}. */
+  readonly FxLayout: typeof FxLayout;
+  /** See {@link tuple}. */
+  readonly tuple: typeof tuple;
+  /** See {@link float}. */
+  readonly float: typeof float;
+  /** See {@link complex}. */
+  readonly complex: typeof complex;
+  /** See {@link slice}. */
+  readonly slice: typeof slice;
+  /** See {@link ellipsis}. */
+  readonly ellipsis: FxEllipsis;
+  /** See {@link dtype}. */
+  readonly dtype: typeof dtype;
+  /** See {@link device}. */
+  readonly device: typeof device;
+  /** See {@link memoryFormat}. */
+  readonly memoryFormat: typeof memoryFormat;
+  /** See {@link layout}. */
+  readonly layout: typeof layout;
+  /** Bytes currently allocated on the wasm heap by malloc (for leak checks). */
+  heapUsed(): number;
+  /** Current size of the wasm memory in bytes (`HEAP8.length`). */
+  heapSize(): number;
+  /** Number of live graphs and graph modules held by the wasm module (for leak checks). */
+  liveHandles(): number;
+}
+
+/**
+ * Loads the wasm module (once; later calls return the same promise and ignore their options)
+ * and resolves to the API object. Under Node the `.wasm` is read from the package's `dist/`;
+ * in browsers it is fetched next to `dist/fx.mjs` unless `locateFile` / `wasmBinary` say otherwise.
+ */
+export function init(options?: InitOptions): Promise<Fx>;
+
+export default init;
