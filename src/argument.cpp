@@ -36,8 +36,8 @@ const char* layout_name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 Dtype dtype_from_name(const std::string& name_in) {
   std::string name = name_in.rfind("torch.", 0) == 0 ? name_in.substr(6) : name_in;
   static const std::pair<const char*, Dtype> aliases[] = {
-      {"float", Dtype::Float32},  {"double", Dtype::Float64}, {"half", Dtype::Float16},
-      {"long", Dtype::Int64},     {"int", Dtype::Int32},      {"short", Dtype::Int16},
+      {"float", Dtype::Float32},    {"double", Dtype::Float64},    {"half", Dtype::Float16},
+      {"long", Dtype::Int64},       {"int", Dtype::Int32},         {"short", Dtype::Int16},
       {"cfloat", Dtype::Complex64}, {"cdouble", Dtype::Complex128}};
   for (const auto& a : aliases)
     if (name == a.first) return a.second;
@@ -49,36 +49,70 @@ Dtype dtype_from_name(const std::string& name_in) {
 
 size_t dtype_size(Dtype d) {
   switch (d) {
-    case Dtype::Float32: case Dtype::Int32: case Dtype::QInt32: case Dtype::UInt32:
-    case Dtype::Complex32: return 4;
-    case Dtype::Float64: case Dtype::Int64: case Dtype::Complex64: case Dtype::UInt64: return 8;
-    case Dtype::Float16: case Dtype::BFloat16: case Dtype::Int16: case Dtype::UInt16: return 2;
-    case Dtype::Int8: case Dtype::UInt8: case Dtype::Bool: case Dtype::QInt8:
-    case Dtype::QUInt8: return 1;
-    case Dtype::Complex128: return 16;
-    case Dtype::String: return 0;
+    case Dtype::Float32:
+    case Dtype::Int32:
+    case Dtype::QInt32:
+    case Dtype::UInt32:
+    case Dtype::Complex32:
+      return 4;
+    case Dtype::Float64:
+    case Dtype::Int64:
+    case Dtype::Complex64:
+    case Dtype::UInt64:
+      return 8;
+    case Dtype::Float16:
+    case Dtype::BFloat16:
+    case Dtype::Int16:
+    case Dtype::UInt16:
+      return 2;
+    case Dtype::Int8:
+    case Dtype::UInt8:
+    case Dtype::Bool:
+    case Dtype::QInt8:
+    case Dtype::QUInt8:
+      return 1;
+    case Dtype::Complex128:
+      return 16;
+    case Dtype::String:
+      return 0;
   }
   return 0;
 }
 
 const char* Argument::kind_name(Kind k) {
   switch (k) {
-    case Kind::None: return "None";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::Complex: return "complex";
-    case Kind::String: return "str";
-    case Kind::Node: return "Node";
-    case Kind::Tuple: return "tuple";
-    case Kind::List: return "list";
-    case Kind::Dict: return "dict";
-    case Kind::Slice: return "slice";
-    case Kind::Ellipsis: return "ellipsis";
-    case Kind::Dtype: return "dtype";
-    case Kind::Device: return "device";
-    case Kind::MemoryFormat: return "memory_format";
-    case Kind::Layout: return "layout";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::Complex:
+      return "complex";
+    case Kind::String:
+      return "str";
+    case Kind::Node:
+      return "Node";
+    case Kind::Tuple:
+      return "tuple";
+    case Kind::List:
+      return "list";
+    case Kind::Dict:
+      return "dict";
+    case Kind::Slice:
+      return "slice";
+    case Kind::Ellipsis:
+      return "ellipsis";
+    case Kind::Dtype:
+      return "dtype";
+    case Kind::Device:
+      return "device";
+    case Kind::MemoryFormat:
+      return "memory_format";
+    case Kind::Layout:
+      return "layout";
   }
   return "?";
 }
@@ -122,10 +156,14 @@ int64_t Argument::to_int() const {
 }
 double Argument::to_double() const {
   switch (kind_) {
-    case Kind::Float: return std::get<double>(v_);
-    case Kind::Int: return static_cast<double>(std::get<int64_t>(v_));
-    case Kind::Bool: return std::get<bool>(v_) ? 1.0 : 0.0;
-    default: type_error("float");
+    case Kind::Float:
+      return std::get<double>(v_);
+    case Kind::Int:
+      return static_cast<double>(std::get<int64_t>(v_));
+    case Kind::Bool:
+      return std::get<bool>(v_) ? 1.0 : 0.0;
+    default:
+      type_error("float");
   }
 }
 std::complex<double> Argument::to_complex() const {
@@ -176,24 +214,36 @@ bool Argument::operator==(const Argument& o) const {
   if (kind_ != o.kind_) return false;
   switch (kind_) {
     case Kind::None:
-    case Kind::Ellipsis: return true;
-    case Kind::Bool: return std::get<bool>(v_) == std::get<bool>(o.v_);
-    case Kind::Int: return std::get<int64_t>(v_) == std::get<int64_t>(o.v_);
+    case Kind::Ellipsis:
+      return true;
+    case Kind::Bool:
+      return std::get<bool>(v_) == std::get<bool>(o.v_);
+    case Kind::Int:
+      return std::get<int64_t>(v_) == std::get<int64_t>(o.v_);
     case Kind::Float: {
       double a = std::get<double>(v_), b = std::get<double>(o.v_);
       return a == b || (std::isnan(a) && std::isnan(b));
     }
-    case Kind::Complex: return std::get<std::complex<double>>(v_) == std::get<std::complex<double>>(o.v_);
-    case Kind::String: return to_string() == o.to_string();
-    case Kind::Node: return std::get<Node*>(v_) == std::get<Node*>(o.v_);
+    case Kind::Complex:
+      return std::get<std::complex<double>>(v_) == std::get<std::complex<double>>(o.v_);
+    case Kind::String:
+      return to_string() == o.to_string();
+    case Kind::Node:
+      return std::get<Node*>(v_) == std::get<Node*>(o.v_);
     case Kind::Tuple:
     case Kind::List:
-    case Kind::Slice: return elements() == o.elements();
-    case Kind::Dict: return dict_items() == o.dict_items();
-    case Kind::Dtype: return to_dtype() == o.to_dtype();
-    case Kind::Device: return to_device() == o.to_device();
-    case Kind::MemoryFormat: return to_memory_format() == o.to_memory_format();
-    case Kind::Layout: return to_layout() == o.to_layout();
+    case Kind::Slice:
+      return elements() == o.elements();
+    case Kind::Dict:
+      return dict_items() == o.dict_items();
+    case Kind::Dtype:
+      return to_dtype() == o.to_dtype();
+    case Kind::Device:
+      return to_device() == o.to_device();
+    case Kind::MemoryFormat:
+      return to_memory_format() == o.to_memory_format();
+    case Kind::Layout:
+      return to_layout() == o.to_layout();
   }
   return false;
 }
@@ -254,7 +304,8 @@ std::string format_double_r(double v, bool add_dot_0, bool sign) {
 }
 
 std::string complex_repr(std::complex<double> c) {
-  if (c.real() == 0 && !std::signbit(c.real())) return format_double_r(c.imag(), false, false) + "j";
+  if (c.real() == 0 && !std::signbit(c.real()))
+    return format_double_r(c.imag(), false, false) + "j";
   return "(" + format_double_r(c.real(), false, false) + format_double_r(c.imag(), false, true) +
          "j)";
 }
@@ -271,34 +322,49 @@ std::string device_str(const Device& d) {
 
 std::string py_float_repr(double v) { return format_double_r(v, true, false); }
 
-std::string py_str_repr(const std::string& s) {
-  const bool has_single = s.find('\'') != std::string::npos;
-  const bool has_double = s.find('"') != std::string::npos;
+void put_py_str_repr(std::string_view s, Out& out) {
+  const bool has_single = s.find('\'') != std::string_view::npos;
+  const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
-  std::string out(1, quote);
-  for (unsigned char c : s) {
+  out.put(quote);
+  size_t run = 0;  // start of the pending run of characters that print as themselves
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const bool plain =
+        c != static_cast<unsigned char>(quote) && c != '\\' && c >= 0x20 && c != 0x7f;
+    if (plain) continue;  // printable ASCII, or UTF-8 bytes of printable text
+    out.put(s.data() + run, i - run);
+    run = i + 1;
     if (c == static_cast<unsigned char>(quote) || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
+      out.put('\\');
+      out.put(static_cast<char>(c));
     } else if (c == '\t') {
-      out += "\\t";
+      out.put("\\t");
     } else if (c == '\n') {
-      out += "\\n";
+      out.put("\\n");
     } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
+      out.put("\\r");
+    } else {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);  // printable ASCII, or UTF-8 bytes of printable text
+      out.put(buf, 4);
     }
   }
-  out += quote;
-  return out;
+  out.put(s.data() + run, s.size() - run);
+  out.put(quote);
 }
 
-bool py_is_identifier(const std::string& s) {
+std::string py_str_repr(const std::string& s) {
+  std::string r;
+  Out out(r);
+  put_py_str_repr(s, out);
+  out.flush();
+  return r;
+}
+
+void put_py_float_repr(double v, Out& out) { out.put(format_double_r(v, true, false)); }
+
+bool py_is_identifier(std::string_view s) {
   if (s.empty()) return false;
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -312,136 +378,178 @@ bool py_is_identifier(const std::string& s) {
 // ---------------------------------------------------------------------------------------------
 // Printers
 
-std::string ArgumentPrinter::node_name(Node* n) const {
-  return name_node ? name_node(n) : n->name();
+const std::string& ArgumentPrinter::node_name(Node* n) const {
+  return name_node ? name_node(ctx, n) : n->name();
 }
 
-void ArgumentPrinter::repr(const Argument& a, std::string& out) const {
+void ArgumentPrinter::repr(const Argument& a, Out& out) const {
   using Kind = Argument::Kind;
   switch (a.kind_) {
-    case Kind::None: out += "None"; return;
-    case Kind::Bool: out += std::get<bool>(a.v_) ? "True" : "False"; return;
-    case Kind::Int: out += std::to_string(std::get<int64_t>(a.v_)); return;
-    case Kind::Float: out += py_float_repr(std::get<double>(a.v_)); return;
-    case Kind::Complex: out += complex_repr(std::get<std::complex<double>>(a.v_)); return;
-    case Kind::String: out += py_str_repr(a.to_string()); return;
-    case Kind::Node: out += node_name(std::get<Node*>(a.v_)); return;
+    case Kind::None:
+      out.put("None");
+      return;
+    case Kind::Bool:
+      if (std::get<bool>(a.v_)) {
+        out.put("True");
+      } else {
+        out.put("False");
+      }
+      return;
+    case Kind::Int:
+      out.put_int(std::get<int64_t>(a.v_));
+      return;
+    case Kind::Float:
+      put_py_float_repr(std::get<double>(a.v_), out);
+      return;
+    case Kind::Complex:
+      out.put(complex_repr(std::get<std::complex<double>>(a.v_)));
+      return;
+    case Kind::String:
+      put_py_str_repr(a.to_string(), out);
+      return;
+    case Kind::Node:
+      out.put(node_name(std::get<Node*>(a.v_)));
+      return;
     case Kind::Tuple: {
       const auto& items = a.elements();
-      out += '(';
+      out.put('(');
       for (size_t i = 0; i < items.size(); ++i) {
-        if (i) out += ", ";
-        inner().repr(items[i], out);
+        if (i) out.put(", ");
+        repr(items[i], out);
       }
-      if (items.size() == 1) out += ',';
-      out += ')';
+      if (items.size() == 1) out.put(',');
+      out.put(')');
       return;
     }
     case Kind::List: {
       const auto& items = a.elements();
-      out += '[';
+      out.put('[');
       for (size_t i = 0; i < items.size(); ++i) {
-        if (i) out += ", ";
-        inner().repr(items[i], out);
+        if (i) out.put(", ");
+        repr(items[i], out);
       }
-      out += ']';
+      out.put(']');
       return;
     }
     case Kind::Dict: {
-      out += '{';
+      out.put('{');
       bool first = true;
       for (const auto& kv : a.dict_items()) {
-        if (!first) out += ", ";
+        if (!first) out.put(", ");
         first = false;
-        inner().repr(kv.first, out);
-        out += ": ";
-        inner().repr(kv.second, out);
+        repr(kv.first, out);
+        out.put(": ");
+        repr(kv.second, out);
       }
-      out += '}';
+      out.put('}');
       return;
     }
     case Kind::Slice: {
       const auto& p = a.elements();
-      out += "slice(";
-      inner().repr(p[0], out);
-      out += ", ";
-      inner().repr(p[1], out);
-      out += ", ";
-      inner().repr(p[2], out);
-      out += ')';
+      out.put("slice(");
+      repr(p[0], out);
+      out.put(", ");
+      repr(p[1], out);
+      out.put(", ");
+      repr(p[2], out);
+      out.put(')');
       return;
     }
-    case Kind::Ellipsis: out += "Ellipsis"; return;
-    case Kind::Dtype: out += std::string("torch.") + dtype_name(a.to_dtype()); return;
-    case Kind::Device: out += device_repr(a.to_device()); return;
-    case Kind::MemoryFormat:
-      out += std::string("torch.") + memory_format_name(a.to_memory_format());
+    case Kind::Ellipsis:
+      out.put("Ellipsis");
       return;
-    case Kind::Layout: out += std::string("torch.") + layout_name(a.to_layout()); return;
+    case Kind::Dtype:
+      out.put("torch.");
+      out.put(std::string_view(dtype_name(a.to_dtype())));
+      return;
+    case Kind::Device:
+      out.put(device_repr(a.to_device()));
+      return;
+    case Kind::MemoryFormat:
+      out.put("torch.");
+      out.put(std::string_view(memory_format_name(a.to_memory_format())));
+      return;
+    case Kind::Layout:
+      out.put("torch.");
+      out.put(std::string_view(layout_name(a.to_layout())));
+      return;
   }
 }
 
-void ArgumentPrinter::str(const Argument& a, std::string& out) const {
+void ArgumentPrinter::str(const Argument& a, Out& out) const {
   switch (a.kind_) {
-    case Argument::Kind::String: out += a.to_string(); return;
-    case Argument::Kind::Device: out += device_str(a.to_device()); return;
-    default: repr(a, out); return;
+    case Argument::Kind::String:
+      out.put(a.to_string());
+      return;
+    case Argument::Kind::Device:
+      out.put(device_str(a.to_device()));
+      return;
+    default:
+      repr(a, out);
+      return;
   }
 }
 
-void ArgumentPrinter::format_arg(const Argument& a, std::string& out) const {
+void ArgumentPrinter::format_arg(const Argument& a, Out& out) const {
   using Kind = Argument::Kind;
   switch (a.kind_) {
     case Kind::List: {
       const auto& items = a.elements();
-      out += '[';
+      out.put('[');
       for (size_t i = 0; i < items.size(); ++i) {
-        if (i) out += ", ";
+        if (i) out.put(", ");
         format_arg(items[i], out);
       }
-      out += ']';
+      out.put(']');
       return;
     }
-    case Kind::Tuple: format_tuple(a.elements(), out); return;
+    case Kind::Tuple:
+      format_tuple(a.elements(), out);
+      return;
     case Kind::Dict: {
-      out += '{';
+      out.put('{');
       bool first = true;
       for (const auto& kv : a.dict_items()) {
-        if (!first) out += ", ";
+        if (!first) out.put(", ");
         first = false;
         str(kv.first, out);
-        out += ": ";
+        out.put(": ");
         format_arg(kv.second, out);
       }
-      out += '}';
+      out.put('}');
       return;
     }
-    case Kind::Node: out += '%' + node_name(std::get<Node*>(a.v_)); return;
-    default: str(a, out); return;
+    case Kind::Node:
+      out.put('%');
+      out.put(node_name(std::get<Node*>(a.v_)));
+      return;
+    default:
+      str(a, out);
+      return;
   }
 }
 
-void ArgumentPrinter::format_tuple(const std::vector<Argument>& items, std::string& out) const {
-  out += '(';
+void ArgumentPrinter::format_tuple(const std::vector<Argument>& items, Out& out) const {
+  out.put('(');
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ", ";
+    if (i) out.put(", ");
     format_arg(items[i], out);
   }
-  if (items.size() == 1) out += ',';
-  out += ')';
+  if (items.size() == 1) out.put(',');
+  out.put(')');
 }
 
-void ArgumentPrinter::format_kwargs(const Kwargs& kwargs, std::string& out) const {
-  out += '{';
+void ArgumentPrinter::format_kwargs(const Kwargs& kwargs, Out& out) const {
+  out.put('{');
   bool first = true;
   for (const auto& kv : kwargs) {
-    if (!first) out += ", ";
+    if (!first) out.put(", ");
     first = false;
-    out += kv.first;
-    out += ": ";
+    out.put(kv.first);
+    out.put(": ");
     format_arg(kv.second, out);
   }
-  out += '}';
+  out.put('}');
 }
 
 std::string Argument::repr() const {
@@ -456,7 +564,9 @@ std::string Argument::str() const {
 }
 std::string Argument::format_arg() const {
   std::string s;
-  ArgumentPrinter{}.format_arg(*this, s);
+  Out out(s);
+  ArgumentPrinter{}.format_arg(*this, out);
+  out.flush();
   return s;
 }
 

@@ -1,6 +1,8 @@
 // Python code generation: torch 1.13's CodeGen._gen_python_code, statement for statement.
 #include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <deque>
 #include <unordered_map>
 
 #include "fx/graph.h"
@@ -17,8 +19,12 @@ bool is_python_builtin_name(const std::string& name) {
 class CodeGenerator {
  public:
   CodeGenerator(const Graph& graph, const std::string& root_module, const CodegenOptions& opts)
-      : graph_(graph), root_module_(root_module), opts_(opts) {
-    printer_.name_node = [this](Node* n) { return node_repr(n); };
+      : graph_(graph), root_module_(root_module), opts_(opts), out_(body_) {
+    printer_.ctx = this;
+    printer_.name_node = [](void* ctx, Node* n) -> const std::string& {
+      return static_cast<CodeGenerator*>(ctx)->node_repr(n);
+    };
+    names_.assign(graph.id_bound(), nullptr);
     // Pre-fill the globals with torch.fx's custom builtins.
     for (const char* b : {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
       add_global(b, b, /*is_builtin=*/true);
@@ -26,19 +32,21 @@ class CodeGenerator {
 
   PythonCode run() {
     const std::vector<Node*> nodes = graph_.nodes().to_vector();
-    // A reverse scan records each value's last user: values are freed after that statement.
-    std::unordered_map<const Node*, std::vector<Node*>> user_to_last_uses;
-    {
-      std::unordered_map<const Node*, bool> seen;
-      for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-        Node* user = *it;
-        auto reg = [&](Node* n) {
-          if (seen.emplace(n, true).second) user_to_last_uses[user].push_back(n);
-        };
-        for (const Argument& a : user->args()) a.for_each_node(reg);
-        for (const auto& kv : user->kwargs()) kv.second.for_each_node(reg);
-      }
+    // A reverse scan records each value's last user (torch.fx's user_to_last_uses): a value is
+    // freed after the statement of its last user, in the order that user's args name them.
+    const uint64_t bound = graph_.id_bound();
+    last_user_.assign(bound, nullptr);
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      Node* user = *it;
+      for_each_input(user, [&](Node* n) {
+        if (!local(n)) {
+          foreign_last_user_.emplace(n, user);
+        } else if (!last_user_[n->id()]) {
+          last_user_[n->id()] = user;
+        }
+      });
     }
+    freed_.assign(bound, 0);
 
     for (Node* node : nodes) {
       if (opts_.verbose) append_stacktrace_summary(node);
@@ -46,26 +54,33 @@ class CodeGenerator {
       // delete_unused_values
       if (node->op() == Opcode::Placeholder) continue;
       if (node->op() == Opcode::Output) {
-        body_ += '\n';
+        out_.put('\n');
         continue;
       }
-      auto it = user_to_last_uses.find(node);
-      if (it != user_to_last_uses.end() && !it->second.empty()) {
-        body_ += ";  ";
-        for (Node* n : it->second) {
-          body_ += node_repr(n);
-          body_ += " = ";
+      bool any = false;
+      for_each_input(node, [&](Node* n) {
+        if (!local(n)) {
+          auto f = foreign_last_user_.find(n);
+          if (f == foreign_last_user_.end() || f->second != node) return;
+          foreign_last_user_.erase(f);
+        } else {
+          if (last_user_[n->id()] != node || freed_[n->id()]) return;
+          freed_[n->id()] = 1;
         }
-        body_ += "None\n";
-      } else {
-        body_ += '\n';
-      }
+        out_.put(any ? " = " : ";  ");
+        out_.put(node_repr(n));
+        any = true;
+      });
+      if (any) out_.put(" = None");
+      out_.put('\n');
     }
+    out_.flush();
     if (body_.empty()) body_ = "pass\n";
 
     std::string wrap_stmts;
     if (!wrapped_fns_.empty()) {
-      const std::string wrap_name = add_global("torch.fx._symbolic_trace.wrap", "torch.fx._symbolic_trace.wrap", false);
+      const std::string wrap_name =
+          add_global("torch.fx._symbolic_trace.wrap", "torch.fx._symbolic_trace.wrap", false);
       for (size_t i = 0; i < wrapped_fns_.size(); ++i) {
         if (i) wrap_stmts += '\n';
         wrap_stmts += wrap_name + "(\"" + wrapped_fns_[i] + "\")";
@@ -73,7 +88,8 @@ class CodeGenerator {
     }
 
     // gen_fn_def: `self` first unless the first placeholder already is `self`.
-    if (free_vars_.empty() || free_vars_[0] != "self") free_vars_.insert(free_vars_.begin(), "self");
+    if (free_vars_.empty() || free_vars_[0] != "self")
+      free_vars_.insert(free_vars_.begin(), "self");
     std::string prologue = "def forward(";
     for (size_t i = 0; i < free_vars_.size(); ++i) {
       if (i) prologue += ", ";
@@ -82,50 +98,147 @@ class CodeGenerator {
     prologue += ")" + return_annotation_ + ":";
 
     // Indent every line of the body, including the empty one after the final newline.
-    std::string code;
-    code.reserve(body_.size() + body_.size() / 8 + 8);
-    code += "    ";
-    for (char c : body_) {
-      code += c;
-      if (c == '\n') code += "    ";
-    }
     PythonCode result;
-    result.src = "\n" + wrap_stmts + "\n\n" + prologue + "\n" + code;
+    std::string& code = result.src;
+    code.reserve(body_.size() + body_.size() / 8 + wrap_stmts.size() + prologue.size() + 16);
+    {
+      Out o(code);
+      o.put('\n');
+      o.put(wrap_stmts);
+      o.put("\n\n");
+      o.put(prologue);
+      o.put("\n    ");
+      const char* p = body_.data();
+      const char* end = p + body_.size();
+      while (p < end) {
+        const char* nl =
+            static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+        if (!nl) {
+          o.put(p, static_cast<size_t>(end - p));
+          break;
+        }
+        o.put(p, static_cast<size_t>(nl - p));
+        o.put("\n    ");
+        p = nl + 1;
+      }
+    }
     result.globals = std::move(globals_);
     return result;
   }
 
  private:
-  std::string node_repr(Node* n) { return ns_.create_name(n->name(), n); }
+  bool local(const Node* n) const { return &n->graph() == &graph_ && n->id() < names_.size(); }
 
-  std::string repr(const Argument& a) { return printer_.repr(a); }
+  // torch.fx names every node through the code's namespace (create_name(node.name, node)).
+  // A graph's node names are already unique, legal and canonical (the graph's namespace made
+  // them), so that call returns the node's own name unless a global took it first. We only
+  // look the name up, and register it in the namespace lazily (flush_pending) before the next
+  // name the namespace itself has to create: the set of used names, and so every name
+  // produced, is the same as with eager registration.
+  void flush_pending() {
+    for (const std::string* name : pending_) ns_.create_name(*name);
+    pending_.clear();
+  }
+  std::string create_name(const std::string& candidate, const void* obj = nullptr,
+                          const std::string* builtin = nullptr) {
+    flush_pending();
+    return ns_.create_name(candidate, obj, builtin);
+  }
+
+  // map_arg order over args, then kwargs.
+  template <class F>
+  static void for_each_input(const Node* n, F&& f) {
+    for (const Argument& a : n->args()) a.for_each_node(f);
+    for (const auto& kv : n->kwargs()) kv.second.for_each_node(f);
+  }
+
+  const std::string& node_repr(Node* n) {
+    if (local(n)) {
+      const std::string*& slot = names_[n->id()];
+      if (!slot) {
+        if (!ns_.is_used(n->name())) {
+          slot = &n->name();
+          pending_.push_back(slot);
+        } else {
+          slot = &renamed_.emplace_back(create_name(n->name()));
+        }
+      }
+      return *slot;
+    }
+    auto it = foreign_names_.find(n);
+    if (it == foreign_names_.end()) it = foreign_names_.emplace(n, create_name(n->name())).first;
+    return it->second;
+  }
 
   // Registers a reference to something outside the graph (a function, a type) and returns the
   // name to use for it. torch objects keep their qualified name.
   std::string add_global(const std::string& name_hint, const std::string& key, bool is_builtin) {
-    const std::string base = key.substr(0, key.find('.'));
+    const std::string_view base = std::string_view(key).substr(0, key.find('.'));
     if ((base == "torch" && key != "torch" && key != "torch.device") || base == "onnx") return key;
     auto it = global_names_.find(key);
     if (it != global_names_.end()) return it->second;
     const void* obj = &global_names_.emplace(key, std::string()).first->first;
-    std::string name = ns_.create_name(name_hint, obj, is_builtin ? &name_hint : nullptr);
+    std::string name = create_name(name_hint, obj, is_builtin ? &name_hint : nullptr);
     global_names_[key] = name;
     globals_.emplace_back(name, key);
     return name;
   }
 
+  // The global a call_function target is called through (add_global of its qualified name),
+  // resolved once per function.
+  const std::string& function_global(const FunctionInfo& fn) {
+    auto it = fn_globals_.find(&fn);
+    if (it != fn_globals_.end()) return it->second;
+    std::string qualified;
+    if (fn.module == "builtins") {
+      qualified = fn.name;
+    } else {
+      qualified = fn.module;
+      if (qualified.rfind("torch._ops", 0) == 0) qualified = "torch.ops" + qualified.substr(10);
+      qualified += "." + fn.name;
+    }
+    return fn_globals_.emplace(&fn, add_global(qualified, fn.qualname, fn.module == "builtins"))
+        .first->second;
+  }
+
   // _format_target: `self.a.b`, with `getattr(x, "0")` for atoms that are not identifiers
   // (and, unless reproducing 1.13's bug, for Python keywords).
+  bool plain_attr(std::string_view e) const {
+    // Python keywords are at most 8 characters long.
+    return py_is_identifier(e) &&
+           (opts_.torch113_bugs || e.size() > 8 || !Namespace::is_keyword(std::string(e)));
+  }
+  void put_target(std::string_view base, const std::string& target) {
+    bool all_plain = true;
+    for (size_t start = 0;;) {
+      size_t dot = target.find('.', start);
+      if (!plain_attr(std::string_view(target).substr(
+              start, dot == std::string::npos ? std::string::npos : dot - start))) {
+        all_plain = false;
+        break;
+      }
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    if (all_plain) {
+      out_.put(base);
+      out_.put('.');
+      out_.put(target);
+      return;
+    }
+    out_.put(format_target(std::string(base), target));
+  }
   std::string format_target(const std::string& base, const std::string& target) const {
     std::string r = base;
     size_t start = 0;
     for (;;) {
       size_t dot = target.find('.', start);
-      std::string e = target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      bool attr_ok = py_is_identifier(e) && (opts_.torch113_bugs || !Namespace::is_keyword(e));
-      if (attr_ok) {
+      std::string e =
+          target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (plain_attr(e)) {
         r += "." + e;
-      } else if (opts_.torch113_bugs || (e.find('"') == std::string::npos && e.find('\\') == std::string::npos)) {
+      } else if (opts_.torch113_bugs ||
+                 (e.find('"') == std::string::npos && e.find('\\') == std::string::npos)) {
         r = "getattr(" + r + ", \"" + e + "\")";
       } else {
         r = "getattr(" + r + ", " + py_str_repr(e) + ")";
@@ -136,21 +249,23 @@ class CodeGenerator {
     return r;
   }
 
-  std::string format_args(const std::vector<Argument>& args, size_t first, const Kwargs& kwargs) {
-    std::string s;
+  void put_args(const std::vector<Argument>& args, size_t first, const Kwargs& kwargs) {
+    bool need_sep = false;
     for (size_t i = first; i < args.size(); ++i) {
-      if (i > first) s += ", ";
-      printer_.repr(args[i], s);
-    }
-    bool need_sep = !s.empty();
-    for (const auto& kv : kwargs) {
-      if (need_sep) s += ", ";
+      if (need_sep) out_.put(", ");
       need_sep = true;
-      s += kv.first + " = ";
-      printer_.repr(kv.second, s);
+      printer_.repr(args[i], out_);
     }
-    return s;
+    for (const auto& kv : kwargs) {
+      if (need_sep) out_.put(", ");
+      need_sep = true;
+      out_.put(kv.first);
+      out_.put(" = ");
+      printer_.repr(kv.second, out_);
+    }
   }
+
+  std::string repr(const Argument& a) { return printer_.repr(a); }
 
   // type_repr over the repr form of a type annotation: "typing.List[torch.Tensor]" becomes
   // "typing_List[torch.Tensor]", generic arguments joined with ',' (no space) as in 1.13.
@@ -185,7 +300,15 @@ class CodeGenerator {
     return origin;
   }
 
+  // "name[ : type] = "
+  void put_lhs(Node* node, const std::string& ann) {
+    out_.put(node_repr(node));
+    out_.put(ann);
+    out_.put(" = ");
+  }
+
   void emit_node(Node* node) {
+    // The annotation is resolved first: its globals are named before the node, as in 1.13.
     const std::string ann = node->type() ? " : " + type_repr(*node->type()) : std::string();
     const auto& args = node->args();
     switch (node->op()) {
@@ -197,8 +320,13 @@ class CodeGenerator {
         std::string raw_name;
         for (char c : target)
           if (c != '*') raw_name += c;
-        const std::string name = node_repr(node);
-        if (raw_name != name) body_ += name + " = " + raw_name + "\n";
+        const std::string& name = node_repr(node);
+        if (raw_name != name) {
+          out_.put(name);
+          out_.put(" = ");
+          out_.put(raw_name);
+          out_.put('\n');
+        }
         return;
       }
       case Opcode::CallMethod: {
@@ -207,37 +335,39 @@ class CodeGenerator {
                       "call_method node '" + node->name() +
                           "' has no args: args[0] must be the object the method is called on",
                       node->name());
-        body_ += node_repr(node) + ann + " = " + format_target(repr(args[0]), node->target().str()) +
-                 "(" + format_args(args, 1, node->kwargs()) + ")";
+        put_lhs(node, ann);
+        put_target(repr(args[0]), node->target().str());
+        out_.put('(');
+        put_args(args, 1, node->kwargs());
+        out_.put(')');
         return;
       }
       case Opcode::CallFunction: {
         const FunctionInfo& fn = node->target().function().info();
         if (!fn.magic_template.empty()) {
-          body_ += node_repr(node) + ann + " = " + apply_template(node, fn.magic_template, fn.name == "pow");
+          put_lhs(node, ann);
+          put_template(node, fn.magic_template, fn.name == "pow");
           return;
         }
         if (!fn.inplace_template.empty()) {
-          body_ += apply_template(node, fn.inplace_template, false) + ";  " + node_repr(node) + ann +
-                   " = " + repr(args.at(0));
+          put_template(node, fn.inplace_template, false);
+          out_.put(";  ");
+          put_lhs(node, ann);
+          printer_.repr(args.at(0), out_);
           return;
         }
-        std::string qualified;
-        if (fn.module == "builtins") {
-          qualified = fn.name;
-        } else {
-          qualified = fn.module;
-          if (qualified.rfind("torch._ops", 0) == 0) qualified = "torch.ops" + qualified.substr(10);
-          qualified += "." + fn.name;
-        }
-        const std::string global =
-            add_global(qualified, fn.qualname, fn.module == "builtins");
-        if (global == "getattr" && args.size() == 2 &&
-            args[1].kind() == Argument::Kind::String && py_is_identifier(args[1].to_string())) {
-          body_ += node_repr(node) + ann + " = " + format_target(repr(args[0]), args[1].to_string());
+        const std::string& global = function_global(fn);
+        if (global == "getattr" && args.size() == 2 && args[1].kind() == Argument::Kind::String &&
+            py_is_identifier(args[1].to_string())) {
+          put_lhs(node, ann);
+          put_target(repr(args[0]), args[1].to_string());
           return;
         }
-        body_ += node_repr(node) + ann + " = " + global + "(" + format_args(args, 0, node->kwargs()) + ")";
+        put_lhs(node, ann);
+        out_.put(global);
+        out_.put('(');
+        put_args(args, 0, node->kwargs());
+        out_.put(')');
         const Argument* wrapped = node->meta().find("is_wrapped");
         if (wrapped && *wrapped == Argument(true) &&
             std::find(wrapped_fns_.begin(), wrapped_fns_.end(), global) == wrapped_fns_.end())
@@ -245,45 +375,56 @@ class CodeGenerator {
         return;
       }
       case Opcode::CallModule:
-        body_ += node_repr(node) + ann + " = " + format_target(root_module_, node->target().str()) +
-                 "(" + format_args(args, 0, node->kwargs()) + ")";
+        put_lhs(node, ann);
+        put_target(root_module_, node->target().str());
+        out_.put('(');
+        put_args(args, 0, node->kwargs());
+        out_.put(')');
         return;
       case Opcode::GetAttr:
-        body_ += node_repr(node) + ann + " = " + format_target(root_module_, node->target().str());
+        put_lhs(node, ann);
+        put_target(root_module_, node->target().str());
         return;
       case Opcode::Output:
         if (node->type()) return_annotation_ = " -> " + type_repr(*node->type());
-        body_ += "return " + (args.empty() ? std::string("None") : repr(args[0]));
+        out_.put("return ");
+        if (args.empty()) {
+          out_.put("None");
+        } else {
+          printer_.repr(args[0], out_);
+        }
         return;
-      case Opcode::Root: return;
+      case Opcode::Root:
+        return;
     }
   }
 
   // Fills "{}" slots of an operator template with the reprs of the node's args.
-  std::string apply_template(Node* node, const std::string& tmpl, bool is_pow) {
+  void put_template(Node* node, const std::string& tmpl, bool is_pow) {
     const auto& args = node->args();
-    std::string out;
     size_t slot = 0;
     for (size_t i = 0; i < tmpl.size(); ++i) {
-      if (tmpl.compare(i, 2, "{}") == 0) {
+      if (tmpl[i] == '{' && i + 1 < tmpl.size() && tmpl[i + 1] == '}') {
         if (slot >= args.size())
           throw Error(ErrorKind::Value,
-                      "call_function node '" + node->name() + "' (" +
-                          node->target().pretty() + ") needs more positional args than the " +
-                          std::to_string(args.size()) + " it has",
+                      "call_function node '" + node->name() + "' (" + node->target().pretty() +
+                          ") needs more positional args than the " + std::to_string(args.size()) +
+                          " it has",
                       node->name());
-        std::string operand = repr(args[slot]);
-        // 1.13 prints operator.pow(-2, x) as `-2 ** x`, which Python parses as -(2 ** x).
-        if (is_pow && slot == 0 && !opts_.torch113_bugs && !operand.empty() && operand[0] == '-')
-          operand = "(" + operand + ")";
-        out += operand;
+        if (is_pow && slot == 0 && !opts_.torch113_bugs) {
+          // 1.13 prints operator.pow(-2, x) as `-2 ** x`, which Python parses as -(2 ** x).
+          std::string operand = repr(args[slot]);
+          if (!operand.empty() && operand[0] == '-') operand = "(" + operand + ")";
+          out_.put(operand);
+        } else {
+          printer_.repr(args[slot], out_);
+        }
         ++slot;
         ++i;
       } else {
-        out += tmpl[i];
+        out_.put(tmpl[i]);
       }
     }
-    return out;
   }
 
   // The `# File: ...` comments of verbose mode (print_readable).
@@ -302,7 +443,8 @@ class CodeGenerator {
           size_t start = 0;
           for (;;) {
             size_t nl = trimmed.find('\n', start);
-            lines.push_back(trimmed.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+            lines.push_back(
+                trimmed.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
             if (nl == std::string::npos) break;
             start = nl + 1;
           }
@@ -334,7 +476,8 @@ class CodeGenerator {
           if (l.rfind("File \"", 0) == 0 && q2 != std::string::npos) {
             size_t num_start = q2 + 8, num_end = num_start;
             while (num_end < l.size() && isdigit(static_cast<unsigned char>(l[num_end]))) ++num_end;
-            if (num_end > num_start && l.compare(num_end, 5, ", in ") == 0 && num_end + 5 < l.size())
+            if (num_end > num_start && l.compare(num_end, 5, ", in ") == 0 &&
+                num_end + 5 < l.size())
               summary.push_back("File: " + l.substr(6, q2 - 6) + ":" +
                                 l.substr(num_start, num_end - num_start));
           }
@@ -342,24 +485,38 @@ class CodeGenerator {
         }
         std::string s;
         for (size_t i = 0; i < summary.size(); ++i) s += (i ? ", " : "") + summary[i];
-        body_ += "\n# " + s + "\n";
+        out_.put("\n# ");
+        out_.put(s);
+        out_.put('\n');
       }
     } else if (!prev_stacktrace_ || !prev_stacktrace_->empty()) {
       prev_stacktrace_ = std::string();
-      body_ += "\n# No stacktrace found for following nodes \n";
+      out_.put("\n# No stacktrace found for following nodes \n");
     }
   }
 
   const Graph& graph_;
   const std::string& root_module_;
   const CodegenOptions& opts_;
+  std::string body_;
+  Out out_;  // writes body_
   Namespace ns_;
   ArgumentPrinter printer_;
+  // Names in the code's namespace, by node id (nullptr until named; the node's own name or one
+  // of renamed_), pending_ registration in ns_, and names of nodes of
+  // other graphs (a graph that fails lint still prints).
+  std::vector<const std::string*> names_;
+  std::deque<std::string> renamed_;
+  std::vector<const std::string*> pending_;
+  std::unordered_map<const Node*, std::string> foreign_names_;
+  std::vector<Node*> last_user_;  // by node id
+  std::vector<char> freed_;       // by node id
+  std::unordered_map<const Node*, Node*> foreign_last_user_;
+  std::unordered_map<const FunctionInfo*, std::string> fn_globals_;
   std::unordered_map<std::string, std::string> global_names_;
   std::vector<std::pair<std::string, std::string>> globals_;
   std::vector<std::string> free_vars_;
   std::vector<std::string> wrapped_fns_;
-  std::string body_;
   std::string return_annotation_;
   std::optional<std::string> prev_stacktrace_;
 };

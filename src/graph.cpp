@@ -1,6 +1,8 @@
 #include "fx/graph.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <new>
 
 #include "fx/graph_module.h"
 #include "printer.h"
@@ -45,13 +47,38 @@ std::vector<Node*> Graph::NodeList::to_vector() const {
 // ---- construction ----
 
 Graph::Graph() {
-  storage_.push_back(std::unique_ptr<Node>(new Node(this, 0, "", Opcode::Root, "", std::nullopt)));
-  root_ = storage_.back().get();
+  root_ = new_node("", Opcode::Root, "", std::nullopt);
   insert_anchor_ = root_;
   insert_after_ = false;
 }
 
-Graph::~Graph() = default;
+Graph::~Graph() {
+  for (Node* n : storage_) n->~Node();
+}
+
+Node* Graph::new_node(const std::string& candidate, Opcode op, Target target,
+                      std::optional<std::string> type) {
+  static_assert(alignof(Node) <= alignof(std::max_align_t), "arena chunks are max_align_t aligned");
+  if (arena_left_ == 0) {
+    // Chunks grow with the graph (16 nodes, then up to 256: ~80 KB, below malloc's mmap
+    // threshold, so a freed graph's chunks are reused instead of unmapped and faulted in again).
+    const size_t count = std::min<size_t>(256, std::max<size_t>(16, storage_.size()));
+    arena_.push_back(std::unique_ptr<unsigned char[]>(new unsigned char[count * sizeof(Node)]));
+    arena_left_ = count;
+    arena_count_ = count;
+  }
+  // Grow first, so that push_back below cannot throw after the node exists.
+  if (storage_.size() == storage_.capacity()) storage_.reserve(2 * storage_.size() + 16);
+  void* slot = arena_.back().get() + (arena_count_ - arena_left_) * sizeof(Node);
+  // The root (empty candidate) takes no name; every other node's name maps to it.
+  std::string name =
+      candidate.empty() ? std::string() : namespace_.create_bound_name(candidate, slot);
+  Node* n = new (slot)
+      Node(this, storage_.size(), std::move(name), op, std::move(target), std::move(type));
+  --arena_left_;
+  storage_.push_back(n);
+  return n;
+}
 
 void Graph::insert_node(Node* n) {
   if (insert_after_) {
@@ -66,21 +93,26 @@ Node* Graph::create_node(Opcode op, Target target, std::vector<Argument> args, K
   if (op == Opcode::Root)
     throw Error(ErrorKind::Value, "create_node: 'root' is internal and not a valid opcode");
   if (op == Opcode::CallFunction && !target.is_function())
-    throw Error(ErrorKind::Value,
-                "create_node: call_function target '" + target.pretty() +
-                    "' is a str but a function is expected; use fx::fn(\"" + target.pretty() +
-                    "\")");
+    throw Error(ErrorKind::Value, "create_node: call_function target '" + target.pretty() +
+                                      "' is a str but a function is expected; use fx::fn(\"" +
+                                      target.pretty() + "\")");
   if (op != Opcode::CallFunction && target.is_function())
     throw Error(ErrorKind::Value, std::string("create_node: ") + opcode_name(op) + " target " +
                                       target.pretty() + " is a function but a str is expected");
-  for (const Argument& a : args)
-    a.for_each_node([&](Node* n) {
-      if (n->erased())
-        throw Error(ErrorKind::Graph,
-                    "create_node: argument '" + n->name() +
-                        "' has been erased from its graph and cannot be used",
-                    n->name());
-    });
+  auto check_input = [&](Node* n) {
+    if (n->erased())
+      throw Error(ErrorKind::Graph,
+                  "create_node: argument '" + n->name() +
+                      "' has been erased from its graph and cannot be used",
+                  n->name());
+  };
+  for (const Argument& a : args) a.for_each_node(check_input);
+  for (const auto& kv : kwargs) kv.second.for_each_node(check_input);
+  if (insert_anchor_->erased())
+    throw Error(ErrorKind::Graph,
+                "create_node: the insert point, node '" + insert_anchor_->name() +
+                    "', has been erased; set a new one with inserting_before/inserting_after",
+                insert_anchor_->name());
   std::string candidate;
   if (name) {
     candidate = *name;
@@ -93,13 +125,11 @@ Node* Graph::create_node(Opcode op, Target target, std::vector<Argument> args, K
       candidate = candidate.substr(2, candidate.size() - 4);
     candidate = snake_case(candidate);
   }
-  std::string unique = namespace_.create_name(candidate);
-  const uint64_t id = storage_.size();
-  storage_.push_back(
-      std::unique_ptr<Node>(new Node(this, id, unique, op, std::move(target), std::move(type))));
-  Node* n = storage_.back().get();
+  if (candidate.empty())
+    throw Error(ErrorKind::Value,
+                "cannot create a name from an empty string: pass a non-empty name");
+  Node* n = new_node(candidate, op, std::move(target), std::move(type));
   n->update_args_kwargs(std::move(args), std::move(kwargs));
-  by_name_[n->name()] = n;
   insert_node(n);
   ++len_;
   return n;
@@ -116,14 +146,14 @@ Node* Graph::get_attr(const std::string& qualified_name, std::optional<std::stri
   return create_node(Opcode::GetAttr, qualified_name, {}, {}, std::nullopt, std::move(type));
 }
 
-Node* Graph::call_module(const std::string& module_name, std::vector<Argument> args,
-                         Kwargs kwargs, std::optional<std::string> type) {
+Node* Graph::call_module(const std::string& module_name, std::vector<Argument> args, Kwargs kwargs,
+                         std::optional<std::string> type) {
   return create_node(Opcode::CallModule, module_name, std::move(args), std::move(kwargs),
                      std::nullopt, std::move(type));
 }
 
-Node* Graph::call_method(const std::string& method_name, std::vector<Argument> args,
-                         Kwargs kwargs, std::optional<std::string> type) {
+Node* Graph::call_method(const std::string& method_name, std::vector<Argument> args, Kwargs kwargs,
+                         std::optional<std::string> type) {
   return create_node(Opcode::CallMethod, method_name, std::move(args), std::move(kwargs),
                      std::nullopt, std::move(type));
 }
@@ -180,10 +210,36 @@ std::optional<Argument> Graph::graph_copy(const Graph& g, ValueMap& val_map) {
 }
 
 std::unique_ptr<Graph> Graph::clone() const {
+  // graph_copy + output, with a dense id-indexed value map instead of a hash map.
   auto g = std::make_unique<Graph>();
-  ValueMap val_map;
-  std::optional<Argument> out = g->graph_copy(*this, val_map);
-  if (out) g->output(std::move(*out), output_node()->type());
+  g->storage_.reserve(len_ + 1);
+  std::vector<Node*> mapped(storage_.size(), nullptr);
+  auto lookup = [&](Node* n) -> Argument {
+    Node* m = (&n->graph() == this && n->id() < mapped.size()) ? mapped[n->id()] : nullptr;
+    if (!m)
+      throw Error(ErrorKind::Key,
+                  "graph_copy: node '" + n->name() +
+                      "' is used before it is defined in the source graph (or belongs to another "
+                      "graph); lint() the source graph",
+                  n->name());
+    return m;
+  };
+  for (Node* node : nodes()) {
+    if (node->op() == Opcode::Output) {
+      Argument out = node->args().empty() ? Argument() : node->args()[0].map_nodes(lookup);
+      g->output(std::move(out), output_node()->type());
+      return g;
+    }
+    std::vector<Argument> args;
+    args.reserve(node->args().size());
+    for (const Argument& a : node->args()) args.push_back(a.map_nodes(lookup));
+    Kwargs kwargs;
+    for (const auto& kv : node->kwargs()) kwargs.set(kv.first, kv.second.map_nodes(lookup));
+    Node* n = g->create_node(node->op(), node->target(), std::move(args), std::move(kwargs),
+                             node->name(), node->type());
+    n->meta() = node->meta();
+    mapped[node->id()] = n;
+  }
   return g;
 }
 
@@ -219,8 +275,7 @@ void Graph::erase_node(Node* node) {
   Kwargs kwargs;
   for (const auto& kv : node->kwargs()) kwargs.set(kv.first, kv.second.map_nodes(to_none));
   node->update_args_kwargs(std::move(args), std::move(kwargs));
-  auto it = by_name_.find(node->name());
-  if (it != by_name_.end() && it->second == node) by_name_.erase(it);
+  if (namespace_.bound(node->name()) == node) namespace_.bind(node->name(), nullptr);
 }
 
 // ---- insert point ----
@@ -249,6 +304,10 @@ Graph::InsertGuard Graph::inserting_before(Node* n) {
     throw Error(ErrorKind::Graph,
                 "inserting_before: Node '" + n->name() + "' does not belong to this Graph",
                 n->name());
+  if (n->erased())
+    throw Error(ErrorKind::Graph,
+                "inserting_before: Node '" + n->name() + "' has been erased from this Graph",
+                n->name());
   return InsertGuard(this, n, false);
 }
 
@@ -258,17 +317,26 @@ Graph::InsertGuard Graph::inserting_after(Node* n) {
     throw Error(ErrorKind::Graph,
                 "inserting_after: Node '" + n->name() + "' does not belong to this Graph",
                 n->name());
+  if (n->erased())
+    throw Error(ErrorKind::Graph,
+                "inserting_after: Node '" + n->name() + "' has been erased from this Graph",
+                n->name());
   return InsertGuard(this, n, true);
 }
 
 // ---- text ----
 
 std::string Graph::str(UsersToken token) const {
-  std::string s = "graph():";
+  std::string s;
+  s.reserve(16 + len_ * 96);
+  Out out(s);
+  out.put("graph():");
+  const ArgumentPrinter printer;
   for (Node* n : nodes()) {
-    s += "\n    ";
-    s += n->format_node(token);
+    out.put("\n    ");
+    format_node(*n, token, printer, out);
   }
+  out.flush();
   return s;
 }
 
@@ -306,8 +374,8 @@ std::string Graph::tabular() const {
       printer.repr(kv.second, kwargs);
     }
     kwargs += "}";
-    rows.push_back({opcode_name(n->op()), n->name(), strip(n->target().py_str()), strip(args),
-                    strip(kwargs)});
+    rows.push_back(
+        {opcode_name(n->op()), n->name(), strip(n->target().py_str()), strip(args), strip(kwargs)});
   }
   std::vector<size_t> widths;
   for (const std::string& h : headers) widths.push_back(display_width(h) + 2);
@@ -341,7 +409,6 @@ std::string Graph::tabular() const {
 
 void Graph::lint() const {
   std::vector<char> seen(storage_.size(), 0);
-  std::unordered_map<std::string, const Node*> names;
   for (Node* node : nodes()) {
     if (&node->graph() != this)
       throw Error(ErrorKind::Lint, "Node '" + node->name() + "' does not belong to this Graph!",
@@ -366,7 +433,9 @@ void Graph::lint() const {
     for (const Argument& a : node->args()) a.for_each_node(check_arg);
     for (const auto& kv : node->kwargs()) kv.second.for_each_node(check_arg);
     seen[node->id()] = 1;
-    if (!names.emplace(node->name(), node).second)
+    // Every live name is bound to its node in the namespace; a second node with the same
+    // name would not be the one bound.
+    if (namespace_.bound(node->name()) != node)
       throw Error(ErrorKind::Lint, "Node redefined name " + node->name() + "!", node->name());
   }
   if (!owning_module_) return;
@@ -378,7 +447,8 @@ void Graph::lint() const {
     size_t start = 0;
     for (;;) {
       size_t dot = target.find('.', start);
-      std::string atom = target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      std::string atom =
+          target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       const bool last = dot == std::string::npos;
       std::shared_ptr<Module> child = m ? m->child(atom) : nullptr;
       const bool is_tensor = m && (m->parameter(atom) || m->buffer(atom));
@@ -419,13 +489,12 @@ Node* Graph::output_node() const {
 }
 
 Node* Graph::find_node(const std::string& name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : it->second;
+  return static_cast<Node*>(const_cast<void*>(namespace_.bound(name)));
 }
 
 Node* Graph::node_by_id(uint64_t id) const {
   if (id == 0 || id >= storage_.size()) return nullptr;
-  return storage_[id].get();
+  return storage_[id];
 }
 
 }  // namespace fx

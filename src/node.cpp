@@ -46,7 +46,7 @@ Function Target::function() const {
   return *fn_;
 }
 
-std::string Target::pretty() const { return fn_ ? fn_->qualname() : str_; }
+const std::string& Target::pretty() const { return fn_ ? fn_->qualname() : str_; }
 
 std::string Target::py_str() const { return fn_ ? fn_->py_repr() : str_; }
 
@@ -106,7 +106,11 @@ const std::vector<Node*>& UserSet::list() const {
 
 Node::Node(Graph* graph, uint64_t id, std::string name, Opcode op, Target target,
            std::optional<std::string> type)
-    : graph_(graph), id_(id), name_(std::move(name)), op_(op), target_(std::move(target)),
+    : graph_(graph),
+      id_(id),
+      name_(std::move(name)),
+      op_(op),
+      target_(std::move(target)),
       type_(std::move(type)) {}
 
 void Node::update_args_kwargs(std::vector<Argument> args, Kwargs kwargs) {
@@ -194,8 +198,7 @@ std::vector<Node*> Node::replace_all_uses_with(Node* replace_with,
 }
 
 void Node::replace_input_with(Node* old_input, Node* new_input) {
-  if (!new_input)
-    throw Error(ErrorKind::Value, "replace_input_with: the new input is null", name_);
+  if (!new_input) throw Error(ErrorKind::Value, "replace_input_with: the new input is null", name_);
   auto remap = [&](Node* n) -> Argument { return n == old_input ? new_input : n; };
   std::vector<Argument> args;
   args.reserve(args_.size());
@@ -222,8 +225,10 @@ void Node::set_stack_trace(std::optional<std::string> trace) {
 bool Node::is_impure() const {
   switch (op_) {
     case Opcode::Placeholder:
-    case Opcode::Output: return true;
-    case Opcode::CallFunction: return target_.function().info().impure;
+    case Opcode::Output:
+      return true;
+    case Opcode::CallFunction:
+      return target_.function().info().impure;
     case Opcode::CallModule: {
       GraphModule* gm = graph_->owning_module();
       if (!gm) return false;
@@ -233,52 +238,77 @@ bool Node::is_impure() const {
     }
     case Opcode::GetAttr:
     case Opcode::CallMethod:
-    case Opcode::Root: return false;
+    case Opcode::Root:
+      return false;
   }
   return false;
 }
 
 std::string Node::format_node(UsersToken token) const {
-  const char* users_tok = token == UsersToken::Hash ? "[#users=" : "[num_users=";
   std::string s;
-  ArgumentPrinter printer;
-  switch (op_) {
-    case Opcode::Placeholder: {
-      s = "%" + name_ + " : ";
-      if (type_ && !type_->empty()) s += *type_ + " ";
-      s += users_tok + std::to_string(users_.size()) + "] = placeholder[target=" + target_.str() + "]";
-      if (!args_.empty()) {
-        s += "(default=";
-        printer.str(args_[0], s);
-        s += ")";
-      }
-      return s;
+  Out out(s);
+  fx::format_node(*this, token, ArgumentPrinter{}, out);
+  out.flush();
+  return s;
+}
+
+void format_node(const Node& n, UsersToken token, const ArgumentPrinter& printer, Out& out) {
+  const auto& type = n.type();
+  const auto& args = n.args();
+  auto head = [&] {  // "%name : [type ][#users=N] = "
+    out.put('%');
+    out.put(n.name());
+    out.put(" : ");
+    if (type && (n.op() != Opcode::Placeholder || !type->empty())) {
+      out.put(*type);
+      out.put(' ');
     }
+    if (token == UsersToken::Hash) {
+      out.put("[#users=");
+    } else {
+      out.put("[num_users=");
+    }
+    out.put_int(static_cast<int64_t>(n.users().size()));
+    out.put("] = ");
+  };
+  switch (n.op()) {
+    case Opcode::Placeholder:
+      head();
+      out.put("placeholder[target=");
+      out.put(n.target().str());
+      out.put(']');
+      if (!args.empty()) {
+        out.put("(default=");
+        printer.str(args[0], out);
+        out.put(')');
+      }
+      return;
     case Opcode::GetAttr:
-      s = "%" + name_ + " : ";
-      if (type_) s += *type_ + " ";
-      return s + users_tok + std::to_string(users_.size()) + "] = get_attr[target=" +
-             target_.pretty() + "]";
+      head();
+      out.put("get_attr[target=");
+      out.put(n.target().pretty());
+      out.put(']');
+      return;
     case Opcode::Output:
-      s = "return ";
-      if (!args_.empty()) printer.str(args_[0], s);
-      return s;
+      out.put("return ");
+      if (!args.empty()) printer.str(args[0], out);
+      return;
     case Opcode::CallFunction:
     case Opcode::CallModule:
-    case Opcode::CallMethod: {
-      s = "%" + name_ + " : ";
-      if (type_) s += *type_ + " ";
-      s += users_tok + std::to_string(users_.size()) + "] = " + opcode_name(op_) + "[target=" +
-           target_.pretty() + "](args = ";
-      printer.format_tuple(args_, s);
-      s += ", kwargs = ";
-      printer.format_kwargs(kwargs_, s);
-      s += ")";
-      return s;
-    }
-    case Opcode::Root: return "";
+    case Opcode::CallMethod:
+      head();
+      out.put(std::string_view(opcode_name(n.op())));
+      out.put("[target=");
+      out.put(n.target().pretty());
+      out.put("](args = ");
+      printer.format_tuple(args, out);
+      out.put(", kwargs = ");
+      printer.format_kwargs(n.kwargs(), out);
+      out.put(')');
+      return;
+    case Opcode::Root:
+      return;
   }
-  return s;
 }
 
 }  // namespace fx

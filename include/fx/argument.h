@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -18,12 +19,29 @@ namespace fx {
 class Node;
 
 /// torch dtypes, printed as `torch.float32` etc.
-#define FX_DTYPES(X)                                                                   \
-  X(Float32, "float32") X(Float64, "float64") X(Float16, "float16") X(BFloat16, "bfloat16") \
-  X(Int8, "int8") X(Int16, "int16") X(Int32, "int32") X(Int64, "int64") X(UInt8, "uint8") \
-  X(Bool, "bool") X(Complex32, "complex32") X(Complex64, "complex64")                  \
-  X(Complex128, "complex128") X(QInt8, "qint8") X(QUInt8, "quint8") X(QInt32, "qint32") \
-  X(UInt16, "uint16") X(UInt32, "uint32") X(UInt64, "uint64") X(String, "string")
+// clang-format off
+#define FX_DTYPES(X)             \
+  X(Float32, "float32")          \
+  X(Float64, "float64")          \
+  X(Float16, "float16")          \
+  X(BFloat16, "bfloat16")        \
+  X(Int8, "int8")                \
+  X(Int16, "int16")              \
+  X(Int32, "int32")              \
+  X(Int64, "int64")              \
+  X(UInt8, "uint8")              \
+  X(Bool, "bool")                \
+  X(Complex32, "complex32")      \
+  X(Complex64, "complex64")      \
+  X(Complex128, "complex128")    \
+  X(QInt8, "qint8")              \
+  X(QUInt8, "quint8")            \
+  X(QInt32, "qint32")            \
+  X(UInt16, "uint16")            \
+  X(UInt32, "uint32")            \
+  X(UInt64, "uint64")            \
+  X(String, "string")
+// clang-format on
 
 enum class Dtype : uint8_t {
 #define FX_DTYPE_ENUM(name, str) name,
@@ -38,9 +56,13 @@ Dtype dtype_from_name(const std::string& name);
 /// Size in bytes of one element (0 for String).
 size_t dtype_size(Dtype d);
 
-#define FX_MEMORY_FORMATS(X)                                                     \
-  X(Contiguous, "contiguous_format") X(ChannelsLast, "channels_last")            \
-  X(ChannelsLast3d, "channels_last_3d") X(Preserve, "preserve_format")
+// clang-format off
+#define FX_MEMORY_FORMATS(X)               \
+  X(Contiguous, "contiguous_format")       \
+  X(ChannelsLast, "channels_last")         \
+  X(ChannelsLast3d, "channels_last_3d")    \
+  X(Preserve, "preserve_format")
+// clang-format on
 enum class MemoryFormat : uint8_t {
 #define FX_MF_ENUM(name, str) name,
   FX_MEMORY_FORMATS(FX_MF_ENUM)
@@ -48,7 +70,12 @@ enum class MemoryFormat : uint8_t {
 };
 const char* memory_format_name(MemoryFormat m);
 
-#define FX_LAYOUTS(X) X(Strided, "strided") X(SparseCoo, "sparse_coo") X(SparseCsr, "sparse_csr")
+// clang-format off
+#define FX_LAYOUTS(X)           \
+  X(Strided, "strided")         \
+  X(SparseCoo, "sparse_coo")    \
+  X(SparseCsr, "sparse_csr")
+// clang-format on
 enum class Layout : uint8_t {
 #define FX_LAYOUT_ENUM(name, str) name,
   FX_LAYOUTS(FX_LAYOUT_ENUM)
@@ -100,13 +127,27 @@ using Kwargs = OrderedDict<std::string>;
 class Argument {
  public:
   enum class Kind : uint8_t {
-    None, Bool, Int, Float, Complex, String, Node, Tuple, List, Dict, Slice, Ellipsis,
-    Dtype, Device, MemoryFormat, Layout
+    None,
+    Bool,
+    Int,
+    Float,
+    Complex,
+    String,
+    Node,
+    Tuple,
+    List,
+    Dict,
+    Slice,
+    Ellipsis,
+    Dtype,
+    Device,
+    MemoryFormat,
+    Layout
   };
   using Items = std::vector<Argument>;
   using DictItems = std::vector<std::pair<Argument, Argument>>;
 
-  Argument() : kind_(Kind::None) {}                 ///< None
+  Argument() : kind_(Kind::None) {}                ///< None
   Argument(std::nullptr_t) : kind_(Kind::None) {}  ///< None
   Argument(bool v) : kind_(Kind::Bool), v_(v) {}
   Argument(int v) : kind_(Kind::Int), v_(int64_t{v}) {}
@@ -120,7 +161,8 @@ class Argument {
       : kind_(Kind::String), v_(std::make_shared<const std::string>(std::move(s))) {}
   Argument(Node* n);
   Argument(fx::Dtype d) : kind_(Kind::Dtype), v_(d) {}
-  Argument(fx::Device d) : kind_(Kind::Device), v_(std::make_shared<const fx::Device>(std::move(d))) {}
+  Argument(fx::Device d)
+      : kind_(Kind::Device), v_(std::make_shared<const fx::Device>(std::move(d))) {}
   Argument(fx::MemoryFormat m) : kind_(Kind::MemoryFormat), v_(m) {}
   Argument(fx::Layout l) : kind_(Kind::Layout), v_(l) {}
 
@@ -176,11 +218,11 @@ class Argument {
 
  private:
   friend struct ArgumentPrinter;
-  using Storage = std::variant<std::monostate, bool, int64_t, double, std::complex<double>,
-                               std::shared_ptr<const std::string>, Node*,
-                               std::shared_ptr<const Items>, std::shared_ptr<const DictItems>,
-                               fx::Dtype, std::shared_ptr<const fx::Device>, fx::MemoryFormat,
-                               fx::Layout>;
+  using Storage =
+      std::variant<std::monostate, bool, int64_t, double, std::complex<double>,
+                   std::shared_ptr<const std::string>, Node*, std::shared_ptr<const Items>,
+                   std::shared_ptr<const DictItems>, fx::Dtype, std::shared_ptr<const fx::Device>,
+                   fx::MemoryFormat, fx::Layout>;
   Argument(Kind k, Storage v) : kind_(k), v_(std::move(v)) {}
   [[noreturn]] void type_error(const char* expected) const;
   template <class F>
@@ -195,14 +237,16 @@ std::string py_float_repr(double v);
 /// Python `repr()` of a str: single quotes unless the text holds ' and no ".
 std::string py_str_repr(const std::string& s);
 /// Python `str.isidentifier()` for ASCII text (non-ASCII letters count as identifier chars).
-bool py_is_identifier(const std::string& s);
+bool py_is_identifier(std::string_view s);
 
 // ---- template implementations ----
 
 template <class F>
 void Argument::for_each_node_impl(F& f) const {
   switch (kind_) {
-    case Kind::Node: f(std::get<Node*>(v_)); return;
+    case Kind::Node:
+      f(std::get<Node*>(v_));
+      return;
     case Kind::Tuple:
     case Kind::List:
     case Kind::Slice:
@@ -212,7 +256,8 @@ void Argument::for_each_node_impl(F& f) const {
       for (const auto& kv : *std::get<std::shared_ptr<const DictItems>>(v_))
         kv.second.for_each_node_impl(f);
       return;
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -224,7 +269,8 @@ void Argument::for_each_node(F&& f) const {
 template <class F>
 Argument Argument::map_nodes(F&& f) const {
   switch (kind_) {
-    case Kind::Node: return f(std::get<Node*>(v_));
+    case Kind::Node:
+      return f(std::get<Node*>(v_));
     case Kind::Tuple:
     case Kind::List:
     case Kind::Slice: {
@@ -241,7 +287,8 @@ Argument Argument::map_nodes(F&& f) const {
       for (const auto& kv : src) out.emplace_back(kv.first, kv.second.map_nodes(f));
       return Argument(kind_, std::make_shared<const DictItems>(std::move(out)));
     }
-    default: return *this;
+    default:
+      return *this;
   }
 }
 

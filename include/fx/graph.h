@@ -92,8 +92,7 @@ class Graph {
   /// A function input. `default_value` becomes args[0] (printed `(default=...)`).
   Node* placeholder(const std::string& name, std::optional<std::string> type = std::nullopt,
                     std::optional<Argument> default_value = std::nullopt);
-  Node* get_attr(const std::string& qualified_name,
-                 std::optional<std::string> type = std::nullopt);
+  Node* get_attr(const std::string& qualified_name, std::optional<std::string> type = std::nullopt);
   Node* call_module(const std::string& module_name, std::vector<Argument> args = {},
                     Kwargs kwargs = {}, std::optional<std::string> type = std::nullopt);
   /// args[0] is the object the method is called on.
@@ -106,8 +105,7 @@ class Graph {
 
   /// Copies `node` (from any graph) into this graph at the insert point, mapping its Node
   /// arguments through `arg_transform` (identity by default); meta is copied.
-  Node* node_copy(const Node* node,
-                  const std::function<Argument(Node*)>& arg_transform = nullptr);
+  Node* node_copy(const Node* node, const std::function<Argument(Node*)>& arg_transform = nullptr);
   /// Copies all nodes of `g` except its output into this graph. Nodes already in `val_map` are
   /// not copied (pre-seed it to bind placeholders); the map is filled in. Returns the mapped
   /// output value, or nullopt if `g` has no output node.
@@ -169,19 +167,28 @@ class Graph {
   Node* find_node(const std::string& name) const;
   /// Any node ever created in this graph, by id (erased included), or nullptr.
   Node* node_by_id(uint64_t id) const;
+  /// One past the largest node id handed out so far: passes index dense per-node arrays by
+  /// Node::id() with it.
+  uint64_t id_bound() const { return storage_.size(); }
 
  private:
   friend class GraphModule;
   friend class Node;
   void insert_node(Node* n);
+  Node* new_node(const std::string& candidate, Opcode op, Target target,
+                 std::optional<std::string> type);
 
-  std::vector<std::unique_ptr<Node>> storage_;  // index == id
+  // Nodes are placement-constructed in chunks (arena_) for locality and to save one heap
+  // allocation each; storage_[id] points at them, erased ones included, until ~Graph.
+  std::vector<Node*> storage_;  // index == id
+  std::vector<std::unique_ptr<unsigned char[]>> arena_;
+  size_t arena_left_ = 0;   // free node slots in arena_.back()
+  size_t arena_count_ = 0;  // node slots in arena_.back()
   Node* root_;
   Node* insert_anchor_;
   bool insert_after_ = false;
   size_t len_ = 0;
-  Namespace namespace_;
-  std::unordered_map<std::string, Node*> by_name_;
+  Namespace namespace_;  // also maps each name to its node (Namespace::bound)
   GraphModule* owning_module_ = nullptr;
 };
 

@@ -1,25 +1,41 @@
 // fx::Namespace — torch 1.13's `_Namespace`: unique, legal Python identifiers for nodes and
 // globals. Produces exactly 1.13's names, but in amortised O(1) per name instead of 1.13's
-// linear probe (which makes tracing quadratic).
+// linear probe (which makes tracing quadratic), and without a heap allocation per name.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 namespace fx {
 
 class Namespace {
  public:
+  Namespace();
+  ~Namespace();
+  Namespace(Namespace&&) noexcept;
+  Namespace& operator=(Namespace&&) noexcept;
+  Namespace(const Namespace&) = delete;
+  Namespace& operator=(const Namespace&) = delete;
+
   /// A unique name derived from `candidate`. `obj` identifies the named object (nullptr: none);
   /// an object already named gets its old name back. `builtin` is the Python builtin or custom
   /// builtin the object *is* (e.g. "getattr" for builtins.getattr), which may keep that name.
   /// Throws fx::Error(Value) on an empty candidate.
   std::string create_name(const std::string& candidate, const void* obj = nullptr,
                           const std::string* builtin = nullptr);
+  /// create_name(candidate) that also binds `value` to the new name (see bind()).
+  std::string create_bound_name(const std::string& candidate, const void* value);
   /// Whether `name` has been handed out.
-  bool is_used(const std::string& name) const { return used_.count(name) != 0; }
+  bool is_used(std::string_view name) const;
+  /// Attaches `value` to a name already handed out (Graph: the node that holds it); returns
+  /// false if `name` is not used.
+  bool bind(std::string_view name, const void* value);
+  /// The value bound to `name`, or nullptr.
+  const void* bound(std::string_view name) const;
 
   /// Python keywords, builtins.__dict__ and fx's custom builtins (inf, nan, torch, ...):
   /// names a fresh node may not take.
@@ -27,10 +43,10 @@ class Namespace {
   static bool is_keyword(const std::string& name);
 
  private:
-  std::unordered_set<std::string> used_;
-  std::unordered_map<const void*, std::string> obj_to_name_;
-  /// Per base: suffix k -> a larger suffix to try next (b_k is taken); union-find chains.
-  std::unordered_map<std::string, std::unordered_map<uint64_t, uint64_t>> next_free_;
+  std::string create(const std::string& candidate, const void* obj, const std::string* builtin,
+                     const void* value);
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 /// torch.fx `_snake_case`: "MyLayer" -> "my_layer", "ALL_CAPS" -> "all_caps".

@@ -23,17 +23,22 @@ enum class UsersToken : uint8_t {
   NumUsers  ///< `[num_users=1]` (torch 2.x)
 };
 
-
 /// The six opcodes (plus the internal sentinel). One table; `switch`es over it have no default.
-#define FX_OPCODES(X)                                                                  \
-  X(Placeholder, "placeholder") X(GetAttr, "get_attr") X(CallFunction, "call_function") \
-  X(CallModule, "call_module") X(CallMethod, "call_method") X(Output, "output")
+// clang-format off
+#define FX_OPCODES(X)                 \
+  X(Placeholder, "placeholder")       \
+  X(GetAttr, "get_attr")              \
+  X(CallFunction, "call_function")    \
+  X(CallModule, "call_module")        \
+  X(CallMethod, "call_method")        \
+  X(Output, "output")
+// clang-format on
 
 enum class Opcode : uint8_t {
 #define FX_OPCODE_ENUM(name, str) name,
   FX_OPCODES(FX_OPCODE_ENUM)
 #undef FX_OPCODE_ENUM
-  Root,  ///< the sentinel that closes the node list; never visible to users
+      Root,  ///< the sentinel that closes the node list; never visible to users
 };
 constexpr int kNumOpcodes = 6;
 static_assert(static_cast<int>(Opcode::Root) == kNumOpcodes, "FX_OPCODES must list 6 opcodes");
@@ -56,7 +61,7 @@ class Target {
   /// The function target; throws fx::Error(Type) for a string target.
   Function function() const;
   /// torch.fx `_pretty_print_target`: `operator.add`, `builtins.getattr`, or the string.
-  std::string pretty() const;
+  const std::string& pretty() const;
   /// Python str() of the target as print_tabular shows it (`<built-in function add>`).
   std::string py_str() const;
   bool operator==(const Target& o) const { return fn_ == o.fn_ && str_ == o.str_; }
