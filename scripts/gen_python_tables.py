@@ -96,6 +96,10 @@ def kind_of(obj):
         return "BuiltinMethod"
     if r.startswith("<function "):
         return "Function"
+    if r.startswith("<class "):
+        return "Class"
+    if r.startswith("<OpOverloadPacket("):
+        return "OpPacket"
     return None
 
 
@@ -114,6 +118,11 @@ def gen_names():
     kws = list(keyword.kwlist)
     names = sorted(builtins.__dict__.keys())
     custom = list(_custom_builtins.keys())
+    # src/namespace.cpp skips the reserved-name lookup for names ending in _<digits> (the
+    # numbered names _Namespace makes); that is only sound while no reserved name has that form.
+    numbered = [n for n in kws + names + custom if re.fullmatch(r".*_\d+", n)]
+    if numbered:
+        raise SystemExit(f"reserved names ending in _<digits> break Namespace's fast path: {numbered}")
 
     def xlist(macro, items, per_line=8):
         lines = [f"#define {macro}(X)"]
@@ -190,9 +199,12 @@ def gen_functions():
     rn = dict(repr_names)
     for qual, module, name, kind, impure in rows:
         r = re.sub(r"0x[0-9a-f]+", "0x0", repr(seen[qual]))
+        cls = name if module == "builtins" else f"{module}.{name}"
         want = {"BuiltinFunction": f"<built-in function {name}>",
                 "BuiltinMethod": f"<built-in method {name} of type object at 0x0>",
-                "Function": f"<function {rn.get(qual, name)} at 0x0>"}[kind]
+                "Function": f"<function {rn.get(qual, name)} at 0x0>",
+                "Class": f"<class '{cls}'>",
+                "OpPacket": f"<OpOverloadPacket(op='{qual.removeprefix('torch.ops.')}')>"}[kind]
         assert r == want, (qual, r, want)
 
     lines = [
@@ -219,7 +231,7 @@ def gen_functions():
     lines.append("#endif")
     if skipped:
         lines.append("")
-        lines.append("// Skipped (repr() is none of the three kinds):")
+        lines.append("// Skipped (repr() is none of the known kinds):")
         for spelling, why in skipped:
             lines.append(f"//   {spelling}: {why}")
     write(os.path.join(SRC, "function_table.inc"), "\n".join(lines) + "\n")

@@ -20,19 +20,19 @@ struct Template {
 };
 // torch.fx.graph.magic_methods (reflectable ones first, then the comparison/unary ones).
 const Template kMagic[] = {
-    {"add", "{} + {}"},   {"sub", "{} - {}"},    {"mul", "{} * {}"},  {"floordiv", "{} // {}"},
-    {"truediv", "{} / {}"}, {"div", "{} / {}"},  {"mod", "{} % {}"},  {"pow", "{} ** {}"},
-    {"lshift", "{} << {}"}, {"rshift", "{} >> {}"}, {"and_", "{} & {}"}, {"or_", "{} | {}"},
-    {"xor", "{} ^ {}"},   {"getitem", "{}[{}]"}, {"matmul", "{} @ {}"}, {"eq", "{} == {}"},
-    {"ne", "{} != {}"},   {"lt", "{} < {}"},     {"gt", "{} > {}"},   {"le", "{} <= {}"},
-    {"ge", "{} >= {}"},   {"pos", "+{}"},        {"neg", "-{}"},      {"invert", "~{}"}};
+    {"add", "{} + {}"},     {"sub", "{} - {}"},     {"mul", "{} * {}"},    {"floordiv", "{} // {}"},
+    {"truediv", "{} / {}"}, {"div", "{} / {}"},     {"mod", "{} % {}"},    {"pow", "{} ** {}"},
+    {"lshift", "{} << {}"}, {"rshift", "{} >> {}"}, {"and_", "{} & {}"},   {"or_", "{} | {}"},
+    {"xor", "{} ^ {}"},     {"getitem", "{}[{}]"},  {"matmul", "{} @ {}"}, {"eq", "{} == {}"},
+    {"ne", "{} != {}"},     {"lt", "{} < {}"},      {"gt", "{} > {}"},     {"le", "{} <= {}"},
+    {"ge", "{} >= {}"},     {"pos", "+{}"},         {"neg", "-{}"},        {"invert", "~{}"}};
 // torch.fx.graph.inplace_methods.
 const Template kInplace[] = {
-    {"iadd", "{} += {}"},  {"iand", "{} &= {}"},  {"ifloordiv", "{} //= {}"},
-    {"ilshift", "{} <<= {}"}, {"imod", "{} %= {}"}, {"imul", "{} *= {}"},
-    {"imatmul", "{} @= {}"}, {"ior", "{} |= {}"},  {"ipow", "{} **= {}"},
-    {"irshift", "{} >>= {}"}, {"isub", "{} -= {}"}, {"itruediv", "{} /= {}"},
-    {"ixor", "{} ^= {}"},  {"setitem", "{}[{}] = {}"}};
+    {"iadd", "{} += {}"},     {"iand", "{} &= {}"},      {"ifloordiv", "{} //= {}"},
+    {"ilshift", "{} <<= {}"}, {"imod", "{} %= {}"},      {"imul", "{} *= {}"},
+    {"imatmul", "{} @= {}"},  {"ior", "{} |= {}"},       {"ipow", "{} **= {}"},
+    {"irshift", "{} >>= {}"}, {"isub", "{} -= {}"},      {"itruediv", "{} /= {}"},
+    {"ixor", "{} ^= {}"},     {"setitem", "{}[{}] = {}"}};
 
 struct TableRow {
   const char* qualname;
@@ -43,11 +43,37 @@ struct TableRow {
 };
 const TableRow kTable[] = {
 #if __has_include("function_table.inc")
-#define FX_FUNCTION(qualname, module, name, kind, impure) {qualname, module, name, CallableKind::kind, impure},
+#define FX_FUNCTION(qualname, module, name, kind, impure) \
+  {qualname, module, name, CallableKind::kind, impure},
 #include "function_table.inc"
 #undef FX_FUNCTION
 #endif
     {"torch._assert", "torch", "_assert", CallableKind::Function, true},
+};
+
+struct AliasRow {
+  const char* spelling;
+  const char* qualname;
+};
+const AliasRow kAliases[] = {
+#if __has_include("function_table.inc")
+#define FX_FUNCTION(qualname, module, name, kind, impure)
+#define FX_FUNCTION_ALIAS(spelling, qualname) {spelling, qualname},
+#include "function_table.inc"
+#undef FX_FUNCTION_ALIAS
+#undef FX_FUNCTION
+#endif
+    {nullptr, nullptr},
+};
+const AliasRow kReprNames[] = {
+#if __has_include("function_table.inc")
+#define FX_FUNCTION(qualname, module, name, kind, impure)
+#define FX_FUNCTION_REPR_NAME(qualname, repr_name) {qualname, repr_name},
+#include "function_table.inc"
+#undef FX_FUNCTION_REPR_NAME
+#undef FX_FUNCTION
+#endif
+    {nullptr, nullptr},
 };
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
@@ -108,6 +134,14 @@ class Registry {
       complete(info);
       if (!by_name_.count(info.qualname)) add_locked(std::move(info));
     }
+    for (const AliasRow* r = kReprNames; r->spelling; ++r) {
+      auto it = by_name_.find(r->spelling);
+      if (it != by_name_.end()) const_cast<FunctionInfo*>(it->second)->repr_name = r->qualname;
+    }
+    for (const AliasRow* r = kAliases; r->spelling; ++r) {
+      auto it = by_name_.find(r->qualname);
+      if (it != by_name_.end()) by_name_.emplace(r->spelling, it->second);
+    }
   }
 
   static void complete(FunctionInfo& info) {
@@ -127,14 +161,20 @@ class Registry {
   static FunctionInfo infer(const std::string& q) {
     size_t dot = q.rfind('.');
     if (q.empty() || dot == std::string::npos || dot == 0 || dot + 1 == q.size())
-      throw Error(ErrorKind::Value,
-                  "call_function target '" + q +
-                      "' is not a qualified name: write it as module.name, e.g. "
-                      "'torch.relu', 'operator.add' or 'onnx.Conv'");
+      throw Error(ErrorKind::Value, "call_function target '" + q +
+                                        "' is not a qualified name: write it as module.name, e.g. "
+                                        "'torch.relu', 'operator.add' or 'onnx.Conv'");
     FunctionInfo info;
     info.module = q.substr(0, dot);
     info.name = q.substr(dot + 1);
     if (info.module == "operator") info.module = "_operator";
+    if (starts_with(q, "torch.ops.")) {  // OpOverloadPackets live in torch._ops.<namespace>
+      info.module = "torch._ops" + info.module.substr(9);
+      info.callable_kind = CallableKind::OpPacket;
+      info.qualname = printed_qualname(info.module, info.name);
+      complete(info);
+      return info;
+    }
     if (info.module == "_operator" || info.module == "builtins" || info.module == "math" ||
         info.module == "torch._C._nn")
       info.callable_kind = CallableKind::BuiltinFunction;
@@ -164,8 +204,9 @@ class Registry {
 // print_tabular stay the same as CPython's on 64-bit Linux).
 std::string fake_address(const void* p) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%012llx",
-                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p) & 0xffffffffffffULL));
+  std::snprintf(
+      buf, sizeof buf, "0x%012llx",
+      static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p) & 0xffffffffffffULL));
   return buf;
 }
 
@@ -174,7 +215,9 @@ std::string fake_address(const void* p) {
 Function::Function(std::string_view qualified_name)
     : info_(Registry::get().lookup_or_intern(qualified_name)) {}
 
-Function Function::define(FunctionInfo info) { return Function(Registry::get().define(std::move(info))); }
+Function Function::define(FunctionInfo info) {
+  return Function(Registry::get().define(std::move(info)));
+}
 
 std::vector<Function> Function::all() {
   std::vector<Function> out;
@@ -184,14 +227,23 @@ std::vector<Function> Function::all() {
 
 std::string Function::py_repr() const {
   switch (info_->callable_kind) {
-    case CallableKind::BuiltinFunction: return "<built-in function " + info_->name + ">";
+    case CallableKind::BuiltinFunction:
+      return "<built-in function " + info_->name + ">";
     case CallableKind::BuiltinMethod: {
       static const int type_object = 0;  // all torch C functions share one type object
       return "<built-in method " + info_->name + " of type object at " +
              fake_address(&type_object) + ">";
     }
     case CallableKind::Function:
-      return "<function " + info_->name + " at " + fake_address(info_) + ">";
+      return "<function " + (info_->repr_name.empty() ? info_->name : info_->repr_name) + " at " +
+             fake_address(info_) + ">";
+    case CallableKind::Class:
+      return "<class '" +
+             (info_->module == "builtins" ? info_->name : info_->module + "." + info_->name) + "'>";
+    case CallableKind::OpPacket: {
+      const std::string& q = info_->qualname;
+      return "<OpOverloadPacket(op='" + (q.rfind("torch.ops.", 0) == 0 ? q.substr(10) : q) + "')>";
+    }
   }
   return info_->qualname;
 }

@@ -15,14 +15,19 @@ enum class CallableKind : uint8_t {
   BuiltinFunction,  ///< `<built-in function add>` (operator, builtins, math, torch._C._nn)
   BuiltinMethod,    ///< `<built-in method sum of type object at 0x...>` (torch.* C functions)
   Function,         ///< `<function relu at 0x...>` (Python functions)
+  Class,            ///< `<class 'int'>` (types called as functions: int, float, range...)
+  OpPacket,         ///< `<OpOverloadPacket(op='aten.add')>` (torch.ops.* operators)
 };
 
 struct FunctionInfo {
   std::string module;    ///< Python __module__: "_operator", "builtins", "torch", "math", "onnx"
   std::string name;      ///< Python __name__: "add", "relu", "Conv"
   std::string qualname;  ///< printed target: "operator.add", "builtins.getattr", "torch.relu"
+  /// Python __qualname__ where repr() shows one other than `name`
+  /// ("boolean_dispatch.<locals>.fn" for F.max_pool2d), else empty.
+  std::string repr_name;
   CallableKind callable_kind = CallableKind::Function;
-  bool impure = false;   ///< side-effectful: never removed by dead-code elimination
+  bool impure = false;  ///< side-effectful: never removed by dead-code elimination
   /// Codegen keeps the qualified name (`torch.relu(x)`, `onnx.Conv(...)`) instead of a global.
   bool keep_qualified = false;
   /// Infix/prefix template for operator magic methods ("{} + {}"), or empty.
@@ -35,8 +40,9 @@ struct FunctionInfo {
 class Function {
  public:
   /// Looks up or interns the function with this qualified name. Accepts the printed form
-  /// ("operator.add") and Python's module form ("_operator.add"). Throws fx::Error(Value) on an
-  /// empty or malformed name.
+  /// ("operator.add"), Python's module form ("_operator.add") and the other spellings of the
+  /// same Python object ("torch.nn.functional.gelu" is "torch._C._nn.gelu", as torch.fx prints
+  /// it). Throws fx::Error(Value) on an empty or malformed name.
   explicit Function(std::string_view qualified_name);
   /// Registers (or overrides the attributes of) a function; returns its handle.
   static Function define(FunctionInfo info);
