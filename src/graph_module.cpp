@@ -76,7 +76,8 @@ Module::~Module() = default;
 
 void Module::add_module(const std::string& name, std::shared_ptr<Module> module) {
   if (name.empty() || name.find('.') != std::string::npos)
-    throw Error(ErrorKind::Value, "module name '" + name + "' must be non-empty and contain no '.'");
+    throw Error(ErrorKind::Value,
+                "module name '" + name + "' must be non-empty and contain no '.'");
   if (!module) throw Error(ErrorKind::Value, "add_module('" + name + "'): module is null");
   remove_attr(name);
   if (auto* slot = find_named(children_, name)) {
@@ -88,7 +89,8 @@ void Module::add_module(const std::string& name, std::shared_ptr<Module> module)
 
 void Module::register_parameter(const std::string& name, Tensor t) {
   if (name.empty() || name.find('.') != std::string::npos)
-    throw Error(ErrorKind::Value, "parameter name '" + name + "' must be non-empty and contain no '.'");
+    throw Error(ErrorKind::Value,
+                "parameter name '" + name + "' must be non-empty and contain no '.'");
   erase_named(buffers_, name);
   erase_named(children_, name);
   if (auto* slot = find_named(params_, name)) {
@@ -100,7 +102,8 @@ void Module::register_parameter(const std::string& name, Tensor t) {
 
 void Module::register_buffer(const std::string& name, Tensor t) {
   if (name.empty() || name.find('.') != std::string::npos)
-    throw Error(ErrorKind::Value, "buffer name '" + name + "' must be non-empty and contain no '.'");
+    throw Error(ErrorKind::Value,
+                "buffer name '" + name + "' must be non-empty and contain no '.'");
   erase_named(params_, name);
   erase_named(children_, name);
   if (auto* slot = find_named(buffers_, name)) {
@@ -126,15 +129,15 @@ bool Module::remove_attr(const std::string& name) {
 
 std::shared_ptr<Module> Module::get_submodule(const std::string& target) const {
   // The root itself is not owned by a shared_ptr here; callers get it via an aliasing pointer.
-  if (target.empty()) return std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this));
+  if (target.empty())
+    return std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this));
   const Module* m = this;
   std::shared_ptr<Module> cur;
   for (const std::string& atom : split_dots(target)) {
     cur = m->child(atom);
     if (!cur)
-      throw Error(ErrorKind::Attribute,
-                  m->type_name() + " has no attribute `" + atom + "` (looking up submodule '" +
-                      target + "')");
+      throw Error(ErrorKind::Attribute, m->type_name() + " has no attribute `" + atom +
+                                            "` (looking up submodule '" + target + "')");
     m = cur.get();
   }
   return cur;
@@ -204,7 +207,8 @@ std::string Module::repr() const {
     size_t start = 0;
     for (;;) {
       size_t nl = extra_repr_.find('\n', start);
-      extra_lines.push_back(extra_repr_.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+      extra_lines.push_back(
+          extra_repr_.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
       if (nl == std::string::npos) break;
       start = nl + 1;
     }
@@ -228,7 +232,7 @@ std::string Module::repr() const {
 
 // ---- GraphModule ----
 
-GraphModule::GraphModule(const Module* root, std::unique_ptr<Graph> graph, std::string class_name)
+GraphModule::GraphModule(const Module* root, std::unique_ptr<Graph>&& graph, std::string class_name)
     : Module(std::move(class_name)) {
   if (!graph) throw Error(ErrorKind::Value, "GraphModule: graph is null");
   for (Node* node : graph->nodes()) {
@@ -275,21 +279,31 @@ GraphModule::GraphModule(const Module* root, std::unique_ptr<Graph> graph, std::
                   node->name());
     }
   }
+  install(graph);
+}
+
+void GraphModule::install(std::unique_ptr<Graph>& graph) {
+  std::unique_ptr<Graph> old = std::move(graph_);
   graph_ = std::move(graph);
   graph_->owning_module_ = this;
-  recompile();
+  try {
+    recompile();
+  } catch (...) {
+    graph_->owning_module_ = nullptr;
+    graph = std::move(graph_);
+    graph_ = std::move(old);
+    throw;
+  }
+  if (old) old->owning_module_ = nullptr;
 }
 
 GraphModule::~GraphModule() {
   if (graph_) graph_->owning_module_ = nullptr;
 }
 
-void GraphModule::set_graph(std::unique_ptr<Graph> graph) {
+void GraphModule::set_graph(std::unique_ptr<Graph>&& graph) {
   if (!graph) throw Error(ErrorKind::Value, "set_graph: graph is null");
-  if (graph_) graph_->owning_module_ = nullptr;
-  graph_ = std::move(graph);
-  graph_->owning_module_ = this;
-  recompile();
+  install(graph);  // recompile() assigns code_ only once generation succeeded
 }
 
 const PythonCode& GraphModule::recompile() {
@@ -305,12 +319,14 @@ std::string GraphModule::print_readable() const {
   std::string out = add_indent("class " + type_name_ + "(torch.nn.Module):\n" + code, 4);
   std::string sub;
   for (const auto& kv : children_)
-    if (auto* gm = dynamic_cast<const GraphModule*>(kv.second.get())) sub += "\n" + gm->print_readable();
+    if (auto* gm = dynamic_cast<const GraphModule*>(kv.second.get()))
+      sub += "\n" + gm->print_readable();
   return out + add_indent(sub, 4);
 }
 
 std::string GraphModule::str() const {
-  return repr() + "\n" + code_.src + "\n# To see more debug info, please use `graph_module.print_readable()`";
+  return repr() + "\n" + code_.src +
+         "\n# To see more debug info, please use `graph_module.print_readable()`";
 }
 
 bool GraphModule::add_submodule(const std::string& target, std::shared_ptr<Module> module) {

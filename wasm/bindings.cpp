@@ -1254,26 +1254,11 @@ double gm_new(double gid, std::string spec_enc, std::string blob, std::string cl
                   "this Graph already belongs to a GraphModule; pass graph.clone() instead");
     std::shared_ptr<fx::Module> root;
     if (!spec_enc.empty()) root = build_module(spec_enc, blob);
-    // fx::GraphModule's constructor consumes the graph even when it throws, so validate and
-    // copy the attributes with a stand-in graph holding only the attribute-referencing nodes
-    // (same names, same targets: same errors), then install the real graph.
-    auto probe = std::make_unique<fx::Graph>();
-    for (fx::Node* n : e.graph->nodes())
-      if (n->op() == fx::Opcode::GetAttr || n->op() == fx::Opcode::CallModule)
-        probe->create_node(n->op(), n->target(), {}, {}, n->name());
-    auto gm = std::make_unique<fx::GraphModule>(root.get(), std::move(probe), class_name);
+    // The constructor only takes the graph on success: on error the Graph stays usable in JS.
+    auto gm = std::make_unique<fx::GraphModule>(root.get(), std::move(e.owned), class_name);
     const uint32_t id = g_next_id++;
-    fx::GraphModule* raw = gm.get();
     g_gms[id] = GmEntry{std::move(gm), to_id(gid)};
     e.gm = id;
-    try {
-      raw->set_graph(std::move(e.owned));
-    } catch (...) {
-      // Only a codegen bug gets here; the GraphModule owns the graph now, so drop both.
-      drop_graph_entry(to_id(gid));
-      g_gms.erase(id);
-      throw;
-    }
     return static_cast<double>(id);
   });
 }

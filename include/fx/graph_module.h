@@ -92,15 +92,17 @@ class GraphModule : public Module {
   /// Like torch.fx: copies from `root` only the attributes that get_attr/call_module nodes
   /// reference (creating empty intermediate modules; tensors that are not parameters become
   /// buffers), then recompiles. `root` may be null for a graph without attribute references.
-  /// Throws fx::Error(Attribute) naming the node whose target `root` lacks.
-  GraphModule(const Module* root, std::unique_ptr<Graph> graph,
+  /// Throws fx::Error(Attribute) naming the node whose target `root` lacks. The graph is only
+  /// taken on success: if the constructor throws, `graph` still holds it.
+  GraphModule(const Module* root, std::unique_ptr<Graph>&& graph,
               std::string class_name = "GraphModule");
   ~GraphModule() override;
 
   Graph& graph() { return *graph_; }
   const Graph& graph() const { return *graph_; }
-  /// Installs a new graph and recompiles.
-  void set_graph(std::unique_ptr<Graph> graph);
+  /// Installs a new graph and recompiles. If code generation throws, nothing changes and
+  /// `graph` still holds the new graph.
+  void set_graph(std::unique_ptr<Graph>&& graph);
 
   /// Regenerates `code()` from the graph; call after mutating the graph.
   const PythonCode& recompile();
@@ -125,6 +127,8 @@ class GraphModule : public Module {
   CodegenOptions& codegen_options() { return codegen_options_; }
 
  private:
+  // Makes `graph` the graph and recompiles; on failure puts everything back and rethrows.
+  void install(std::unique_ptr<Graph>& graph);
   std::unique_ptr<Graph> graph_;
   PythonCode code_;
   CodegenOptions codegen_options_;
