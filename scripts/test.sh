@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: setup (idempotent installs), native + wasm builds, the C++ tests
-# natively (ctest) and as wasm under node (ctest), the TypeScript declarations (tsc), the npm
+# natively (ctest) and as wasm under node (ctest), clang-format, the TypeScript declarations (tsc), the npm
 # package as packed (npm pack -> install into an empty folder -> import), and the JS tests (Jest).
 # Every step runs even if an earlier test step failed; the exit code is non-zero if any failed.
 # Full logs: build/test-logs/.
@@ -80,6 +80,12 @@ else
   detail="$gp passed, $gf failed (gtest cases), $(elapsed "$t")"
   if [ "$st" -eq 0 ]; then record "ctest wasm" ok "$detail"; else record "ctest wasm" FAILED "$detail"; fi
 fi
+
+# --- style -------------------------------------------------------------------------------------------
+t=$(date +%s)
+banner "C++ formatting (clang-format --check)"
+if bash scripts/format.sh --check 2>&1 | tee "$logs/format.log"; then record "clang-format" ok "$(elapsed "$t")"
+else record "clang-format" FAILED "run scripts/format.sh, $(elapsed "$t")"; fi
 
 # --- JS/TS ------------------------------------------------------------------------------------------
 t=$(date +%s)

@@ -22,7 +22,8 @@ std::unique_ptr<fx::GraphModule> sample_module() {
 
   fx::Module root("MyModule");
   root.register_parameter("param", fx::Tensor{fx::Dtype::Float32, {3, 4}, nullptr, true});
-  auto linear_mod = std::make_shared<fx::Module>("Linear", "in_features=4, out_features=5, bias=True");
+  auto linear_mod =
+      std::make_shared<fx::Module>("Linear", "in_features=4, out_features=5, bias=True");
   linear_mod->register_parameter("weight", fx::Tensor{fx::Dtype::Float32, {5, 4}, nullptr, true});
   linear_mod->register_parameter("bias", fx::Tensor{fx::Dtype::Float32, {5}, nullptr, true});
   root.add_module("linear", linear_mod);
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!sample) return usage(std::cerr, 2);
-  if (what != "all" && what != "graph" && what != "tabular" && what != "code" && what != "readable") {
+  if (what != "all" && what != "graph" && what != "tabular" && what != "code" &&
+      what != "readable") {
     std::cerr << "fxwasm-cli: --print takes graph, tabular, code, readable or all\n";
     return 2;
   }

@@ -46,8 +46,8 @@ const double kNan = std::numeric_limits<double>::quiet_NaN();
 struct Case {
   // Declared first so they are destroyed last: graphs whose nodes the case graph refers to.
   std::vector<std::unique_ptr<fx::Graph>> keep;
-  std::unique_ptr<fx::Graph> graph;       // the case graph when there is no GraphModule
-  std::unique_ptr<fx::GraphModule> gm;    // owns the case graph otherwise
+  std::unique_ptr<fx::Graph> graph;     // the case graph when there is no GraphModule
+  std::unique_ptr<fx::GraphModule> gm;  // owns the case graph otherwise
   std::vector<std::pair<std::string, std::string>> extra;
   fx::CodegenOptions options;
 
@@ -64,7 +64,9 @@ struct Registrar {
   Registrar(const char* name, Builder b) { registry()[name] = b; }
 };
 
-std::string golden_path(const std::string& file) { return std::string(FXWASM_GOLDEN_DIR) + "/" + file; }
+std::string golden_path(const std::string& file) {
+  return std::string(FXWASM_GOLDEN_DIR) + "/" + file;
+}
 
 bool read_file(const std::string& path, std::string& out) {
   std::ifstream f(path, std::ios::binary);
@@ -98,13 +100,16 @@ std::string mask_addresses(const std::string& s) {
 std::string visible(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
-    if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
+    if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
     else if (c < 0x20 || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -136,11 +141,13 @@ void expect_golden(const std::string& file, const std::string& actual) {
   size_t i = 0;
   while (i < e.size() && i < a.size() && e[i] == a[i]) ++i;
   std::ostringstream msg;
-  msg << file << " differs from the golden (" << expected.size() << " bytes expected, " << actual.size()
-      << " bytes actual); first difference at line " << (i + 1) << ":\n";
+  msg << file << " differs from the golden (" << expected.size() << " bytes expected, "
+      << actual.size() << " bytes actual); first difference at line " << (i + 1) << ":\n";
   if (i > 0) msg << "   context : " << visible(e[i - 1]) << "\n";
-  msg << "   expected: " << (i < e.size() ? "\"" + visible(e[i]) + "\"" : std::string("<end of file>")) << "\n";
-  msg << "   actual  : " << (i < a.size() ? "\"" + visible(a[i]) + "\"" : std::string("<end of output>")) << "\n";
+  msg << "   expected: "
+      << (i < e.size() ? "\"" + visible(e[i]) + "\"" : std::string("<end of file>")) << "\n";
+  msg << "   actual  : "
+      << (i < a.size() ? "\"" + visible(a[i]) + "\"" : std::string("<end of output>")) << "\n";
   if (i < e.size() && i < a.size()) {
     size_t col = 0;
     while (col < e[i].size() && col < a[i].size() && e[i][col] == a[i][col]) ++col;
@@ -171,7 +178,8 @@ void run_case(const std::string& name, Builder build) {
       c.gm->codegen_options() = c.options;
       c.gm->recompile();
       code = c.gm->code();
-      EXPECT_EQ(code, g.python_code("self", c.options).src) << "GraphModule::code() != python_code()";
+      EXPECT_EQ(code, g.python_code("self", c.options).src)
+          << "GraphModule::code() != python_code()";
     } else {
       code = g.python_code("self", c.options).src;
     }
@@ -185,10 +193,10 @@ void run_case(const std::string& name, Builder build) {
   if (!c.extra.empty()) expect_golden(name + ".extra.txt", format_extra(c.extra));
 }
 
-#define GOLDEN_CASE(name)                                          \
-  void build_##name(Case& c);                                      \
-  const Registrar registrar_##name(#name, &build_##name);          \
-  TEST(Golden, name) { run_case(#name, &build_##name); }           \
+#define GOLDEN_CASE(name)                                 \
+  void build_##name(Case& c);                             \
+  const Registrar registrar_##name(#name, &build_##name); \
+  TEST(Golden, name) { run_case(#name, &build_##name); }  \
   void build_##name(Case& c)
 
 // ---- small helpers ----
@@ -239,8 +247,8 @@ std::shared_ptr<fx::Module> module(const std::string& type, const std::string& e
   return std::make_shared<fx::Module>(type, extra_repr);
 }
 std::shared_ptr<fx::Module> linear(int in, int out, bool bias = true) {
-  auto m = module("Linear", "in_features=" + std::to_string(in) + ", out_features=" + std::to_string(out) +
-                                ", bias=" + (bias ? "True" : "False"));
+  auto m = module("Linear", "in_features=" + std::to_string(in) + ", out_features=" +
+                                std::to_string(out) + ", bias=" + (bias ? "True" : "False"));
   m->register_parameter("weight", tensor({out, in}));
   if (bias) m->register_parameter("bias", tensor({out}));
   return m;
@@ -252,8 +260,9 @@ std::shared_ptr<fx::Module> conv2d(int in, int out, const std::string& extra, bo
   return m;
 }
 std::shared_ptr<fx::Module> batchnorm2d(int n) {
-  auto m = module("BatchNorm2d", std::to_string(n) +
-                                     ", eps=1e-05, momentum=0.1, affine=True, track_running_stats=True");
+  auto m =
+      module("BatchNorm2d", std::to_string(n) +
+                                ", eps=1e-05, momentum=0.1, affine=True, track_running_stats=True");
   m->register_parameter("weight", tensor({n}));
   m->register_parameter("bias", tensor({n}));
   m->register_buffer("running_mean", tensor({n}, false));
@@ -308,12 +317,15 @@ GOLDEN_CASE(ref_topk_module) {
 GOLDEN_CASE(ref_cnn) {
   fx::Module root("CNN");
   auto features = module("Sequential");
-  features->add_module("0", conv2d(3, 8, "3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)", true));
+  features->add_module(
+      "0", conv2d(3, 8, "3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)", true));
   features->add_module("1", batchnorm2d(8));
   features->add_module("2", module("ReLU", "inplace=True"));
-  features->add_module("3", module("MaxPool2d", "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False"));
+  features->add_module(
+      "3", module("MaxPool2d", "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False"));
   root.add_module("features", features);
-  root.add_module("conv2", conv2d(8, 16, "8, 16, kernel_size=(3, 3), stride=(2, 2), bias=False", false));
+  root.add_module("conv2",
+                  conv2d(8, 16, "8, 16, kernel_size=(3, 3), stride=(2, 2), bias=False", false));
   root.add_module("bn2", batchnorm2d(16));
   root.add_module("drop", module("Dropout", "p=0.5, inplace=False"));
   root.add_module("fc", linear(16, 10));
@@ -484,10 +496,29 @@ GOLDEN_CASE(args_floats) {
   c.graph = std::make_unique<fx::Graph>();
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
-  std::vector<Argument> args = {x,     1e-05,   1e+20, -0.0,        kInf,    -kInf,   kNan, 0.1,
-                                1.0,   123456789.0, 1e16, 1e15,     1.5,     -2.5e-300, 5e-324,
-                                1.7976931348623157e308, 1.0 / 3.0, 100.0, -1000000000.0, 2.5e-05,
-                                0.0001, 1e22,  12345678901234567.0};
+  std::vector<Argument> args = {x,
+                                1e-05,
+                                1e+20,
+                                -0.0,
+                                kInf,
+                                -kInf,
+                                kNan,
+                                0.1,
+                                1.0,
+                                123456789.0,
+                                1e16,
+                                1e15,
+                                1.5,
+                                -2.5e-300,
+                                5e-324,
+                                1.7976931348623157e308,
+                                1.0 / 3.0,
+                                100.0,
+                                -1000000000.0,
+                                2.5e-05,
+                                0.0001,
+                                1e22,
+                                12345678901234567.0};
   Node* a = g.call_method("floats", args, {{"eps", 1e-05}, {"neg", -0.5}});
   Node* cl = g.call_function(fn("torch.clamp"), {a}, {{"min", -kInf}, {"max", kInf}});
   Node* d = g.call_function(fn("operator.add"), {cl, kNan});
@@ -498,10 +529,10 @@ GOLDEN_CASE(args_complex) {
   c.graph = std::make_unique<fx::Graph>();
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
-  Node* a = g.call_method("cplx",
-                          {x, Cx(1, 2), Cx(0, 2), Cx(1.5, -2.5), Cx(0, -1), Cx(-0.0, 1.0), Cx(0, 1e20),
-                           Cx(kInf, kNan)},
-                          {{"z", Cx(1, 2)}});
+  Node* a = g.call_method(
+      "cplx",
+      {x, Cx(1, 2), Cx(0, 2), Cx(1.5, -2.5), Cx(0, -1), Cx(-0.0, 1.0), Cx(0, 1e20), Cx(kInf, kNan)},
+      {{"z", Cx(1, 2)}});
   Node* m = g.call_function(fn("operator.mul"), {a, Cx(1, 2)});
   g.output(m);
 }
@@ -511,8 +542,8 @@ GOLDEN_CASE(args_strings) {
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
   Node* a = g.call_method("strs",
-                          {x, "hello", "it's", "say \"hi\"", "a'b\"c", "back\\slash", "line1\nline2",
-                           "tab\there", "", "\x01\x7f", "caf\xc3\xa9", " padded "},
+                          {x, "hello", "it's", "say \"hi\"", "a'b\"c", "back\\slash",
+                           "line1\nline2", "tab\there", "", "\x01\x7f", "caf\xc3\xa9", " padded "},
                           {{"msg", "it's \"quoted\"\n"}});
   g.output(a);
 }
@@ -535,8 +566,9 @@ GOLDEN_CASE(args_lists) {
   Node* x = g.placeholder("x");
   Node* y = g.placeholder("y");
   Node* a = g.call_function(fn("torch.cat"), {L({x, y})});
-  Node* b = g.call_method("lists", {a, L({}), L({1}), L({x, L({y, 2})}), L({L({}), L({T({})})}), L({"s", Argument()})},
-                          {{"l", L({a})}});
+  Node* b = g.call_method(
+      "lists", {a, L({}), L({1}), L({x, L({y, 2})}), L({L({}), L({T({})})}), L({"s", Argument()})},
+      {{"l", L({a})}});
   g.output(b);
 }
 
@@ -576,12 +608,12 @@ GOLDEN_CASE(args_dtypes) {
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
   Node* a = g.call_method("to", {x, Dtype::Float16});
-  Node* b = g.call_method("dtypes",
-                          {a, Dtype::Float32, Dtype::Float64, Dtype::Float16, Dtype::BFloat16, Dtype::Int8,
-                           Dtype::Int16, Dtype::Int32, Dtype::Int64, Dtype::UInt8, Dtype::Bool,
-                           Dtype::Complex32, Dtype::Complex64, Dtype::Complex128, Dtype::QInt8,
-                           Dtype::QUInt8, Dtype::QInt32},
-                          {{"dtype", Dtype::Int64}});
+  Node* b = g.call_method(
+      "dtypes",
+      {a, Dtype::Float32, Dtype::Float64, Dtype::Float16, Dtype::BFloat16, Dtype::Int8,
+       Dtype::Int16, Dtype::Int32, Dtype::Int64, Dtype::UInt8, Dtype::Bool, Dtype::Complex32,
+       Dtype::Complex64, Dtype::Complex128, Dtype::QInt8, Dtype::QUInt8, Dtype::QInt32},
+      {{"dtype", Dtype::Int64}});
   g.output(b);
 }
 
@@ -615,11 +647,12 @@ GOLDEN_CASE(args_memory_format_layout) {
 // ---------------------------------------------------------------------------------------------
 // Operators.
 
-const char* const kBinary[] = {"add",    "sub", "mul",     "floordiv", "truediv", "mod", "pow",
-                               "lshift", "rshift", "and_", "or_",      "xor",     "getitem",
-                               "matmul", "eq",  "ne",      "lt",       "gt",      "le",  "ge"};
-const char* const kInplace[] = {"iadd", "iand", "ifloordiv", "ilshift", "imod",     "imul", "imatmul",
-                                "ior",  "ipow", "irshift",   "isub",    "itruediv", "ixor"};
+const char* const kBinary[] = {
+    "add", "sub", "mul",     "floordiv", "truediv", "mod", "pow", "lshift", "rshift", "and_",
+    "or_", "xor", "getitem", "matmul",   "eq",      "ne",  "lt",  "gt",     "le",     "ge"};
+const char* const kInplace[] = {"iadd", "iand",     "ifloordiv", "ilshift", "imod",
+                                "imul", "imatmul",  "ior",       "ipow",    "irshift",
+                                "isub", "itruediv", "ixor"};
 
 GOLDEN_CASE(magic_binary) {
   c.graph = std::make_unique<fx::Graph>();
@@ -667,7 +700,8 @@ GOLDEN_CASE(inplace_ops) {
   Node* x = g.placeholder("x");
   Node* y = g.placeholder("y");
   Node* cur = x;
-  for (const char* name : kInplace) cur = g.call_function(fn(std::string("operator.") + name), {cur, y});
+  for (const char* name : kInplace)
+    cur = g.call_function(fn(std::string("operator.") + name), {cur, y});
   Node* s = g.call_function(fn("operator.setitem"), {cur, 0, y});
   g.output(s);
 }
@@ -757,9 +791,10 @@ GOLDEN_CASE(naming_collisions) {
   c.graph = std::make_unique<fx::Graph>();
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
-  const char* hints[] = {"add",    "add",   "add_1", "add",   "x_1",   "x",      "x",     "1abc",   "foo.bar",
-                         "linear.weight", "input", "list", "sum", "class", "torch", "inf", "a-b c", "add_01",
-                         "getattr", "Foo", "MyLayer", "nan", "device", "print", "self", "_"};
+  const char* hints[] = {"add",   "add",     "add_1",         "add",    "x_1",     "x",   "x",
+                         "1abc",  "foo.bar", "linear.weight", "input",  "list",    "sum", "class",
+                         "torch", "inf",     "a-b c",         "add_01", "getattr", "Foo", "MyLayer",
+                         "nan",   "device",  "print",         "self",   "_"};
   Node* cur = x;
   for (const char* h : hints)
     cur = g.create_node(Opcode::CallFunction, fn("torch.relu"), {cur}, {}, std::string(h));
@@ -808,7 +843,8 @@ GOLDEN_CASE(naming_erased_names) {
   Node* a = g.call_function(fn("operator.add"), {x, 1});
   g.erase_node(a);
   Node* b = g.call_function(fn("operator.add"), {x, 2});
-  Node* cc = g.create_node(Opcode::CallFunction, fn("operator.add"), {b, 3}, {}, std::string("add"));
+  Node* cc =
+      g.create_node(Opcode::CallFunction, fn("operator.add"), {b, 3}, {}, std::string("add"));
   g.output(cc);
   c.add("names", names(g));
   c.add("erased", a->name());
@@ -818,9 +854,11 @@ GOLDEN_CASE(naming_global_collision) {
   c.graph = std::make_unique<fx::Graph>();
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
-  Node* a = g.create_node(Opcode::CallFunction, fn("torch.relu"), {x}, {}, std::string("math_sqrt"));
+  Node* a =
+      g.create_node(Opcode::CallFunction, fn("torch.relu"), {x}, {}, std::string("math_sqrt"));
   Node* b = g.call_function(fn("math.sqrt"), {a});
-  Node* cc = g.create_node(Opcode::CallFunction, fn("torch.neg"), {b}, {}, std::string("math_floor_1"));
+  Node* cc =
+      g.create_node(Opcode::CallFunction, fn("torch.neg"), {b}, {}, std::string("math_floor_1"));
   Node* d = g.call_function(fn("math.floor"), {cc});
   g.output(d);
 }
@@ -889,8 +927,8 @@ GOLDEN_CASE(output_nested) {
   fx::Graph& g = *c.graph;
   Node* x = g.placeholder("x");
   Node* y = g.placeholder("y");
-  g.output(T({x, L({y, "str", Argument()}), D({{"k", T({x, "v"})}, {"n", Argument()}, {3, y}}), "str'q",
-              "a\"b", 1.5, T({})}));
+  g.output(T({x, L({y, "str", Argument()}), D({{"k", T({x, "v"})}, {"n", Argument()}, {3, y}}),
+              "str'q", "a\"b", 1.5, T({})}));
 }
 
 GOLDEN_CASE(output_string) {
@@ -952,7 +990,8 @@ GOLDEN_CASE(module_targets) {
   c.gm = std::make_unique<fx::GraphModule>(&root, std::move(g));
   c.add("module_repr", c.gm->repr());
   std::string mods = "[";
-  for (const auto& kv : c.gm->named_modules()) mods += (mods.size() > 1 ? ", " : "") + fx::py_str_repr(kv.first);
+  for (const auto& kv : c.gm->named_modules())
+    mods += (mods.size() > 1 ? ", " : "") + fx::py_str_repr(kv.first);
   c.add("named_modules", mods + "]");
   std::string params = "[";
   for (const auto& kv : c.gm->named_parameters())
@@ -965,13 +1004,15 @@ GOLDEN_CASE(verbose_stack_trace) {
   auto g = std::make_unique<fx::Graph>();
   Node* x = g->placeholder("x");
   Node* a = g->call_function(fn("torch.relu"), {x});
-  const std::string trace1 = "File \"model.py\", line 12, in forward\n    return torch.relu(x) + 1\n";
+  const std::string trace1 =
+      "File \"model.py\", line 12, in forward\n    return torch.relu(x) + 1\n";
   a->set_stack_trace(trace1);
   Node* b = g->call_function(fn("operator.add"), {a, 1});
   b->set_stack_trace(trace1);
   Node* cc = g->call_function(fn("torch.neg"), {b});
   Node* d = g->call_function(fn("torch.sigmoid"), {cc});
-  d->set_stack_trace(std::string("File \"model.py\", line 14, in forward\n    return torch.sigmoid(y)\n"));
+  d->set_stack_trace(
+      std::string("File \"model.py\", line 14, in forward\n    return torch.sigmoid(y)\n"));
   g->output(d);
   fx::CodegenOptions verbose;
   verbose.verbose = true;
@@ -1353,7 +1394,8 @@ std::vector<IndexEntry> read_index() {
     if (t1 == std::string::npos) continue;
     IndexEntry e;
     e.name = line.substr(0, t1);
-    std::istringstream files(line.substr(t1 + 1, t2 == std::string::npos ? std::string::npos : t2 - t1 - 1));
+    std::istringstream files(
+        line.substr(t1 + 1, t2 == std::string::npos ? std::string::npos : t2 - t1 - 1));
     std::string f;
     while (files >> f) e.files.insert(f);
     out.push_back(std::move(e));
@@ -1375,11 +1417,12 @@ TEST(GoldenIndex, EveryGoldenFileIsConsumed) {
     for (const char* suffix : {"graph.txt", "graph_num_users.txt", "tabular.txt", "code.py"}) {
       std::string content;
       EXPECT_TRUE(e.files.count(suffix)) << e.name << ": INDEX.txt does not list " << suffix;
-      EXPECT_TRUE(read_file(golden_path(e.name + "." + suffix), content)) << "missing " << e.name << "." << suffix;
+      EXPECT_TRUE(read_file(golden_path(e.name + "." + suffix), content))
+          << "missing " << e.name << "." << suffix;
     }
     for (const std::string& f : e.files) {
-      EXPECT_TRUE(f == "graph.txt" || f == "graph_num_users.txt" || f == "tabular.txt" || f == "code.py" ||
-                  f == "extra.txt")
+      EXPECT_TRUE(f == "graph.txt" || f == "graph_num_users.txt" || f == "tabular.txt" ||
+                  f == "code.py" || f == "extra.txt")
           << e.name << ": golden file kind ." << f << " is not compared by any test";
     }
     // extra.txt is compared exactly when the builder records extras.
@@ -1393,8 +1436,9 @@ TEST(GoldenIndex, EveryGoldenFileIsConsumed) {
       continue;
     }
     EXPECT_EQ(has_extra, e.files.count("extra.txt") == 1)
-        << e.name << (has_extra ? ": builder records extras but there is no extra.txt golden"
-                                : ": extra.txt golden is not consumed (builder records no extras)");
+        << e.name
+        << (has_extra ? ": builder records extras but there is no extra.txt golden"
+                      : ": extra.txt golden is not consumed (builder records no extras)");
   }
   for (const auto& kv : registry())
     EXPECT_TRUE(in_index.count(kv.first)) << "GOLDEN_CASE " << kv.first << " is not in INDEX.txt";

@@ -107,7 +107,8 @@ TEST(Graph, EraseNodeWithUsersFailsWithTorchMessageAndGraphStaysUsable) {
     FAIL() << "erase_node should have thrown";
   } catch (const fx::Error& e) {
     EXPECT_EQ(e.kind(), fx::ErrorKind::Graph);
-    EXPECT_STREQ(e.what(), "Tried to erase Node add but it still had 1 users in the graph: {sigmoid: None}!");
+    EXPECT_STREQ(e.what(),
+                 "Tried to erase Node add but it still had 1 users in the graph: {sigmoid: None}!");
     EXPECT_EQ(e.node(), "add");
   }
   EXPECT_EQ(g.size(), 4u);
@@ -124,8 +125,10 @@ TEST(Graph, EraseNodeWithUsersFailsWithTorchMessageAndGraphStaysUsable) {
 
 TEST(Graph, TargetsAreCheckedAgainstTheOpcode) {
   fx::Graph g;
-  EXPECT_EQ(kind_of([&] { g.create_node(fx::Opcode::CallFunction, "relu"); }), fx::ErrorKind::Value);
-  EXPECT_EQ(kind_of([&] { g.create_node(fx::Opcode::CallModule, fn("torch.relu")); }), fx::ErrorKind::Value);
+  EXPECT_EQ(kind_of([&] { g.create_node(fx::Opcode::CallFunction, "relu"); }),
+            fx::ErrorKind::Value);
+  EXPECT_EQ(kind_of([&] { g.create_node(fx::Opcode::CallModule, fn("torch.relu")); }),
+            fx::ErrorKind::Value);
   EXPECT_EQ(kind_of([&] { fn("relu"); }), fx::ErrorKind::Value);
   EXPECT_EQ(kind_of([] { fx::opcode_from_name("call"); }), fx::ErrorKind::Value);
   EXPECT_EQ(fx::opcode_from_name("call_method"), fx::Opcode::CallMethod);
@@ -147,7 +150,8 @@ TEST(Graph, LintReportsOrderAndForeignNodes) {
     EXPECT_EQ(e.kind(), fx::ErrorKind::Lint);
     const std::string expected =
         "Argument 'relu' of Node 'neg' was used before it has been defined! Please check that "
-        "Nodes in the graph are topologically ordered\n" + g.str();
+        "Nodes in the graph are topologically ordered\n" +
+        g.str();
     EXPECT_EQ(e.what(), expected);
   }
   relu->append(neg);
@@ -161,8 +165,9 @@ TEST(Graph, LintReportsOrderAndForeignNodes) {
     g.lint();
     FAIL();
   } catch (const fx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("Argument 'p' of Node 'relu_1' does not belong to this Graph"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find("Argument 'p' of Node 'relu_1' does not belong to this Graph"),
+        std::string::npos);
   }
   bad->replace_input_with(p, x);
   g.lint();
@@ -219,14 +224,15 @@ TEST(Graph, GraphCopyWithPreseededMapAndCloneKeepNames) {
 TEST(Namespace, MatchesTorch113Sequences) {
   fx::Namespace ns;
   std::vector<std::string> got;
-  for (const char* c : {"add", "add", "add_1", "add", "x_1", "x", "x", "1abc", "foo.bar",
-                        "linear.weight", "input", "list", "sum", "class", "torch", "inf", "a-b c",
-                        "add_01", "getattr", "Foo"})
+  for (const char* c : {"add",   "add",     "add_1",         "add",    "x_1",     "x",   "x",
+                        "1abc",  "foo.bar", "linear.weight", "input",  "list",    "sum", "class",
+                        "torch", "inf",     "a-b c",         "add_01", "getattr", "Foo"})
     got.push_back(ns.create_name(c));
-  EXPECT_EQ(got, (std::vector<std::string>{"add", "add_1", "add_2", "add_3", "x_1", "x", "x_2",
-                                           "_1abc", "foo_bar", "linear_weight", "input_1", "list_1",
-                                           "sum_1", "class_1", "torch_1", "inf_1", "a_b_c", "add_4",
-                                           "getattr_1", "Foo"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"add",     "add_1",  "add_2", "add_3",     "x_1",
+                                      "x",       "x_2",    "_1abc", "foo_bar",   "linear_weight",
+                                      "input_1", "list_1", "sum_1", "class_1",   "torch_1",
+                                      "inf_1",   "a_b_c",  "add_4", "getattr_1", "Foo"}));
   fx::Namespace legacy;
   EXPECT_EQ(legacy.create_name("x_5"), "x_5");
   EXPECT_EQ(legacy.create_name("x"), "x");
@@ -303,7 +309,8 @@ TEST(Argument, EqualityIsStrictAboutKinds) {
   EXPECT_NE(Argument(1), Argument(true));
   EXPECT_EQ(Argument(std::nan("")), Argument(std::nan("")));
   EXPECT_NE(Argument::tuple({1}), Argument::list({1}));
-  EXPECT_EQ(Argument::dict({{"a", Argument::list({1, 2})}}), Argument::dict({{"a", Argument::list({1, 2})}}));
+  EXPECT_EQ(Argument::dict({{"a", Argument::list({1, 2})}}),
+            Argument::dict({{"a", Argument::list({1, 2})}}));
   EXPECT_EQ(kind_of([] { Argument(1).to_string(); }), fx::ErrorKind::Type);
   fx::Graph g;
   Node* x = g.placeholder("x");
@@ -332,13 +339,15 @@ TEST(Codegen, GlobalsAvoidNodeNamesAndNodeNamesAvoidGlobals) {
   fx::Graph g;
   Node* x = g.placeholder("x");
   Node* a = g.call_function(fn("math.sqrt"), {x}, {}, std::nullopt);
-  Node* b = g.create_node(fx::Opcode::CallFunction, fn("torch.relu"), {a}, {}, std::string("math_sqrt"));
+  Node* b =
+      g.create_node(fx::Opcode::CallFunction, fn("torch.relu"), {a}, {}, std::string("math_sqrt"));
   g.output(b);
   fx::PythonCode code = g.python_code();
   EXPECT_NE(code.src.find("sqrt = math_sqrt(x)"), std::string::npos) << code.src;
   EXPECT_NE(code.src.find("math_sqrt_1 = torch.relu(sqrt)"), std::string::npos) << code.src;
   bool has_global = false;
-  for (const auto& kv : code.globals) has_global |= kv.first == "math_sqrt" && kv.second == "math.sqrt";
+  for (const auto& kv : code.globals)
+    has_global |= kv.first == "math_sqrt" && kv.second == "math.sqrt";
   EXPECT_TRUE(has_global);
 }
 
@@ -349,13 +358,15 @@ TEST(GraphModule, SubmoduleManagementFollowsTorchFx) {
   Node* b0 = g->call_module("b", {a});
   g->output(b0);
   fx::Module root("M");
-  root.add_module("a", std::make_shared<fx::Module>("Linear", "in_features=2, out_features=2, bias=True"));
+  root.add_module(
+      "a", std::make_shared<fx::Module>("Linear", "in_features=2, out_features=2, bias=True"));
   auto b = std::make_shared<fx::Module>("Sequential");
   b->add_module("0", std::make_shared<fx::Module>("ReLU"));
   b->add_module("1", std::make_shared<fx::Module>("Tanh"));
   root.add_module("b", b);
   root.add_module("unused", std::make_shared<fx::Module>("ReLU"));
-  root.child("a")->register_parameter("weight", fx::Tensor{fx::Dtype::Float32, {2, 2}, nullptr, true});
+  root.child("a")->register_parameter("weight",
+                                      fx::Tensor{fx::Dtype::Float32, {2, 2}, nullptr, true});
   fx::GraphModule gm(&root, std::move(g), "M");
 
   auto module_names = [&] {
@@ -381,7 +392,9 @@ TEST(GraphModule, SubmoduleManagementFollowsTorchFx) {
     gm.graph().lint();
     FAIL();
   } catch (const fx::Error& e) {
-    EXPECT_STREQ(e.what(), "Node missing_sub target missing.sub references nonexistent attribute missing of ");
+    EXPECT_STREQ(
+        e.what(),
+        "Node missing_sub target missing.sub references nonexistent attribute missing of ");
   }
 }
 
@@ -390,6 +403,57 @@ TEST(GraphModule, ConstructionFailsWhenRootLacksATarget) {
   g->output(g->get_attr("sub.w"));
   fx::Module root;
   EXPECT_EQ(kind_of([&] { fx::GraphModule gm(&root, std::move(g)); }), fx::ErrorKind::Attribute);
+  // The graph was not taken: fix the root and try again with the same graph.
+  ASSERT_NE(g, nullptr);
+  auto sub = std::make_shared<fx::Module>();
+  sub->register_parameter("w", fx::Tensor{fx::Dtype::Float32, {1}, nullptr, true});
+  root.add_module("sub", sub);
+  fx::GraphModule gm(&root, std::move(g));
+  EXPECT_EQ(g, nullptr);
+  EXPECT_EQ(gm.code(), "\n\n\ndef forward(self):\n    sub_w = self.sub.w\n    return sub_w\n    ");
+
+  // set_graph keeps the old graph and code when the new graph cannot be generated.
+  auto bad = std::make_unique<fx::Graph>();
+  bad->output(bad->call_method("relu"));  // call_method without the object to call it on
+  EXPECT_EQ(kind_of([&] { gm.set_graph(std::move(bad)); }), fx::ErrorKind::Value);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->owning_module(), nullptr);
+  EXPECT_EQ(gm.graph().owning_module(), &gm);
+  EXPECT_NE(gm.code().find("sub_w = self.sub.w"), std::string::npos);
+}
+
+TEST(Graph, ErasedNodesCannotBeInputsOrInsertPoints) {
+  fx::Graph g;
+  Node* x = g.placeholder("x");
+  Node* dead = g.call_function(fn("torch.relu"), {x});
+  g.erase_node(dead);
+  EXPECT_EQ(kind_of([&] {
+              g.call_function(fn("torch.relu"), {x}, {{"out", dead}});
+            }),
+            fx::ErrorKind::Graph);
+  EXPECT_EQ(kind_of([&] { auto guard = g.inserting_after(dead); }), fx::ErrorKind::Graph);
+  Node* y = g.call_function(fn("torch.relu"), {x});
+  {
+    auto guard = g.inserting_before(y);
+    g.erase_node(y);  // the insert point goes away while it is in use
+    EXPECT_EQ(kind_of([&] { g.call_function(fn("torch.neg"), {x}); }), fx::ErrorKind::Graph);
+  }
+  g.output(x);
+  EXPECT_EQ(names(g), (std::vector<std::string>{"x", "output"}));
+  g.lint();
+}
+
+TEST(Function, SpellingsOfOneCallableAndTheirReprs) {
+  // torch.nn.functional.gelu is torch._C._nn.gelu; torch.fx prints the latter.
+  EXPECT_EQ(fn("torch.nn.functional.gelu"), fn("torch._C._nn.gelu"));
+  EXPECT_EQ(fn("torch.nn.functional.gelu").qualname(), "torch._C._nn.gelu");
+  EXPECT_EQ(fn("_operator.add"), fn("operator.add"));
+  EXPECT_EQ(fn("builtins.int").py_repr(), "<class 'int'>");
+  EXPECT_EQ(fn("torch.ops.aten.add").py_repr(), "<OpOverloadPacket(op='aten.add')>");
+  EXPECT_EQ(fn("torch.ops.aten.add").qualname(), "torch.ops.aten.add");
+  const std::string r = fn("torch.nn.functional.max_pool2d").py_repr();
+  EXPECT_EQ(r.rfind("<function boolean_dispatch.<locals>.fn at 0x", 0), 0u) << r;
+  EXPECT_TRUE(fn("torch.ops.profiler._record_function_enter").info().impure);
 }
 
 }  // namespace
