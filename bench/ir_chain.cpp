@@ -3,7 +3,8 @@
 // Graph: placeholder x, then N/2 steps of `add = operator.add(prev, 1)`, `relu = torch.relu(add)`,
 // then output. Ops: build, print (g.str()), codegen (g.python_code("self").src), lint,
 // dce (eliminate_dead_code() on the chain plus one dead `operator.mul(add, 2)` per 10 steps; only
-// the call is timed), graph_copy (Graph::clone()). Median of 5 runs per op.
+// the call is timed), graph_copy (Graph::clone()). Median of 5 samples per op, each sample
+// repeating the op until it takes at least 20 ms.
 // Output: one JSON line per (impl, N, op, seconds), plus `check` lines with the length and
 // FNV-1a 64 of the 1k chain's str() and code, which run_ir.sh compares with torch.fx.
 //
@@ -68,25 +69,33 @@ double median(std::vector<double> v) {
 std::string impl_name = "native";
 
 void emit(int n, const char* op, double secs, int runs) {
-  std::printf("{\"impl\": \"%s\", \"N\": %d, \"op\": \"%s\", \"seconds\": %.9g, \"runs\": %d, "
-              "\"lower_bound\": false}\n",
-              impl_name.c_str(), n, op, secs, runs);
+  std::printf(
+      "{\"impl\": \"%s\", \"N\": %d, \"op\": \"%s\", \"seconds\": %.9g, \"runs\": %d, "
+      "\"lower_bound\": false}\n",
+      impl_name.c_str(), n, op, secs, runs);
   std::fflush(stdout);
 }
 
 void emit_check(int n, const char* what, const std::string& text) {
-  std::printf("{\"impl\": \"%s\", \"N\": %d, \"check\": \"%s\", \"len\": %zu, \"fnv1a64\": \"%s\"}\n",
-              impl_name.c_str(), n, what, text.size(), fnv1a64(text).c_str());
+  std::printf(
+      "{\"impl\": \"%s\", \"N\": %d, \"check\": \"%s\", \"len\": %zu, \"fnv1a64\": \"%s\"}\n",
+      impl_name.c_str(), n, what, text.size(), fnv1a64(text).c_str());
   std::fflush(stdout);
 }
 
 // Keeps results alive so the optimizer cannot drop the timed work.
 volatile size_t g_sink = 0;
 
+// One sample times `reps` back-to-back calls of the op (reps grows until a sample takes at least
+// 20 ms, so sub-millisecond ops are not lost in timer and scheduler noise); the figure is the
+// median over `runs` samples of the time per call. `f(reps)` returns the seconds for reps calls.
 template <class F>
 void bench(int n, const char* op, int runs, F&& f) {
+  int reps = 1;
+  for (double t = f(1); t < 0.02 && reps < (1 << 20); t = f(reps))
+    reps *= t > 0 ? std::min(16.0, std::max(2.0, 0.025 / t)) : 16;
   std::vector<double> ts;
-  for (int r = 0; r < runs; ++r) ts.push_back(f());
+  for (int r = 0; r < runs; ++r) ts.push_back(f(reps) / reps);
   emit(n, op, median(ts), runs);
 }
 
@@ -124,8 +133,10 @@ int main(int argc, char** argv) {
         p = q + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--impl NAME] [--sizes 1000,10000,50000] [--runs 5] "
-                           "[--dump PREFIX]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--impl NAME] [--sizes 1000,10000,50000] [--runs 5] "
+                   "[--dump PREFIX]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -146,49 +157,53 @@ int main(int argc, char** argv) {
         }
       }
 
-      bench(n, "build", runs, [&] {
+      bench(n, "build", runs, [&](int reps) {
+        std::vector<std::unique_ptr<fx::Graph>> built(reps);
         auto t0 = Clock::now();
-        auto b = build_chain(steps);
+        for (auto& b : built) b = build_chain(steps);
         double dt = seconds_since(t0);
-        g_sink = g_sink + b->size();
-        return dt;  // the graph is freed outside the timed region
+        g_sink = g_sink + built.back()->size();
+        return dt;  // the graphs are freed outside the timed region
       });
-      bench(n, "print", runs, [&] {
+      bench(n, "print", runs, [&](int reps) {
         auto t0 = Clock::now();
-        std::string s = g->str();
-        double dt = seconds_since(t0);
-        g_sink = g_sink + s.size();
-        return dt;
-      });
-      bench(n, "codegen", runs, [&] {
-        auto t0 = Clock::now();
-        std::string s = g->python_code("self").src;
-        double dt = seconds_since(t0);
-        g_sink = g_sink + s.size();
-        return dt;
-      });
-      bench(n, "lint", runs, [&] {
-        auto t0 = Clock::now();
-        g->lint();
+        for (int i = 0; i < reps; ++i) g_sink = g_sink + g->str().size();
         return seconds_since(t0);
       });
-      bench(n, "dce", runs, [&] {
-        auto d = build_chain(steps, 10);
+      bench(n, "codegen", runs, [&](int reps) {
         auto t0 = Clock::now();
-        bool changed = d->eliminate_dead_code();
-        double dt = seconds_since(t0);
-        if (!changed || d->size() != g->size()) {
-          std::fprintf(stderr, "dce: expected %zu nodes after DCE, got %zu\n", g->size(), d->size());
-          std::exit(1);
+        for (int i = 0; i < reps; ++i) g_sink = g_sink + g->python_code("self").src.size();
+        return seconds_since(t0);
+      });
+      bench(n, "lint", runs, [&](int reps) {
+        auto t0 = Clock::now();
+        for (int i = 0; i < reps; ++i) g->lint();
+        return seconds_since(t0);
+      });
+      bench(n, "dce", runs, [&](int reps) {
+        // Each graph is built right before its (separately timed) DCE, as torch.fx's run does.
+        double dt = 0;
+        for (int i = 0; i < reps; ++i) {
+          auto d = build_chain(steps, 10);
+          auto t0 = Clock::now();
+          bool changed = d->eliminate_dead_code();
+          dt += seconds_since(t0);
+          if (!changed || d->size() != g->size()) {
+            std::fprintf(stderr, "dce: expected %zu nodes after DCE, got %zu\n", g->size(),
+                         d->size());
+            std::exit(1);
+          }
         }
         return dt;
       });
-      bench(n, "graph_copy", runs, [&] {
+      bench(n, "graph_copy", runs, [&](int reps) {
+        std::vector<std::unique_ptr<fx::Graph>> copies(reps);
         auto t0 = Clock::now();
-        auto c = g->clone();
+        for (auto& c : copies) c = g->clone();
         double dt = seconds_since(t0);
-        if (c->size() != g->size()) {
-          std::fprintf(stderr, "graph_copy: %zu nodes, expected %zu\n", c->size(), g->size());
+        if (copies.back()->size() != g->size()) {
+          std::fprintf(stderr, "graph_copy: %zu nodes, expected %zu\n", copies.back()->size(),
+                       g->size());
           std::exit(1);
         }
         return dt;
