@@ -8,20 +8,20 @@
 namespace fx {
 
 /// What went wrong, coarse enough for a caller to branch on.
-#define FX_ERROR_KINDS(X)                                                           \
-  X(Value, "ValueError")          /* a bad argument value (wrong opcode, bad name) */ \
-  X(Type, "TypeError")            /* an Argument of the wrong kind was accessed */    \
-  X(Index, "IndexError")          /* an index outside a tuple/list */                 \
-  X(Key, "KeyError")              /* a missing kwarg, meta key or attribute */        \
-  X(Graph, "GraphError")          /* misuse of the graph: erase with users, foreign nodes */ \
-  X(Lint, "LintError")            /* Graph::lint() found an ill-formed graph */      \
-  X(Attribute, "AttributeError")  /* a module path that does not resolve */          \
-  X(StaleHandle, "StaleHandleError") /* a JS handle to an erased node or deleted graph */ \
-  X(Trace, "TraceError")          /* symbolic tracing hit data-dependent control flow */ \
-  X(Parse, "ParseError")          /* malformed input bytes (ONNX, protobuf) */          \
-  X(Unsupported, "UnsupportedError") /* an op, dtype or feature we do not handle */   \
-  X(Runtime, "RuntimeError")      /* execution failed */                              \
-  X(Internal, "InternalError")    /* a broken invariant: a bug in fxwasm */
+#define FX_ERROR_KINDS(X)                                                                       \
+  X(Value, "ValueError")             /* a bad argument value (wrong opcode, bad name) */        \
+  X(Type, "TypeError")               /* an Argument of the wrong kind was accessed */           \
+  X(Index, "IndexError")             /* an index outside a tuple/list */                        \
+  X(Key, "KeyError")                 /* a missing kwarg, meta key or attribute */               \
+  X(Graph, "GraphError")             /* misuse of the graph: erase with users, foreign nodes */ \
+  X(Lint, "LintError")               /* Graph::lint() found an ill-formed graph */              \
+  X(Attribute, "AttributeError")     /* a module path that does not resolve */                  \
+  X(StaleHandle, "StaleHandleError") /* a JS handle to an erased node or deleted graph */       \
+  X(Trace, "TraceError")             /* symbolic tracing hit data-dependent control flow */     \
+  X(Parse, "ParseError")             /* malformed input bytes (ONNX, protobuf) */               \
+  X(Unsupported, "UnsupportedError") /* an op, dtype or feature we do not handle */             \
+  X(Runtime, "RuntimeError")         /* execution failed */                                     \
+  X(Internal, "InternalError")       /* a broken invariant: a bug in fxwasm */
 
 enum class ErrorKind {
 #define FX_ERROR_ENUM(name, str) name,
@@ -47,9 +47,10 @@ class Error : public std::runtime_error {
 };
 
 /// Internal invariant check that throws (never aborts): a failure is a bug in fxwasm.
-#define FX_CHECK(cond, msg)                                                              \
-  do {                                                                                   \
-    if (!(cond)) throw ::fx::Error(::fx::ErrorKind::Internal, std::string("internal error: ") + (msg)); \
+#define FX_CHECK(cond, msg)                                                                  \
+  do {                                                                                       \
+    if (!(cond))                                                                             \
+      throw ::fx::Error(::fx::ErrorKind::Internal, std::string("internal error: ") + (msg)); \
   } while (0)
 
 }  // namespace fx
