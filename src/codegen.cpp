@@ -12,6 +12,8 @@ namespace fx {
 
 namespace {
 
+const std::string kNoAnnotation;
+
 bool is_python_builtin_name(const std::string& name) {
   return Namespace::is_reserved(name) && !Namespace::is_keyword(name);
 }
@@ -36,44 +38,10 @@ class CodeGenerator {
     // freed after the statement of its last user, in the order that user's args name them.
     const uint64_t bound = graph_.id_bound();
     last_user_.assign(bound, nullptr);
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      Node* user = *it;
-      for_each_input(user, [&](Node* n) {
-        if (!local(n)) {
-          foreign_last_user_.emplace(n, user);
-        } else if (!last_user_[n->id()]) {
-          last_user_[n->id()] = user;
-        }
-      });
-    }
     freed_.assign(bound, 0);
+    record_last_uses(nodes);
 
-    for (Node* node : nodes) {
-      if (opts_.verbose) append_stacktrace_summary(node);
-      emit_node(node);
-      // delete_unused_values
-      if (node->op() == Opcode::Placeholder) continue;
-      if (node->op() == Opcode::Output) {
-        out_.put('\n');
-        continue;
-      }
-      bool any = false;
-      for_each_input(node, [&](Node* n) {
-        if (!local(n)) {
-          auto f = foreign_last_user_.find(n);
-          if (f == foreign_last_user_.end() || f->second != node) return;
-          foreign_last_user_.erase(f);
-        } else {
-          if (last_user_[n->id()] != node || freed_[n->id()]) return;
-          freed_[n->id()] = 1;
-        }
-        out_.put(any ? " = " : ";  ");
-        out_.put(node_repr(n));
-        any = true;
-      });
-      if (any) out_.put(" = None");
-      out_.put('\n');
-    }
+    emit_body(nodes);
     out_.flush();
     if (body_.empty()) body_ = "pass\n";
 
@@ -127,6 +95,52 @@ class CodeGenerator {
   }
 
  private:
+  // Fills last_user_ (and foreign_last_user_) by a reverse scan. Like emit_body, a frame
+  // without destructors.
+  void record_last_uses(const std::vector<Node*>& nodes) {
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      Node* user = *it;
+      for_each_input(user, [&](Node* n) {
+        if (!local(n)) {
+          foreign_last_user_.emplace(n, user);
+        } else if (!last_user_[n->id()]) {
+          last_user_[n->id()] = user;
+        }
+      });
+    }
+  }
+
+  // The statements of the body. Kept free of locals with destructors: in wasm every call that
+  // may throw from a frame with cleanups goes through a JS trampoline.
+  void emit_body(const std::vector<Node*>& nodes) {
+    for (Node* node : nodes) {
+      if (opts_.verbose) append_stacktrace_summary(node);
+      emit_node(node);
+      // delete_unused_values
+      if (node->op() == Opcode::Placeholder) continue;
+      if (node->op() == Opcode::Output) {
+        out_.put('\n');
+        continue;
+      }
+      bool any = false;
+      for_each_input(node, [&](Node* n) {
+        if (!local(n)) {
+          auto f = foreign_last_user_.find(n);
+          if (f == foreign_last_user_.end() || f->second != node) return;
+          foreign_last_user_.erase(f);
+        } else {
+          if (last_user_[n->id()] != node || freed_[n->id()]) return;
+          freed_[n->id()] = 1;
+        }
+        out_.put(any ? " = " : ";  ");
+        out_.put(node_repr(n));
+        any = true;
+      });
+      if (any) out_.put(" = None");
+      out_.put('\n');
+    }
+  }
+
   bool local(const Node* n) const { return &n->graph() == &graph_ && n->id() < names_.size(); }
 
   // torch.fx names every node through the code's namespace (create_name(node.name, node)).
@@ -309,7 +323,13 @@ class CodeGenerator {
 
   void emit_node(Node* node) {
     // The annotation is resolved first: its globals are named before the node, as in 1.13.
-    const std::string ann = node->type() ? " : " + type_repr(*node->type()) : std::string();
+    if (node->type()) {
+      emit_node(node, " : " + type_repr(*node->type()));
+    } else {
+      emit_node(node, kNoAnnotation);
+    }
+  }
+  void emit_node(Node* node, const std::string& ann) {
     const auto& args = node->args();
     switch (node->op()) {
       case Opcode::Placeholder: {

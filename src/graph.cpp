@@ -75,6 +75,7 @@ Node* Graph::new_node(const std::string& candidate, Opcode op, Target target,
       candidate.empty() ? std::string() : namespace_.create_bound_name(candidate, slot);
   Node* n = new (slot)
       Node(this, storage_.size(), std::move(name), op, std::move(target), std::move(type));
+  n->name_hash_ = Namespace::hash(n->name());
   --arena_left_;
   storage_.push_back(n);
   return n;
@@ -326,16 +327,24 @@ Graph::InsertGuard Graph::inserting_after(Node* n) {
 
 // ---- text ----
 
+namespace {
+// The node lines of print(graph). A separate frame without destructors: in wasm, calls that
+// may throw from a frame with cleanups go through a JS trampoline.
+void put_node_lines(const Graph& g, UsersToken token, Out& out) {
+  const ArgumentPrinter printer;
+  for (Node* n : g.nodes()) {
+    out.put("\n    ");
+    format_node(*n, token, printer, out);
+  }
+}
+}  // namespace
+
 std::string Graph::str(UsersToken token) const {
   std::string s;
   s.reserve(16 + len_ * 96);
   Out out(s);
   out.put("graph():");
-  const ArgumentPrinter printer;
-  for (Node* n : nodes()) {
-    out.put("\n    ");
-    format_node(*n, token, printer, out);
-  }
+  put_node_lines(*this, token, out);
   out.flush();
   return s;
 }
@@ -407,35 +416,61 @@ std::string Graph::tabular() const {
 
 // ---- checks ----
 
-void Graph::lint() const {
-  std::vector<char> seen(storage_.size(), 0);
-  for (Node* node : nodes()) {
-    if (&node->graph() != this)
-      throw Error(ErrorKind::Lint, "Node '" + node->name() + "' does not belong to this Graph!",
-                  node->name());
+// The structural checks of lint(), as a scan that cannot throw (and has nothing to clean up):
+// returns the first problem found, in torch.fx's order. In wasm, calls that may throw from a
+// frame with cleanups go through a JS trampoline, so the error texts are built by the caller.
+Graph::LintIssue Graph::lint_scan(char* seen) const {
+  for (Node* node = root_->next(); node != root_; node = node->next()) {
+    if (node->erased()) continue;
+    if (&node->graph() != this) return {LintIssue::Foreign, node, nullptr};
+    LintIssue issue;
     auto check_arg = [&](Node* arg) {
-      if (&arg->graph() != this)
-        throw Error(ErrorKind::Lint,
-                    "Argument '" + arg->name() + "' of Node '" + node->name() +
-                        "' does not belong to this Graph, but was used as an argument! If you are "
-                        "copying nodes from another graph, make sure to use ``arg_transform`` on "
-                        "node_copy() to remap values\n" +
-                        str(),
-                    node->name());
-      if (!seen[arg->id()])
-        throw Error(ErrorKind::Lint,
-                    "Argument '" + arg->name() + "' of Node '" + node->name() +
-                        "' was used before it has been defined! Please check that Nodes in the "
-                        "graph are topologically ordered\n" +
-                        str(),
-                    node->name());
+      if (issue.what != LintIssue::None) return;
+      if (&arg->graph() != this) {
+        issue = {LintIssue::ForeignArg, node, arg};
+      } else if (!seen[arg->id()]) {
+        issue = {LintIssue::UseBeforeDef, node, arg};
+      }
     };
     for (const Argument& a : node->args()) a.for_each_node(check_arg);
     for (const auto& kv : node->kwargs()) kv.second.for_each_node(check_arg);
+    if (issue.what != LintIssue::None) return issue;
     seen[node->id()] = 1;
     // Every live name is bound to its node in the namespace; a second node with the same
     // name would not be the one bound.
-    if (namespace_.bound(node->name()) != node)
+    if (namespace_.bound(node->name(), node->name_hash_) != node)
+      return {LintIssue::Redefined, node, nullptr};
+  }
+  return {};
+}
+
+void Graph::lint() const {
+  std::vector<char> seen(storage_.size(), 0);
+  const LintIssue issue = lint_scan(seen.data());
+  const Node* node = issue.node;
+  const Node* arg = issue.arg;
+  switch (issue.what) {
+    case LintIssue::None:
+      break;
+    case LintIssue::Foreign:
+      throw Error(ErrorKind::Lint, "Node '" + node->name() + "' does not belong to this Graph!",
+                  node->name());
+    case LintIssue::ForeignArg:
+      throw Error(ErrorKind::Lint,
+                  "Argument '" + arg->name() + "' of Node '" + node->name() +
+                      "' does not belong to this Graph, but was used as an argument! If you are "
+                      "copying nodes from another graph, make sure to use ``arg_transform`` on "
+                      "node_copy() to remap values\n" +
+                      str(),
+                  node->name());
+    case LintIssue::UseBeforeDef:
+      throw Error(ErrorKind::Lint,
+                  "Argument '" + arg->name() + "' of Node '" + node->name() +
+                      "' was used before it has been defined! Please check that Nodes in the "
+                      "graph are topologically ordered\n" +
+                      str(),
+                  node->name());
+    case LintIssue::Redefined:
       throw Error(ErrorKind::Lint, "Node redefined name " + node->name() + "!", node->name());
   }
   if (!owning_module_) return;

@@ -95,22 +95,24 @@ namespace {
 // clang-format on
 #endif
 
-const std::unordered_set<std::string>& keywords() {
-#define FX_NAME_ITEM(n) n,
-  static const std::unordered_set<std::string> s{FX_PY_KEYWORDS(FX_NAME_ITEM)};
+// Reserved names as views of the literals above: lookups need no std::string.
+using NameViews = std::unordered_set<std::string_view>;
+const NameViews& keywords() {
+#define FX_NAME_ITEM(n) std::string_view(n),
+  static const NameViews s{FX_PY_KEYWORDS(FX_NAME_ITEM)};
   return s;
 }
-const std::unordered_set<std::string>& builtins() {
-  static const std::unordered_set<std::string> s{FX_PY_BUILTINS(FX_NAME_ITEM)};
+const NameViews& builtins() {
+  static const NameViews s{FX_PY_BUILTINS(FX_NAME_ITEM)};
   return s;
 }
-const std::unordered_set<std::string>& custom_builtins() {
-  static const std::unordered_set<std::string> s{FX_CUSTOM_BUILTINS(FX_NAME_ITEM)};
+const NameViews& custom_builtins() {
+  static const NameViews s{FX_CUSTOM_BUILTINS(FX_NAME_ITEM)};
   return s;
 }
 #undef FX_NAME_ITEM
 
-bool is_illegal(const std::string& name, const std::string* builtin) {
+bool is_illegal(std::string_view name, const std::string* builtin) {
   if (keywords().count(name)) return true;
   if (builtins().count(name) || custom_builtins().count(name))
     return !(builtin && *builtin == name);
@@ -128,13 +130,21 @@ bool Namespace::is_keyword(const std::string& name) { return keywords().count(na
 bool Namespace::is_reserved(const std::string& name) { return is_illegal(name, nullptr); }
 
 std::string snake_case(const std::string& s) {
-  std::string out;
-  out.reserve(s.size() + 4);
+  // Two passes (count, then fill) instead of appending char by char: in wasm every append that
+  // may throw goes through a JS trampoline.
+  size_t inserts = 0;
   bool prev_lower = false;
   for (char c : s) {
+    if (prev_lower && c >= 'A' && c <= 'Z') ++inserts;
+    prev_lower = c >= 'a' && c <= 'z';
+  }
+  std::string out(s.size() + inserts, '_');
+  size_t j = 0;
+  prev_lower = false;
+  for (char c : s) {
     const bool upper = c >= 'A' && c <= 'Z';
-    if (prev_lower && upper) out += '_';
-    out += upper ? static_cast<char>(c - 'A' + 'a') : c;
+    if (prev_lower && upper) ++j;  // the '_' is already there
+    out[j++] = upper ? static_cast<char>(c - 'A' + 'a') : c;
     prev_lower = c >= 'a' && c <= 'z';
   }
   return out;
@@ -291,10 +301,14 @@ bool Namespace::bind(std::string_view name, const void* value) {
   return true;
 }
 
-const void* Namespace::bound(std::string_view name) const {
-  const void** slot = s_->used.find(name, hash_name(name));
+const void* Namespace::bound(std::string_view name) const { return bound(name, hash_name(name)); }
+
+const void* Namespace::bound(std::string_view name, uint64_t hash) const {
+  const void** slot = s_->used.find(name, hash);
   return slot ? *slot : nullptr;
 }
+
+uint64_t Namespace::hash(std::string_view name) { return hash_name(name); }
 
 std::string Namespace::create_name(const std::string& raw, const void* obj,
                                    const std::string* builtin) {
@@ -305,6 +319,21 @@ std::string Namespace::create_bound_name(const std::string& candidate, const voi
   return create(candidate, nullptr, nullptr, value);
 }
 
+namespace {
+
+// Appends "_<k>" to the base (the first base_len chars of buf); returns the new length.
+size_t put_suffix(char* buf, size_t base_len, uint64_t k) noexcept {
+  buf[base_len] = '_';
+  auto r = std::to_chars(buf + base_len + 1, buf + base_len + 22, k);
+  return static_cast<size_t>(r.ptr - buf);
+}
+
+}  // namespace
+
+// Kept free of locals with destructors on purpose: in wasm (Emscripten's JS exception runtime)
+// a call that may throw from a frame that needs cleanup goes through a JS trampoline, which
+// cost more than the rest of naming. Rare paths (long names, probing, objects) live in their
+// own functions.
 std::string Namespace::create(const std::string& raw, const void* obj, const std::string* builtin,
                               const void* value) {
   State& st = *s_;
@@ -315,67 +344,98 @@ std::string Namespace::create(const std::string& raw, const void* obj, const std
   if (raw.empty())
     throw Error(ErrorKind::Value,
                 "cannot create a name from an empty string: pass a non-empty name");
+  if (raw.size() > kMaxShortName) return create_long(raw, obj, builtin, value);
 
-  // Replace each run of characters illegal in an identifier by one '_'.
-  std::string candidate;  // no reserve(): most names fit the small-string buffer
+  // Replace each run of characters illegal in an identifier by one '_'; prefix a leading digit.
+  char buf[kMaxShortName + 24];
+  size_t len = 0;
+  if (raw[0] >= '0' && raw[0] <= '9') buf[len++] = '_';
   bool in_run = false;
   for (char c : raw) {
     if (is_alnum_(c)) {
-      candidate += c;
+      buf[len++] = c;
       in_run = false;
     } else if (!in_run) {
-      candidate += '_';
+      buf[len++] = '_';
       in_run = true;
     }
   }
-  if (candidate[0] >= '0' && candidate[0] <= '9') candidate.insert(candidate.begin(), '_');
+  return create_sanitized(buf, len, obj, builtin, value);
+}
 
+std::string Namespace::create_long(const std::string& raw, const void* obj,
+                                   const std::string* builtin, const void* value) {
+  std::string buf(raw.size() + 24, '\0');
+  size_t len = 0;
+  if (raw[0] >= '0' && raw[0] <= '9') buf[len++] = '_';
+  bool in_run = false;
+  for (char c : raw) {
+    if (is_alnum_(c)) {
+      buf[len++] = c;
+      in_run = false;
+    } else if (!in_run) {
+      buf[len++] = '_';
+      in_run = true;
+    }
+  }
+  return create_sanitized(&buf[0], len, obj, builtin, value);
+}
+
+// `buf` holds a legal identifier of `len` chars and has room for a 21-char suffix.
+std::string Namespace::create_sanitized(char* buf, size_t len, const void* obj,
+                                        const std::string* builtin, const void* value) {
+  State& st = *s_;
   // Split `^(.*)_(\d+)$` into base and number; 1.13 reprints the number ("x_01" -> "x_1").
-  size_t base_len = candidate.size();
+  size_t base_len = len;
   bool has_num = false;
   uint64_t num = 0;
   {
-    size_t end = candidate.size(), i = end;
-    while (i > 0 && candidate[i - 1] >= '0' && candidate[i - 1] <= '9') --i;
-    if (i < end && i > 0 && candidate[i - 1] == '_' && end - i <= 18) {
+    size_t i = len;
+    while (i > 0 && buf[i - 1] >= '0' && buf[i - 1] <= '9') --i;
+    if (i < len && i > 0 && buf[i - 1] == '_' && len - i <= 18) {
       has_num = true;
-      for (size_t j = i; j < end; ++j) num = num * 10 + static_cast<uint64_t>(candidate[j] - '0');
+      for (size_t j = i; j < len; ++j) num = num * 10 + static_cast<uint64_t>(buf[j] - '0');
       base_len = i - 1;
+      len = put_suffix(buf, base_len, num);
     }
   }
-  auto set_suffix = [&](uint64_t k) {  // candidate = base + "_" + k
-    candidate.resize(base_len);
-    candidate += '_';
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, k);
-    candidate.append(buf, static_cast<size_t>(r.ptr - buf));
-  };
-  if (has_num) set_suffix(num);
-
   // No reserved name ends in _<digits> (scripts/gen_python_tables.py checks its lists), so
   // numbered candidates skip the reserved-name lookup.
-  auto illegal = [&](bool numbered) { return !numbered && is_illegal(candidate, builtin); };
-  // The skip map is only an accelerator: every candidate is still checked against the used
-  // set, so names taken without a probe need no entry; a probe records each taken suffix it
-  // passes, so each is walked over at most once per base.
-  uint64_t h = hash_name(candidate);
-  const void** slot = illegal(has_num) ? nullptr : st.used.find_or_insert(candidate, h);
+  std::string_view candidate(buf, len);
+  const bool illegal = !has_num && is_illegal(candidate, builtin);
+  const void** slot = illegal ? nullptr : st.used.find_or_insert(candidate, hash_name(candidate));
   if (!slot) {
-    SuffixSkips& skips = st.skips[candidate.substr(0, base_len)];
-    uint64_t k = skips.find(num + 1);
-    for (;;) {
-      set_suffix(k);
-      h = hash_name(candidate);
-      slot = st.used.find_or_insert(candidate, h);
-      if (slot) break;
-      skips.set(k, k + 1);
-      k = skips.find(k + 1);
-    }
-    skips.set(k, k + 1);
+    len = probe(buf, base_len, num, &slot);
+    candidate = std::string_view(buf, len);
   }
   *slot = value;
-  if (obj) st.obj_to_name[obj] = candidate;
-  return candidate;
+  if (obj) remember(obj, candidate);
+  return std::string(candidate);
+}
+
+// The first free base_<k>, k > num, in 1.13's probe order. The skip map is only an
+// accelerator: every candidate is still checked against the used set, so names taken without
+// a probe need no entry; a probe records each taken suffix it passes, so each is walked over
+// at most once per base.
+size_t Namespace::probe(char* buf, size_t base_len, uint64_t num, const void*** slot) {
+  State& st = *s_;
+  SuffixSkips& skips = st.skips[std::string(buf, base_len)];
+  uint64_t k = skips.find(num + 1);
+  for (;;) {
+    const size_t len = put_suffix(buf, base_len, k);
+    const std::string_view candidate(buf, len);
+    *slot = st.used.find_or_insert(candidate, hash_name(candidate));
+    if (*slot) {
+      skips.set(k, k + 1);
+      return len;
+    }
+    skips.set(k, k + 1);
+    k = skips.find(k + 1);
+  }
+}
+
+void Namespace::remember(const void* obj, std::string_view name) {
+  s_->obj_to_name[obj] = std::string(name);
 }
 
 }  // namespace fx

@@ -17,24 +17,34 @@ namespace fx {
 
 /// Appends to a std::string through a raw cursor: the hot loops of print(graph) and codegen
 /// write tens of small pieces per node, and std::string::append's out-of-line capacity check
-/// dominated them. The string holds the text when the Out is destroyed (or after flush()).
+/// dominated them. The string holds the text when the Out is destroyed (or after flush()); until
+/// then its size is its capacity and its tail is scratch.
 class Out {
  public:
-  explicit Out(std::string& s) : s_(s), pos_(s.size()) { s_.resize(s_.capacity()); }
+  explicit Out(std::string& s) : s_(s), pos_(s.size()) {
+    s_.resize(s_.capacity());
+    data_ = &s_[0];
+    cap_ = s_.size();
+  }
   ~Out() { flush(); }
   Out(const Out&) = delete;
   Out& operator=(const Out&) = delete;
 
-  /// Trims the string to what was written; writing may continue afterwards.
-  void flush() { s_.resize(pos_); }
+  /// Trims the string to what was written. Nothing may be written afterwards; later calls
+  /// (and the destructor's) do nothing, so the string may then be used freely.
+  void flush() {
+    if (done_) return;
+    s_.resize(pos_);
+    done_ = true;
+  }
 
   void put(char c) {
-    if (pos_ == s_.size()) grow(1);
-    s_[pos_++] = c;
+    if (pos_ == cap_) grow(1);
+    data_[pos_++] = c;
   }
   void put(const char* p, size_t n) {
-    if (pos_ + n > s_.size()) grow(n);
-    std::memcpy(&s_[0] + pos_, p, n);
+    if (n > cap_ - pos_) grow(n);
+    std::memcpy(data_ + pos_, p, n);
     pos_ += n;
   }
   void put(std::string_view v) { put(v.data(), v.size()); }
@@ -45,6 +55,10 @@ class Out {
     put(static_cast<const char*>(lit), N - 1);
   }
   void put_int(int64_t v) {
+    if (v >= 0 && v < 10) {
+      put(static_cast<char>('0' + v));
+      return;
+    }
     char buf[24];
     auto r = std::to_chars(buf, buf + sizeof buf, v);
     put(buf, static_cast<size_t>(r.ptr - buf));
@@ -52,15 +66,22 @@ class Out {
   size_t size() const { return pos_; }
   /// The text written so far starting at `from` (valid until the next write).
   std::string_view view(size_t from = 0) const {
-    return std::string_view(s_.data() + from, pos_ - from);
+    return std::string_view(data_ + from, pos_ - from);
   }
   /// Drops everything after `size` (size <= size()).
   void truncate(size_t size) { pos_ = size; }
 
  private:
-  void grow(size_t n) { s_.resize(std::max(s_.size() * 2, pos_ + n + 64)); }
+  void grow(size_t n) {
+    s_.resize(std::max(cap_ * 2, pos_ + n + 64));
+    data_ = &s_[0];
+    cap_ = s_.size();
+  }
   std::string& s_;
+  char* data_;
+  size_t cap_;  // s_.size() while writing: the writable length
   size_t pos_;
+  bool done_ = false;
 };
 
 struct ArgumentPrinter {

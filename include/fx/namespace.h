@@ -36,6 +36,10 @@ class Namespace {
   bool bind(std::string_view name, const void* value);
   /// The value bound to `name`, or nullptr.
   const void* bound(std::string_view name) const;
+  /// bound() with `hash == Namespace::hash(name)` precomputed.
+  const void* bound(std::string_view name, uint64_t hash) const;
+  /// The hash the namespace uses for names.
+  static uint64_t hash(std::string_view name);
 
   /// Python keywords, builtins.__dict__ and fx's custom builtins (inf, nan, torch, ...):
   /// names a fresh node may not take.
@@ -43,8 +47,15 @@ class Namespace {
   static bool is_keyword(const std::string& name);
 
  private:
+  static constexpr size_t kMaxShortName = 200;  // longer candidates take create_long()
   std::string create(const std::string& candidate, const void* obj, const std::string* builtin,
                      const void* value);
+  std::string create_long(const std::string& candidate, const void* obj, const std::string* builtin,
+                          const void* value);
+  std::string create_sanitized(char* buf, size_t len, const void* obj, const std::string* builtin,
+                               const void* value);
+  size_t probe(char* buf, size_t base_len, uint64_t num, const void*** slot);
+  void remember(const void* obj, std::string_view name);
   struct State;
   std::unique_ptr<State> s_;
 };

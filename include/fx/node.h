@@ -169,6 +169,7 @@ class Node {
   Graph* graph_;
   uint64_t id_;
   std::string name_;
+  uint64_t name_hash_ = 0;  // Namespace::hash(name_), for lint's name check
   Opcode op_;
   Target target_;
   std::optional<std::string> type_;
