@@ -1,0 +1,185 @@
+// SGEMM in the GotoBLAS/BLIS layout: for each KC-deep slice of K, B's slice is packed into
+// NR-wide column panels and, per MC-high block of rows, A's block into MR-high row panels; a
+// register-blocked MR x NR micro-kernel then runs over contiguous panel memory. MR x NR = 6 x 8
+// keeps 12 four-lane accumulators plus two B vectors and one broadcast in registers (16 xmm
+// natively, V8's 16 simd registers in wasm).
+#include "kernels/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace fx::kernels {
+
+namespace {
+
+typedef float v4f __attribute__((vector_size(16)));
+
+constexpr int64_t MR = 6;
+constexpr int64_t NR = 8;
+constexpr int64_t KC = 256;  // a KC x NR panel of B (8 KB) stays in L1 across the A panels
+constexpr int64_t MC = 96;   // an MC x KC block of A (96 KB) stays in L2
+constexpr int64_t NC = 2048;
+
+inline v4f load4(const float* p) {
+  v4f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
+inline v4f splat(float x) { return v4f{x, x, x, x}; }
+
+// Element (i, k) of op(A) and (k, j) of op(B).
+inline float at_a(const float* A, int64_t lda, bool trans, int64_t i, int64_t k) {
+  return trans ? A[k * lda + i] : A[i * lda + k];
+}
+inline float at_b(const float* B, int64_t ldb, bool trans, int64_t k, int64_t j) {
+  return trans ? B[j * ldb + k] : B[k * ldb + j];
+}
+
+// Packs rows [i0, i0+mc) x cols [k0, k0+kc) of op(A) into MR-high panels, k-major inside a
+// panel (panel[k * MR + r]); rows past mc are zero.
+void pack_a(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+            float* out) {
+  for (int64_t p = 0; p < mc; p += MR) {
+    const int64_t rows = std::min(MR, mc - p);
+    for (int64_t k = 0; k < kc; ++k) {
+      for (int64_t r = 0; r < rows; ++r) out[k * MR + r] = at_a(A, lda, trans, i0 + p + r, k0 + k);
+      for (int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
+    }
+    out += kc * MR;
+  }
+}
+
+// Packs rows [k0, k0+kc) x cols [j0, j0+nc) of op(B) into NR-wide panels (panel[k * NR + c]).
+void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+            float* out) {
+  for (int64_t p = 0; p < nc; p += NR) {
+    const int64_t cols = std::min(NR, nc - p);
+    for (int64_t k = 0; k < kc; ++k) {
+      if (!trans && cols == NR) {
+        std::memcpy(out + k * NR, B + (k0 + k) * ldb + j0 + p, NR * sizeof(float));
+        continue;
+      }
+      for (int64_t c = 0; c < cols; ++c) out[k * NR + c] = at_b(B, ldb, trans, k0 + k, j0 + p + c);
+      for (int64_t c = cols; c < NR; ++c) out[k * NR + c] = 0.0f;
+    }
+    out += kc * NR;
+  }
+}
+
+// acc = sum_k a[k] (x) b[k] over packed panels; then C = alpha * acc + (first ? beta * C : C)
+// for the mr x nr corner that exists.
+void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha,
+                  float beta, bool first, int64_t mr, int64_t nr) {
+  v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+  v4f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+  for (int64_t k = 0; k < kc; ++k) {
+    const v4f b0 = load4(b), b1 = load4(b + 4);
+    v4f ar = splat(a[0]);
+    c00 += ar * b0;
+    c01 += ar * b1;
+    ar = splat(a[1]);
+    c10 += ar * b0;
+    c11 += ar * b1;
+    ar = splat(a[2]);
+    c20 += ar * b0;
+    c21 += ar * b1;
+    ar = splat(a[3]);
+    c30 += ar * b0;
+    c31 += ar * b1;
+    ar = splat(a[4]);
+    c40 += ar * b0;
+    c41 += ar * b1;
+    ar = splat(a[5]);
+    c50 += ar * b0;
+    c51 += ar * b1;
+    a += MR;
+    b += NR;
+  }
+  const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  const v4f va = splat(alpha), vb = splat(beta);
+  if (mr == MR && nr == NR) {
+    for (int64_t r = 0; r < MR; ++r) {
+      float* row = C + r * ldc;
+      for (int h = 0; h < 2; ++h) {
+        v4f out = va * acc[r][h];
+        if (!first) {
+          out += load4(row + 4 * h);
+        } else if (beta != 0.0f) {
+          out += vb * load4(row + 4 * h);
+        }
+        store4(row + 4 * h, out);
+      }
+    }
+    return;
+  }
+  float tile[MR][NR];
+  for (int64_t r = 0; r < MR; ++r) {
+    store4(tile[r], acc[r][0]);
+    store4(tile[r] + 4, acc[r][1]);
+  }
+  for (int64_t r = 0; r < mr; ++r) {
+    float* row = C + r * ldc;
+    for (int64_t c = 0; c < nr; ++c) {
+      float out = alpha * tile[r][c];
+      if (!first) {
+        out += row[c];
+      } else if (beta != 0.0f) {
+        out += beta * row[c];
+      }
+      row[c] = out;
+    }
+  }
+}
+
+}  // namespace
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0f) {  // C = beta * C
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return;
+  }
+  thread_local std::vector<float> packed_a, packed_b;
+  packed_a.resize(static_cast<size_t>(((MC + MR - 1) / MR) * MR * KC));
+  packed_b.resize(static_cast<size_t>(((NC + NR - 1) / NR) * NR * KC));
+  for (int64_t j0 = 0; j0 < N; j0 += NC) {
+    const int64_t nc = std::min(NC, N - j0);
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+      const int64_t kc = std::min(KC, K - k0);
+      const bool first = k0 == 0;
+      pack_b(B, ldb, trans_b, k0, kc, j0, nc, packed_b.data());
+      for (int64_t i0 = 0; i0 < M; i0 += MC) {
+        const int64_t mc = std::min(MC, M - i0);
+        pack_a(A, lda, trans_a, i0, mc, k0, kc, packed_a.data());
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const float* bp = packed_b.data() + (jr / NR) * kc * NR;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const float* ap = packed_a.data() + (ir / MR) * kc * MR;
+            micro_kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, first,
+                         std::min(MR, mc - ir), std::min(NR, nc - jr));
+          }
+        }
+      }
+    }
+  }
+}
+
+void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                     int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += static_cast<double>(at_a(A, lda, trans_a, i, k)) * at_b(B, ldb, trans_b, k, j);
+      float& c = C[i * ldc + j];
+      c = static_cast<float>(alpha * acc + (beta == 0.0f ? 0.0 : static_cast<double>(beta) * c));
+    }
+  }
+}
+
+}  // namespace fx::kernels
