@@ -1,0 +1,206 @@
+// Convolution as im2col + SGEMM (per image and group), with a direct path for depthwise
+// convolutions (MobileNet, EfficientNet) and a GEMM-only path for unpadded 1x1 stride-1 ones.
+#include "kernels/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernels/gemm.h"
+
+namespace fx::kernels {
+
+namespace {
+
+bool is_pointwise(const Conv2dParams& p) {
+  return p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+}
+bool is_depthwise(const Conv2dParams& p) { return p.group == p.C && p.M == p.C && p.group > 1; }
+
+// Rows (c, kh, kw) x columns (oh, ow) of the unfolded input of one image and group.
+void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* plane = in + c * p.H * p.W;
+    for (int64_t kh = 0; kh < p.KH; ++kh) {
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          float* dst = col + oh * OW;
+          if (ih < 0 || ih >= p.H) {
+            std::fill(dst, dst + OW, 0.0f);
+            continue;
+          }
+          const float* src = plane + ih * p.W;
+          const int64_t off = kw * p.dilation_w - p.pad_left;
+          if (p.stride_w == 1 && off >= 0 && off + OW <= p.W) {
+            std::memcpy(dst, src + off, static_cast<size_t>(OW) * sizeof(float));
+            continue;
+          }
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t iw = ow * p.stride_w + off;
+            dst[ow] = (iw >= 0 && iw < p.W) ? src[iw] : 0.0f;
+          }
+        }
+        col += OH * OW;
+      }
+    }
+  }
+}
+
+void depthwise(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+               float* out) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * p.H * p.W;
+      const float* w = weight + c * p.KH * p.KW;
+      float* o = out + (n * p.C + c) * OH * OW;
+      const float b = bias ? bias[c] : 0.0f;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* orow = o + oh * OW;
+        std::fill(orow, orow + OW, b);
+        for (int64_t kh = 0; kh < p.KH; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          if (ih < 0 || ih >= p.H) continue;
+          const float* irow = plane + ih * p.W;
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const float wv = w[kh * p.KW + kw];
+            const int64_t off = kw * p.dilation_w - p.pad_left;
+            // Output columns whose input column is inside the row.
+            int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
+            int64_t hi = (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1;
+            hi = std::min(hi, OW);
+            if (p.stride_w == 1) {
+              const float* src = irow + off;
+              for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * src[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow * p.stride_w + off];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t conv2d_scratch_size(const Conv2dParams& p) {
+  if (is_pointwise(p) || is_depthwise(p)) return 0;
+  return (p.C / p.group) * p.KH * p.KW * p.out_h() * p.out_w();
+}
+
+void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+            float* out, float* scratch) {
+  if (is_depthwise(p)) return depthwise(p, in, weight, bias, out);
+  const int64_t OH = p.out_h(), OW = p.out_w(), OHW = OH * OW;
+  const int64_t cg = p.C / p.group, mg = p.M / p.group;
+  const int64_t kdim = cg * p.KH * p.KW;
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t g = 0; g < p.group; ++g) {
+      const float* x = in + (n * p.C + g * cg) * p.H * p.W;
+      float* y = out + (n * p.M + g * mg) * OHW;
+      const float* w = weight + g * mg * kdim;
+      float beta = 0.0f;
+      if (bias) {
+        for (int64_t m = 0; m < mg; ++m)
+          std::fill(y + m * OHW, y + (m + 1) * OHW, bias[g * mg + m]);
+        beta = 1.0f;
+      }
+      const float* cols = x;  // 1x1, stride 1, no padding: the input already is the matrix
+      if (!is_pointwise(p)) {
+        im2col(p, x, cg, scratch);
+        cols = scratch;
+      }
+      sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, cols, OHW, beta, y, OHW);
+    }
+  }
+}
+
+void conv2d_reference(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  const int64_t cg = p.C / p.group, mg = p.M / p.group;
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t m = 0; m < p.M; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = bias ? bias[m] : 0.0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t kh = 0; kh < p.KH; ++kh)
+              for (int64_t kw = 0; kw < p.KW; ++kw) {
+                const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+                const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                acc += static_cast<double>(in[((n * p.C + g * cg + c) * p.H + ih) * p.W + iw]) *
+                       weight[((m * cg + c) * p.KH + kh) * p.KW + kw];
+              }
+          out[((n * p.M + m) * OH + oh) * OW + ow] = static_cast<float>(acc);
+        }
+    }
+}
+
+void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
+    const float* plane = in + nc * p.H * p.W;
+    float* o = out + nc * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t kh = 0; kh < p.KH; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          if (ih < 0 || ih >= p.H) continue;
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+            if (iw < 0 || iw >= p.W) continue;
+            const float v = plane[ih * p.W + iw];
+            if (v > best || v != v) best = v;  // NaN propagates
+            if (best != best) break;
+          }
+        }
+        o[oh * OW + ow] = best;
+      }
+  }
+}
+
+void avg_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
+    const float* plane = in + nc * p.H * p.W;
+    float* o = out + nc * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float sum = 0.0f;
+        int64_t inside = 0, in_padded = 0;
+        for (int64_t kh = 0; kh < p.KH; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+            // Positions in the padded input (not past it, which ceil_mode can reach) count
+            // when count_include_pad is set.
+            if (ih < p.H + p.pad_bottom && iw < p.W + p.pad_right) ++in_padded;
+            if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+            sum += plane[ih * p.W + iw];
+            ++inside;
+          }
+        }
+        const int64_t count = p.count_include_pad ? in_padded : inside;
+        o[oh * OW + ow] = count ? sum / static_cast<float>(count) : 0.0f;
+      }
+  }
+}
+
+void global_avg_pool(int64_t N, int64_t C, int64_t HW, const float* in, float* out) {
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const float* x = in + nc * HW;
+    double sum = 0;
+    for (int64_t i = 0; i < HW; ++i) sum += x[i];
+    out[nc] = static_cast<float>(sum / static_cast<double>(HW));
+  }
+}
+
+}  // namespace fx::kernels

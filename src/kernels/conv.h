@@ -1,0 +1,71 @@
+// Convolution and pooling kernels (NCHW, float32) of the executor.
+#pragma once
+
+#include <cstdint>
+
+namespace fx::kernels {
+
+/// 2-D convolution parameters in ONNX's terms (Conv with 2 spatial dims).
+struct Conv2dParams {
+  int64_t N = 1, C = 1, H = 1, W = 1;  ///< input
+  int64_t M = 1;                       ///< output channels
+  int64_t KH = 1, KW = 1;              ///< kernel
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t group = 1;
+
+  int64_t out_h() const {
+    return (H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h + 1;
+  }
+  int64_t out_w() const {
+    return (W + pad_left + pad_right - dilation_w * (KW - 1) - 1) / stride_w + 1;
+  }
+};
+
+/// out[N, M, OH, OW] = conv(in[N, C, H, W], weight[M, C/group, KH, KW]) + bias[M] (bias may be
+/// null). Depthwise convolutions (group == C == M) run a direct kernel, 1x1 stride-1 unpadded
+/// ones a plain GEMM, the rest im2col + GEMM. `scratch` needs conv2d_scratch_size(p) floats.
+void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+            float* out, float* scratch);
+int64_t conv2d_scratch_size(const Conv2dParams& p);
+
+/// Direct 7-loop convolution (double accumulation), the reference conv2d is tested against.
+void conv2d_reference(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out);
+
+/// Pooling window parameters (MaxPool / AveragePool with 2 spatial dims).
+struct Pool2dParams {
+  int64_t N = 1, C = 1, H = 1, W = 1;
+  int64_t KH = 1, KW = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
+  /// AveragePool: divide by the full window (true) or by the in-bounds part (false, ONNX's
+  /// default count_include_pad = 0).
+  bool count_include_pad = false;
+
+  int64_t out_h() const { return out_dim(H, KH, stride_h, pad_top, pad_bottom, dilation_h); }
+  int64_t out_w() const { return out_dim(W, KW, stride_w, pad_left, pad_right, dilation_w); }
+
+ private:
+  int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t pad_begin, int64_t pad_end,
+                  int64_t d) const {
+    const int64_t span = in + pad_begin + pad_end - d * (k - 1) - 1;
+    int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    // ceil_mode (as PyTorch and onnxruntime): the last window must start inside the input or
+    // its leading padding.
+    if (ceil_mode && (out - 1) * s >= in + pad_begin) --out;
+    return out;
+  }
+};
+
+/// MaxPool: padding never wins (it is -inf).
+void max_pool2d(const Pool2dParams& p, const float* in, float* out);
+/// AveragePool.
+void avg_pool2d(const Pool2dParams& p, const float* in, float* out);
+/// GlobalAveragePool: out[N, C] = mean over H x W.
+void global_avg_pool(int64_t N, int64_t C, int64_t HW, const float* in, float* out);
+
+}  // namespace fx::kernels
