@@ -54,10 +54,11 @@ int main(int argc, char** argv) {
     }
     std::sort(ts.begin(), ts.end());
     const double median = ts[ts.size() / 2];
-    std::printf("{\"impl\": \"%s\", \"shape\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
-                "\"seconds\": %.6g, \"gflops\": %.2f}\n",
-                impl, s.what, static_cast<long long>(s.M), static_cast<long long>(s.N),
-                static_cast<long long>(s.K), median, 2.0 * s.M * s.N * s.K / median / 1e9);
+    std::printf(
+        "{\"impl\": \"%s\", \"shape\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
+        "\"seconds\": %.6g, \"gflops\": %.2f}\n",
+        impl, s.what, static_cast<long long>(s.M), static_cast<long long>(s.N),
+        static_cast<long long>(s.K), median, 2.0 * s.M * s.N * s.K / median / 1e9);
   }
   return 0;
 }
