@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 
 namespace {
@@ -171,6 +172,126 @@ TEST(Pool2d, GlobalAverage) {
   std::vector<float> out(2);
   fx::kernels::global_avg_pool(1, 2, 4, x.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{2.5f, 25.0f}));
+}
+
+}  // namespace
+
+namespace {
+
+using fx::kernels::BinaryOp;
+using fx::kernels::Shape;
+using fx::kernels::UnaryOp;
+
+// Index of output element `flat` in an operand of shape `s`, broadcast to `out`.
+int64_t operand_index(const Shape& out, const Shape& s, int64_t flat) {
+  int64_t idx = 0, stride = 1;
+  for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
+    const int64_t coord = flat % out[d];
+    flat /= out[d];
+    const int64_t sd = d - static_cast<int64_t>(out.size() - s.size());
+    if (sd < 0) continue;
+    if (s[sd] != 1) idx += coord * stride;
+    stride *= s[sd];
+  }
+  return idx;
+}
+
+TEST(Elementwise, BroadcastShapesFollowNumpy) {
+  Shape out;
+  ASSERT_TRUE(fx::kernels::broadcast_shapes({2, 1, 4}, {3, 1}, out));
+  EXPECT_EQ(out, (Shape{2, 3, 4}));
+  ASSERT_TRUE(fx::kernels::broadcast_shapes({}, {5}, out));
+  EXPECT_EQ(out, (Shape{5}));
+  ASSERT_TRUE(fx::kernels::broadcast_shapes({0, 1}, {1, 3}, out));
+  EXPECT_EQ(out, (Shape{0, 3}));
+  EXPECT_FALSE(fx::kernels::broadcast_shapes({2, 3}, {4, 3}, out));
+}
+
+TEST(Elementwise, BinaryBroadcastingMatchesIndexArithmetic) {
+  const std::vector<std::pair<Shape, Shape>> cases = {{{2, 3, 4}, {2, 3, 4}},
+                                                      {{2, 3, 4}, {}},
+                                                      {{}, {2, 3}},
+                                                      {{2, 3, 4}, {4}},
+                                                      {{2, 3, 4}, {3, 1}},
+                                                      {{2, 1, 4}, {1, 3, 1}},
+                                                      {{1, 5, 1, 2}, {3, 1, 4, 1}},
+                                                      {{4, 1}, {4, 7}}};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  for (const auto& [as, bs] : cases) {
+    Shape os;
+    ASSERT_TRUE(fx::kernels::broadcast_shapes(as, bs, os));
+    std::vector<float> a(fx::kernels::numel(as)), b(fx::kernels::numel(bs));
+    for (float& v : a) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    std::vector<float> sub(fx::kernels::numel(os));
+    std::vector<uint8_t> less(fx::kernels::numel(os));
+    fx::kernels::binary_f32(BinaryOp::Sub, as, a.data(), bs, b.data(), sub.data());
+    fx::kernels::binary_f32(BinaryOp::Less, as, a.data(), bs, b.data(), less.data());
+    for (int64_t i = 0; i < fx::kernels::numel(os); ++i) {
+      const float x = a[operand_index(os, as, i)], y = b[operand_index(os, bs, i)];
+      ASSERT_EQ(sub[i], x - y) << "element " << i;
+      ASSERT_EQ(less[i], x < y ? 1 : 0) << "element " << i;
+    }
+  }
+}
+
+TEST(Elementwise, IntegerModFollowsTheDivisorsSignAndFModTheDividends) {
+  const std::vector<int64_t> a = {7, -7, 7, -7}, b = {3, 3, -3, -3};
+  std::vector<int64_t> mod(4), fmod(4), div(4);
+  fx::kernels::binary_i64(BinaryOp::Mod, {4}, a.data(), {4}, b.data(), mod.data());
+  fx::kernels::binary_i64(BinaryOp::FMod, {4}, a.data(), {4}, b.data(), fmod.data());
+  fx::kernels::binary_i64(BinaryOp::Div, {4}, a.data(), {4}, b.data(), div.data());
+  EXPECT_EQ(mod, (std::vector<int64_t>{1, 2, -2, -1}));
+  EXPECT_EQ(fmod, (std::vector<int64_t>{1, -1, 1, -1}));
+  EXPECT_EQ(div, (std::vector<int64_t>{2, -2, -2, 2}));
+}
+
+TEST(Elementwise, UnaryActivations) {
+  const std::vector<float> x = {-3.0f, -0.5f, 0.0f, 0.5f, 3.0f};
+  std::vector<float> y(x.size());
+  auto run = [&](UnaryOp op, float alpha = 0.0f, float beta = 0.0f) {
+    fx::kernels::unary_f32(op, x.data(), y.data(), static_cast<int64_t>(x.size()), alpha, beta);
+    return y;
+  };
+  EXPECT_EQ(run(UnaryOp::Relu), (std::vector<float>{0, 0, 0, 0.5f, 3}));
+  EXPECT_EQ(run(UnaryOp::LeakyRelu, 0.1f), (std::vector<float>{-0.3f, -0.05f, 0, 0.5f, 3}));
+  EXPECT_EQ(run(UnaryOp::Clip, -1.0f, 1.0f), (std::vector<float>{-1, -0.5f, 0, 0.5f, 1}));
+  EXPECT_EQ(run(UnaryOp::HardSwish),
+            (std::vector<float>{0, -0.5f * (2.5f / 6.0f), 0, 0.5f * (3.5f / 6.0f), 3}));
+  run(UnaryOp::Sigmoid);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], 1.0 / (1.0 + std::exp(-x[i])), 1e-7);
+  run(UnaryOp::Gelu);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))), 1e-6);
+  EXPECT_EQ(run(UnaryOp::Round), (std::vector<float>{-3, -0.0f, 0, 0, 3}));  // half to even
+}
+
+TEST(Elementwise, SoftmaxLayerNormAndBatchNorm) {
+  const std::vector<float> x = {1000.0f, 1001.0f, 1002.0f, -1.0f, 0.0f, 1.0f};
+  std::vector<float> y(6), ly(6);
+  fx::kernels::softmax_f32(x.data(), y.data(), 2, 3);
+  fx::kernels::softmax_f32(x.data(), ly.data(), 2, 3, /*log=*/true);
+  const double e = std::exp(1.0), z = 1 + e + e * e;
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_NEAR(y[r * 3 + i], std::pow(e, i) / z, 1e-6);
+      EXPECT_NEAR(ly[r * 3 + i], i - std::log(z), 1e-5);
+    }
+  const std::vector<float> scale = {1.0f, 2.0f, 3.0f}, bias = {0.5f, 0.5f, 0.5f};
+  fx::kernels::layer_norm_f32(x.data(), scale.data(), bias.data(), y.data(), 2, 3, 0.0f);
+  const float s = static_cast<float>(std::sqrt(1.5));  // (x - mean) / std of {-1, 0, 1}
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(y[r * 3 + 0], -s * 1.0f + 0.5f, 1e-4);
+    EXPECT_NEAR(y[r * 3 + 1], 0.5f, 1e-4);
+    EXPECT_NEAR(y[r * 3 + 2], s * 3.0f + 0.5f, 1e-4);
+  }
+  // BatchNorm on N=1, C=2, spatial=3.
+  const std::vector<float> mean = {1001.0f, 0.0f}, var = {4.0f, 1.0f}, g = {2.0f, 1.0f},
+                           bb = {1.0f, -1.0f};
+  fx::kernels::batch_norm_f32(x.data(), g.data(), bb.data(), mean.data(), var.data(), y.data(), 1,
+                              2, 3, 0.0f);
+  EXPECT_EQ(y, (std::vector<float>{0.0f, 1.0f, 2.0f, -2.0f, -1.0f, 0.0f}));
 }
 
 }  // namespace

@@ -1,0 +1,333 @@
+// Broadcasting binary ops walk the output with the innermost dimension as a tight loop whose
+// operand strides are 0 (broadcast) or 1; the common cases (same shape, scalar operand) are
+// single flat loops the compiler vectorises.
+#include "kernels/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fx::kernels {
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
+  const size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+namespace {
+
+// Calls f(a_index, b_index, out_index, count, a_step, b_step) for runs of the innermost
+// dimension of the broadcast output; steps are 0 or 1.
+template <class F>
+void for_each_run(const Shape& as, const Shape& bs, F&& f) {
+  Shape out;
+  broadcast_shapes(as, bs, out);
+  const size_t rank = out.size();
+  if (rank == 0) return f(0, 0, 0, 1, 0, 0);
+  // Strides of a and b over the output's dims (0 where broadcast).
+  std::vector<int64_t> sa(rank, 0), sb(rank, 0);
+  for (int64_t i = static_cast<int64_t>(rank) - 1, ka = 1, kb = 1; i >= 0; --i) {
+    const size_t oa = rank - as.size(), ob = rank - bs.size();
+    const int64_t da = static_cast<size_t>(i) < oa ? 1 : as[i - oa];
+    const int64_t db = static_cast<size_t>(i) < ob ? 1 : bs[i - ob];
+    sa[i] = da == 1 ? 0 : ka;
+    sb[i] = db == 1 ? 0 : kb;
+    ka *= da;
+    kb *= db;
+  }
+  const int64_t inner = out[rank - 1];
+  const int64_t outer = inner == 0 ? 0 : numel(out) / inner;
+  std::vector<int64_t> idx(rank, 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    f(ia, ib, o * inner, inner, sa[rank - 1], sb[rank - 1]);
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {  // odometer over outer dims
+      ia += sa[d];
+      ib += sb[d];
+      if (++idx[d] < out[d]) break;
+      ia -= sa[d] * out[d];
+      ib -= sb[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <class T, class R, class Op>
+void apply(const Shape& as, const T* a, const Shape& bs, const T* b, R* out, Op op) {
+  if (as == bs) {
+    const int64_t n = numel(as);
+    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], b[i]);
+    return;
+  }
+  for_each_run(as, bs, [&](int64_t ia, int64_t ib, int64_t io, int64_t n, int64_t da, int64_t db) {
+    const T* pa = a + ia;
+    const T* pb = b + ib;
+    R* po = out + io;
+    if (da && db) {
+      for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], pb[i]);
+    } else if (da) {
+      const T y = *pb;
+      for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], y);
+    } else if (db) {
+      const T x = *pa;
+      for (int64_t i = 0; i < n; ++i) po[i] = op(x, pb[i]);
+    } else {
+      const R v = op(*pa, *pb);
+      for (int64_t i = 0; i < n; ++i) po[i] = v;
+    }
+  });
+}
+
+template <class T>
+void compare(BinaryOp op, const Shape& as, const T* a, const Shape& bs, const T* b, uint8_t* o) {
+  switch (op) {
+    case BinaryOp::Equal:
+      return apply(as, a, bs, b, o, [](T x, T y) -> uint8_t { return x == y; });
+    case BinaryOp::Less:
+      return apply(as, a, bs, b, o, [](T x, T y) -> uint8_t { return x < y; });
+    case BinaryOp::Greater:
+      return apply(as, a, bs, b, o, [](T x, T y) -> uint8_t { return x > y; });
+    case BinaryOp::LessOrEqual:
+      return apply(as, a, bs, b, o, [](T x, T y) -> uint8_t { return x <= y; });
+    case BinaryOp::GreaterOrEqual:
+      return apply(as, a, bs, b, o, [](T x, T y) -> uint8_t { return x >= y; });
+    default:
+      return;
+  }
+}
+
+bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::Less || op == BinaryOp::Greater ||
+         op == BinaryOp::LessOrEqual || op == BinaryOp::GreaterOrEqual;
+}
+
+}  // namespace
+
+void binary_f32(BinaryOp op, const Shape& as, const float* a, const Shape& bs, const float* b,
+                void* out) {
+  if (is_comparison(op)) return compare(op, as, a, bs, b, static_cast<uint8_t*>(out));
+  float* o = static_cast<float*>(out);
+  switch (op) {
+    case BinaryOp::Add:
+      return apply(as, a, bs, b, o, [](float x, float y) { return x + y; });
+    case BinaryOp::Sub:
+      return apply(as, a, bs, b, o, [](float x, float y) { return x - y; });
+    case BinaryOp::Mul:
+      return apply(as, a, bs, b, o, [](float x, float y) { return x * y; });
+    case BinaryOp::Div:
+      return apply(as, a, bs, b, o, [](float x, float y) { return x / y; });
+    case BinaryOp::Pow:
+      return apply(as, a, bs, b, o, [](float x, float y) {
+        return y == 2.0f ? x * x : y == 0.5f ? std::sqrt(x) : std::pow(x, y);
+      });
+    case BinaryOp::Min:
+      return apply(as, a, bs, b, o,
+                   [](float x, float y) { return x != x || y != y ? NAN : std::min(x, y); });
+    case BinaryOp::Max:
+      return apply(as, a, bs, b, o,
+                   [](float x, float y) { return x != x || y != y ? NAN : std::max(x, y); });
+    case BinaryOp::Mod:
+    case BinaryOp::FMod:
+      return apply(as, a, bs, b, o, [](float x, float y) { return std::fmod(x, y); });
+    default:
+      return;
+  }
+}
+
+void binary_i64(BinaryOp op, const Shape& as, const int64_t* a, const Shape& bs, const int64_t* b,
+                void* out) {
+  if (is_comparison(op)) return compare(op, as, a, bs, b, static_cast<uint8_t*>(out));
+  int64_t* o = static_cast<int64_t*>(out);
+  switch (op) {
+    case BinaryOp::Add:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return x + y; });
+    case BinaryOp::Sub:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return x - y; });
+    case BinaryOp::Mul:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return x * y; });
+    case BinaryOp::Div:  // the executor rejects zero divisors before calling
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return y == 0 ? 0 : x / y; });
+    case BinaryOp::Pow:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) {
+        int64_t r = 1;
+        for (int64_t i = 0; i < y; ++i) r *= x;
+        return r;
+      });
+    case BinaryOp::Min:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return std::min(x, y); });
+    case BinaryOp::Max:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return std::max(x, y); });
+    case BinaryOp::Mod:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) {
+        if (y == 0) return int64_t{0};
+        const int64_t r = x % y;
+        return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+      });
+    case BinaryOp::FMod:
+      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return y == 0 ? 0 : x % y; });
+    default:
+      return;
+  }
+}
+
+void binary_bool(BinaryOp op, const Shape& as, const uint8_t* a, const Shape& bs, const uint8_t* b,
+                 uint8_t* out) {
+  switch (op) {
+    case BinaryOp::And:
+      return apply(as, a, bs, b, out, [](uint8_t x, uint8_t y) -> uint8_t { return x && y; });
+    case BinaryOp::Or:
+      return apply(as, a, bs, b, out, [](uint8_t x, uint8_t y) -> uint8_t { return x || y; });
+    case BinaryOp::Xor:
+      return apply(as, a, bs, b, out,
+                   [](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) != (y != 0); });
+    case BinaryOp::Equal:
+      return apply(as, a, bs, b, out,
+                   [](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) == (y != 0); });
+    default:
+      return;
+  }
+}
+
+namespace {
+template <class F>
+void map(const float* in, float* out, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+}
+float sigmoid(float x) {
+  return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+}
+}  // namespace
+
+void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, float beta) {
+  switch (op) {
+    case UnaryOp::Relu:
+      return map(in, out, n, [](float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); });
+    case UnaryOp::Sigmoid:
+      return map(in, out, n, sigmoid);
+    case UnaryOp::Tanh:
+      return map(in, out, n, [](float x) { return std::tanh(x); });
+    case UnaryOp::Exp:
+      return map(in, out, n, [](float x) { return std::exp(x); });
+    case UnaryOp::Log:
+      return map(in, out, n, [](float x) { return std::log(x); });
+    case UnaryOp::Sqrt:
+      return map(in, out, n, [](float x) { return std::sqrt(x); });
+    case UnaryOp::Neg:
+      return map(in, out, n, [](float x) { return -x; });
+    case UnaryOp::Abs:
+      return map(in, out, n, [](float x) { return std::fabs(x); });
+    case UnaryOp::Erf:
+      return map(in, out, n, [](float x) { return std::erf(x); });
+    case UnaryOp::Floor:
+      return map(in, out, n, [](float x) { return std::floor(x); });
+    case UnaryOp::Ceil:
+      return map(in, out, n, [](float x) { return std::ceil(x); });
+    case UnaryOp::Round:
+      return map(in, out, n, [](float x) { return std::nearbyint(x); });  // half to even
+    case UnaryOp::Reciprocal:
+      return map(in, out, n, [](float x) { return 1.0f / x; });
+    case UnaryOp::Sin:
+      return map(in, out, n, [](float x) { return std::sin(x); });
+    case UnaryOp::Cos:
+      return map(in, out, n, [](float x) { return std::cos(x); });
+    case UnaryOp::Sign:
+      return map(in, out, n, [](float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; });
+    case UnaryOp::Softplus:
+      return map(in, out, n, [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); });
+    case UnaryOp::Identity:
+      if (in != out) std::copy(in, in + n, out);
+      return;
+    case UnaryOp::LeakyRelu:
+      return map(in, out, n, [alpha](float x) { return x >= 0.0f ? x : alpha * x; });
+    case UnaryOp::Elu:
+      return map(in, out, n, [alpha](float x) { return x >= 0.0f ? x : alpha * std::expm1(x); });
+    case UnaryOp::Selu:
+      return map(in, out, n,
+                 [alpha, beta](float x) { return beta * (x > 0.0f ? x : alpha * std::expm1(x)); });
+    case UnaryOp::HardSigmoid:
+      return map(in, out, n, [alpha, beta](float x) {
+        return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+      });
+    case UnaryOp::HardSwish:
+      return map(in, out, n,
+                 [](float x) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); });
+    case UnaryOp::Gelu:
+      return map(in, out, n,
+                 [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); });
+    case UnaryOp::GeluTanh:
+      return map(in, out, n, [](float x) {
+        return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+      });
+    case UnaryOp::Clip:
+      return map(in, out, n, [alpha, beta](float x) {
+        return x != x ? x : std::min(beta, std::max(alpha, x));
+      });
+  }
+}
+
+void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, bool log) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = in + r * axis_size;
+    float* y = out + r * axis_size;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, x[i]);
+    double sum = 0;
+    if (log) {
+      for (int64_t i = 0; i < axis_size; ++i) sum += std::exp(x[i] - mx);
+      // (x - max) - log(sum): subtracting max first keeps precision for large inputs.
+      const float log_sum = static_cast<float>(std::log(sum));
+      for (int64_t i = 0; i < axis_size; ++i) y[i] = (x[i] - mx) - log_sum;
+    } else {
+      for (int64_t i = 0; i < axis_size; ++i) {
+        y[i] = std::exp(x[i] - mx);
+        sum += y[i];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (int64_t i = 0; i < axis_size; ++i) y[i] *= inv;
+    }
+  }
+}
+
+void layer_norm_f32(const float* in, const float* scale, const float* bias, float* out,
+                    int64_t rows, int64_t size, float epsilon) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = in + r * size;
+    float* y = out + r * size;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < size; ++i) mean += x[i];
+    mean /= static_cast<double>(size);
+    for (int64_t i = 0; i < size; ++i) var += (x[i] - mean) * (x[i] - mean);
+    var /= static_cast<double>(size);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < size; ++i) y[i] = (x[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+void batch_norm_f32(const float* in, const float* scale, const float* bias, const float* mean,
+                    const float* var, float* out, int64_t N, int64_t C, int64_t spatial,
+                    float epsilon) {
+  for (int64_t c = 0; c < C; ++c) {
+    const float k = scale[c] / std::sqrt(var[c] + epsilon);
+    const float off = bias[c] - mean[c] * k;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* x = in + (n * C + c) * spatial;
+      float* y = out + (n * C + c) * spatial;
+      for (int64_t i = 0; i < spatial; ++i) y[i] = x[i] * k + off;
+    }
+  }
+}
+
+}  // namespace fx::kernels
