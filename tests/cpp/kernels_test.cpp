@@ -10,6 +10,7 @@
 #include "kernels/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/tensor_ops.h"
 
 namespace {
 
@@ -292,6 +293,109 @@ TEST(Elementwise, SoftmaxLayerNormAndBatchNorm) {
   fx::kernels::batch_norm_f32(x.data(), g.data(), bb.data(), mean.data(), var.data(), y.data(), 1,
                               2, 3, 0.0f);
   EXPECT_EQ(y, (std::vector<float>{0.0f, 1.0f, 2.0f, -2.0f, -1.0f, 0.0f}));
+}
+
+}  // namespace
+
+namespace {
+
+using fx::kernels::ReduceOp;
+
+TEST(TensorOps, MatmulShapesFollowNumpy) {
+  Shape out;
+  ASSERT_TRUE(fx::kernels::matmul_shape({2, 3}, {3, 4}, out));
+  EXPECT_EQ(out, (Shape{2, 4}));
+  ASSERT_TRUE(fx::kernels::matmul_shape({3}, {3, 4}, out));
+  EXPECT_EQ(out, (Shape{4}));
+  ASSERT_TRUE(fx::kernels::matmul_shape({5, 2, 3}, {3}, out));
+  EXPECT_EQ(out, (Shape{5, 2}));
+  ASSERT_TRUE(fx::kernels::matmul_shape({2, 1, 4, 3}, {5, 3, 6}, out));
+  EXPECT_EQ(out, (Shape{2, 5, 4, 6}));
+  EXPECT_FALSE(fx::kernels::matmul_shape({2, 3}, {4, 5}, out));
+  EXPECT_FALSE(fx::kernels::matmul_shape({2, 2, 3}, {3, 3, 1}, out));
+}
+
+TEST(TensorOps, BatchedMatmulMatchesPerBatchLoops) {
+  const std::vector<std::pair<Shape, Shape>> cases = {{{7, 5}, {5, 3}},
+                                                      {{2, 4, 5}, {5, 3}},
+                                                      {{2, 1, 4, 5}, {3, 5, 2}},
+                                                      {{3, 4, 5}, {3, 5, 6}},
+                                                      {{5}, {2, 5, 3}}};
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const auto& [as, bs] : cases) {
+    Shape os;
+    ASSERT_TRUE(fx::kernels::matmul_shape(as, bs, os));
+    std::vector<float> a(fx::kernels::numel(as)), b(fx::kernels::numel(bs)),
+        c(fx::kernels::numel(os));
+    for (float& v : a) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    fx::kernels::matmul_f32(as, a.data(), bs, b.data(), c.data());
+    // Reference: promote, broadcast batch dims by index arithmetic, triple loop.
+    Shape pa = as, pb = bs;
+    if (pa.size() == 1) pa.insert(pa.begin(), 1);
+    if (pb.size() == 1) pb.push_back(1);
+    const int64_t M = pa[pa.size() - 2], K = pa.back(), N = pb.back();
+    const Shape ab(pa.begin(), pa.end() - 2), bb(pb.begin(), pb.end() - 2);
+    Shape batch;
+    ASSERT_TRUE(fx::kernels::broadcast_shapes(ab, bb, batch));
+    for (int64_t i = 0; i < fx::kernels::numel(batch); ++i) {
+      const int64_t ia = operand_index(batch, ab, i), ib = operand_index(batch, bb, i);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += a[(ia * M + m) * K + k] * b[(ib * K + k) * N + n];
+          ASSERT_NEAR(c[(i * M + m) * N + n], acc, 1e-5);
+        }
+    }
+  }
+}
+
+TEST(TensorOps, ReductionsOverAxes) {
+  // x[2, 3, 2] = 0..11
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i);
+  const Shape s = {2, 3, 2};
+  EXPECT_EQ(fx::kernels::reduce_shape(s, {1}, true), (Shape{2, 1, 2}));
+  EXPECT_EQ(fx::kernels::reduce_shape(s, {0, 2}, false), (Shape{3}));
+  EXPECT_EQ(fx::kernels::reduce_shape(s, {}, false), (Shape{}));
+  std::vector<float> out(4);
+  fx::kernels::reduce_f32(ReduceOp::Sum, s, x.data(), {1}, out.data());
+  EXPECT_EQ(out, (std::vector<float>{6, 9, 24, 27}));
+  fx::kernels::reduce_f32(ReduceOp::Mean, s, x.data(), {1}, out.data());
+  EXPECT_EQ(out, (std::vector<float>{2, 3, 8, 9}));
+  std::vector<float> out3(3);
+  fx::kernels::reduce_f32(ReduceOp::Max, s, x.data(), {2, 0}, out3.data());
+  EXPECT_EQ(out3, (std::vector<float>{7, 9, 11}));
+  std::vector<float> all(1);
+  fx::kernels::reduce_f32(ReduceOp::L2, s, x.data(), {}, all.data());
+  EXPECT_NEAR(all[0], std::sqrt(506.0), 1e-4);
+  fx::kernels::reduce_f32(ReduceOp::LogSumExp, {3}, std::vector<float>{1000, 1000, 1000}.data(), {},
+                          all.data());
+  EXPECT_NEAR(all[0], 1000 + std::log(3.0), 1e-3);
+  std::vector<int64_t> arg(4);
+  const std::vector<float> y = {1, 3, 3, 0, -1, -1};
+  fx::kernels::arg_reduce_f32(true, {2, 3}, y.data(), 1, false, arg.data());
+  EXPECT_EQ(arg[0], 1);
+  fx::kernels::arg_reduce_f32(true, {2, 3}, y.data(), 1, true, arg.data());
+  EXPECT_EQ(arg[0], 2);
+  fx::kernels::arg_reduce_f32(false, {2, 3}, y.data(), 1, false, arg.data());
+  EXPECT_EQ((std::vector<int64_t>{arg[0], arg[1]}), (std::vector<int64_t>{0, 1}));
+}
+
+TEST(TensorOps, TransposeAnyPermutation) {
+  const Shape s = {2, 3, 4};
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i);
+  std::vector<float> y(24);
+  fx::kernels::transpose(s, x.data(), {2, 0, 1}, sizeof(float),
+                         y.data());  // y[k][i][j] = x[i][j][k]
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) ASSERT_EQ(y[(k * 2 + i) * 3 + j], x[(i * 3 + j) * 4 + k]);
+  std::vector<int64_t> xi = {1, 2, 3, 4, 5, 6}, yi(6);
+  fx::kernels::transpose({2, 3}, xi.data(), {1, 0}, sizeof(int64_t), yi.data());
+  EXPECT_EQ(yi, (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
 }
 
 }  // namespace

@@ -1,0 +1,226 @@
+#include "kernels/tensor_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/gemm.h"
+
+namespace fx::kernels {
+
+bool matmul_shape(const Shape& a0, const Shape& b0, Shape& out) {
+  if (a0.empty() || b0.empty()) return false;
+  Shape a = a0, b = b0;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  if (a.back() != b[b.size() - 2]) return false;
+  Shape batch;
+  if (!broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), batch))
+    return false;
+  out = batch;
+  if (a0.size() > 1) out.push_back(a[a.size() - 2]);
+  if (b0.size() > 1) out.push_back(b.back());
+  return true;
+}
+
+void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out) {
+  Shape as = a0, bs = b0;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  const Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  Shape batch;
+  broadcast_shapes(abatch, bbatch, batch);
+  const int64_t nbatch = numel(batch);
+  if (numel(bbatch) == 1 && numel(abatch) == nbatch) {
+    // b shared by every batch (x @ W): one GEMM over the stacked rows of a.
+    sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N);
+    return;
+  }
+  // General case: map each output batch index to the operands' batch offsets.
+  for (int64_t i = 0; i < nbatch; ++i) {
+    int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
+      const int64_t coord = rem % batch[d];
+      rem /= batch[d];
+      const int64_t da = d - static_cast<int64_t>(batch.size() - abatch.size());
+      const int64_t db = d - static_cast<int64_t>(batch.size() - bbatch.size());
+      if (da >= 0) {
+        if (abatch[da] != 1) ia += coord * sa;
+        sa *= abatch[da];
+      }
+      if (db >= 0) {
+        if (bbatch[db] != 1) ib += coord * sb;
+        sb *= bbatch[db];
+      }
+    }
+    sgemm(false, false, M, N, K, 1.0f, a + ia * M * K, K, b + ib * K * N, N, 0.0f, out + i * M * N,
+          N);
+  }
+}
+
+Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepdims) {
+  std::vector<bool> reduced(in.size(), axes.empty());
+  for (int64_t a : axes) reduced[a] = true;
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!reduced[d]) {
+      out.push_back(in[d]);
+    } else if (keepdims) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Iterates the input as (outer, reduced, inner) after moving reduced axes together: calls
+// f(out_index, in_offset) for every input element, grouped arbitrarily.
+template <class F>
+void for_each_reduced(const Shape& in, const std::vector<int64_t>& axes, F&& f) {
+  const size_t rank = in.size();
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes) reduced[a] = true;
+  // Output strides (0 for reduced dims) over the input's dims.
+  std::vector<int64_t> ostride(rank, 0);
+  for (int64_t d = static_cast<int64_t>(rank) - 1, s = 1; d >= 0; --d) {
+    if (!reduced[d]) {
+      ostride[d] = s;
+      s *= in[d];
+    }
+  }
+  const int64_t n = numel(in);
+  std::vector<int64_t> idx(rank, 0);
+  int64_t oi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    f(oi, i);
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      oi += ostride[d];
+      if (++idx[d] < in[d]) break;
+      oi -= ostride[d] * in[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
+                const std::vector<int64_t>& axes, float* out) {
+  const Shape os = reduce_shape(in_shape, axes, false);
+  const int64_t on = numel(os);
+  const int64_t count = on == 0 ? 0 : numel(in_shape) / std::max<int64_t>(on, 1);
+  std::vector<double> acc(static_cast<size_t>(on));
+  double init = 0.0;
+  if (op == ReduceOp::Max) init = -std::numeric_limits<double>::infinity();
+  if (op == ReduceOp::Min) init = std::numeric_limits<double>::infinity();
+  if (op == ReduceOp::Prod) init = 1.0;
+  std::fill(acc.begin(), acc.end(), init);
+  if (op == ReduceOp::LogSumExp) {  // max first, for a stable log-sum-exp
+    std::vector<double> mx(acc.size(), -std::numeric_limits<double>::infinity());
+    for_each_reduced(in_shape, axes,
+                     [&](int64_t o, int64_t i) { mx[o] = std::max(mx[o], double{in[i]}); });
+    for_each_reduced(in_shape, axes,
+                     [&](int64_t o, int64_t i) { acc[o] += std::exp(in[i] - mx[o]); });
+    for (int64_t o = 0; o < on; ++o) out[o] = static_cast<float>(mx[o] + std::log(acc[o]));
+    return;
+  }
+  for_each_reduced(in_shape, axes, [&](int64_t o, int64_t i) {
+    const double x = in[i];
+    double& a = acc[o];
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Mean:
+        a += x;
+        break;
+      case ReduceOp::Max:
+        a = (x != x || a != a) ? NAN : std::max(a, x);
+        break;
+      case ReduceOp::Min:
+        a = (x != x || a != a) ? NAN : std::min(a, x);
+        break;
+      case ReduceOp::Prod:
+        a *= x;
+        break;
+      case ReduceOp::L1:
+        a += std::fabs(x);
+        break;
+      case ReduceOp::L2:
+      case ReduceOp::SumSquare:
+        a += x * x;
+        break;
+      case ReduceOp::LogSumExp:
+        break;
+    }
+  });
+  for (int64_t o = 0; o < on; ++o) {
+    double v = acc[o];
+    if (op == ReduceOp::Mean) v = count ? v / static_cast<double>(count) : NAN;
+    if (op == ReduceOp::L2) v = std::sqrt(v);
+    out[o] = static_cast<float>(v);
+  }
+}
+
+void arg_reduce_f32(bool is_max, const Shape& in_shape, const float* in, int64_t axis,
+                    bool select_last_index, int64_t* out) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in_shape[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < in_shape.size(); ++d) inner *= in_shape[d];
+  const int64_t n = in_shape[axis];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      const float* x = in + o * n * inner + j;
+      int64_t best = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        const float v = x[k * inner], b = x[best * inner];
+        const bool better =
+            is_max ? (select_last_index ? v >= b : v > b) : (select_last_index ? v <= b : v < b);
+        if (better) best = k;
+      }
+      out[o * inner + j] = best;
+    }
+}
+
+void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>& perm,
+               size_t elem_size, void* out) {
+  const size_t rank = in_shape.size();
+  std::vector<int64_t> istride(rank, 1);
+  for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d)
+    istride[d] = istride[d + 1] * in_shape[d + 1];
+  Shape os(rank);
+  std::vector<int64_t> step(rank);  // input stride of each output dim
+  for (size_t d = 0; d < rank; ++d) {
+    os[d] = in_shape[perm[d]];
+    step[d] = istride[perm[d]];
+  }
+  const int64_t n = numel(os);
+  const auto* src = static_cast<const unsigned char*>(in);
+  auto* dst = static_cast<unsigned char*>(out);
+  if (rank == 0) {
+    std::memcpy(dst, src, elem_size);
+    return;
+  }
+  std::vector<int64_t> idx(rank, 0);
+  int64_t ii = 0;
+  const int64_t inner = os[rank - 1], inner_step = step[rank - 1];
+  for (int64_t o = 0; o < n; o += inner) {
+    if (elem_size == 4) {
+      const auto* s4 = reinterpret_cast<const uint32_t*>(src);
+      auto* d4 = reinterpret_cast<uint32_t*>(dst);
+      for (int64_t k = 0; k < inner; ++k) d4[o + k] = s4[ii + k * inner_step];
+    } else {
+      for (int64_t k = 0; k < inner; ++k)
+        std::memcpy(dst + (o + k) * elem_size, src + (ii + k * inner_step) * elem_size, elem_size);
+    }
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      ii += step[d];
+      if (++idx[d] < os[d]) break;
+      ii -= step[d] * os[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace fx::kernels

@@ -1,0 +1,38 @@
+// Shape-level kernels of the executor over dense row-major float32 data: batched MatMul with
+// numpy broadcasting, reductions over axes, and Transpose.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/elementwise.h"
+
+namespace fx::kernels {
+
+/// numpy.matmul shapes: 1-D operands are promoted (and the added dim removed from the result),
+/// batch dims broadcast. Returns false if the shapes do not multiply.
+bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
+/// out = a @ b (numpy.matmul / ONNX MatMul) for float32.
+void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
+                float* out);
+
+enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp };
+
+/// The shape of reducing `in` over `axes` (already normalised to [0, rank), any order; empty
+/// means all axes), keeping reduced dims as 1 when keepdims.
+Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepdims);
+/// Reduces over `axes` (empty: all); the output has numel(reduce_shape(...)) elements.
+/// Max/Min propagate NaN; reducing zero elements gives the identity (0 for Sum/Mean..., -inf for
+/// Max, +inf for Min, 1 for Prod), Mean of zero elements is NaN as in numpy.
+void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
+                const std::vector<int64_t>& axes, float* out);
+/// ArgMax / ArgMin along one axis (first occurrence unless select_last_index).
+void arg_reduce_f32(bool is_max, const Shape& in_shape, const float* in, int64_t axis,
+                    bool select_last_index, int64_t* out);
+
+/// out = in.transpose(perm) for elements of `elem_size` bytes.
+void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>& perm,
+               size_t elem_size, void* out);
+
+}  // namespace fx::kernels
