@@ -14,6 +14,20 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+int64_t broadcast_index(const Shape& out, const Shape& operand, int64_t flat) {
+  int64_t idx = 0, stride = 1;
+  const int64_t offset = static_cast<int64_t>(out.size() - operand.size());
+  for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
+    const int64_t coord = flat % out[d];
+    flat /= out[d];
+    const int64_t od = d - offset;
+    if (od < 0) continue;
+    if (operand[od] != 1) idx += coord * stride;
+    stride *= operand[od];
+  }
+  return idx;
+}
+
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   const size_t rank = std::max(a.size(), b.size());
   out.assign(rank, 1);

@@ -13,6 +13,9 @@ using Shape = std::vector<int64_t>;
 /// `out` unspecified, when they are incompatible.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 int64_t numel(const Shape& s);
+/// The flat index, in an operand of shape `operand` broadcast to `out`, of output element
+/// `flat` (index arithmetic per element: for rare ops and tests, not hot loops).
+int64_t broadcast_index(const Shape& out, const Shape& operand, int64_t flat);
 
 enum class BinaryOp : uint8_t {
   Add,

@@ -183,18 +183,8 @@ using fx::kernels::BinaryOp;
 using fx::kernels::Shape;
 using fx::kernels::UnaryOp;
 
-// Index of output element `flat` in an operand of shape `s`, broadcast to `out`.
 int64_t operand_index(const Shape& out, const Shape& s, int64_t flat) {
-  int64_t idx = 0, stride = 1;
-  for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
-    const int64_t coord = flat % out[d];
-    flat /= out[d];
-    const int64_t sd = d - static_cast<int64_t>(out.size() - s.size());
-    if (sd < 0) continue;
-    if (s[sd] != 1) idx += coord * stride;
-    stride *= s[sd];
-  }
-  return idx;
+  return fx::kernels::broadcast_index(out, s, flat);
 }
 
 TEST(Elementwise, BroadcastShapesFollowNumpy) {
@@ -206,6 +196,11 @@ TEST(Elementwise, BroadcastShapesFollowNumpy) {
   ASSERT_TRUE(fx::kernels::broadcast_shapes({0, 1}, {1, 3}, out));
   EXPECT_EQ(out, (Shape{0, 3}));
   EXPECT_FALSE(fx::kernels::broadcast_shapes({2, 3}, {4, 3}, out));
+  // Element (1, 1) of a [2, 3] output is flat 4: element 1 of a [3] row, 1 of a [2, 1] column.
+  EXPECT_EQ(fx::kernels::broadcast_index({2, 3}, {3}, 4), 1);
+  EXPECT_EQ(fx::kernels::broadcast_index({2, 3}, {2, 1}, 4), 1);
+  EXPECT_EQ(fx::kernels::broadcast_index({2, 3}, {1}, 4), 0);
+  EXPECT_EQ(fx::kernels::broadcast_index({2, 3}, {2, 3}, 4), 4);
 }
 
 TEST(Elementwise, BinaryBroadcastingMatchesIndexArithmetic) {

@@ -1,0 +1,126 @@
+// fx::exec — execution of ONNX-style graphs (call_function nodes with `onnx.<Op>` targets) on
+// fxwasm's own kernels, natively and in wasm. No LibTorch: the LibTorch Interpreter lives in
+// fx/torch.
+//
+//   fx::exec::Value x = fx::exec::Value::zeros(fx::Dtype::Float32, {1, 3, 224, 224});
+//   std::vector<fx::exec::Value> out = fx::exec::run(gm, {x});
+//
+// Every failure is an fx::Error naming the node, the op, the input shapes and the reason.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fx/graph_module.h"
+
+namespace fx::exec {
+
+/// A dense, row-major tensor value. Copies share the buffer; ops never write their inputs.
+class Value {
+ public:
+  Value() = default;
+  /// A value of `shape` with uninitialised (zeroed) storage.
+  static Value zeros(Dtype dtype, std::vector<int64_t> shape);
+  /// A value over existing bytes (shared, read-only: the executor never writes inputs).
+  static Value wrap(Dtype dtype, std::vector<int64_t> shape,
+                    std::shared_ptr<const std::vector<uint8_t>> bytes);
+  /// From an attribute-tree tensor; throws fx::Error(Value) if it has no data.
+  static Value from_tensor(const Tensor& t, const std::string& what);
+  /// 0-d or 1-d helpers for tests and shape arithmetic.
+  static Value scalar_f32(float v);
+  static Value from_f32(std::vector<int64_t> shape, const std::vector<float>& data);
+  static Value from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& data);
+
+  Dtype dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t numel() const;
+  size_t nbytes() const { return bytes_ ? bytes_->size() : 0; }
+  bool defined() const { return bytes_ != nullptr; }
+
+  template <class T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes_->data());
+  }
+  /// Writable data: only for a value this op just created.
+  template <class T>
+  T* mutable_data() {
+    return reinterpret_cast<T*>(const_cast<uint8_t*>(bytes_->data()));
+  }
+  /// The same elements (shared storage) viewed with another shape of equal numel.
+  Value with_shape(std::vector<int64_t> shape) const;
+  /// Elements converted to int64 (int32/int64/uint8/bool/float dtypes): for shape inputs.
+  std::vector<int64_t> to_i64() const;
+  std::vector<float> to_f32() const;
+  /// The bytes as an attribute-tree tensor (shares the buffer).
+  Tensor to_tensor() const;
+  /// "float32[1, 3, 224, 224]".
+  std::string describe() const;
+
+ private:
+  Dtype dtype_ = Dtype::Float32;
+  std::vector<int64_t> shape_;
+  std::shared_ptr<const std::vector<uint8_t>> bytes_;
+};
+
+/// What an op implementation sees.
+struct OpCall {
+  const Node& node;
+  /// Positional inputs; nullptr for an omitted optional input (None).
+  std::vector<const Value*> inputs;
+  /// Attributes (the node's kwargs).
+  const Kwargs& attrs;
+  /// Outputs the op produces, in order.
+  std::vector<Value> outputs;
+
+  /// inputs[i], or an fx::Error naming the op if it is missing.
+  const Value& input(size_t i) const;
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  int64_t attr_int(const char* name, int64_t fallback) const;
+  float attr_float(const char* name, float fallback) const;
+  std::string attr_string(const char* name, const std::string& fallback) const;
+  /// A list-of-ints attribute; `fallback` if absent.
+  std::vector<int64_t> attr_ints(const char* name, std::vector<int64_t> fallback = {}) const;
+  bool has_attr(const char* name) const { return attrs.find(name) != nullptr; }
+  /// Throws fx::Error(Runtime) naming the node, op and input shapes, with `reason`.
+  [[noreturn]] void fail(const std::string& reason) const;
+  /// Throws fx::Error(Unsupported) (a dtype, attribute value or variant we do not run).
+  [[noreturn]] void unsupported(const std::string& what) const;
+};
+
+using OpFn = std::function<void(OpCall&)>;
+
+/// Registers (or replaces) the implementation of an `onnx.<Op>` target.
+void register_op(const std::string& target, OpFn fn);
+/// Whether a target can run.
+bool has_op(const std::string& target);
+/// All registered targets, sorted.
+std::vector<std::string> registered_ops();
+
+/// One node the executor cannot run, found before running (gm.coverage()).
+struct CoverageGap {
+  std::string node;
+  std::string target;
+  std::string reason;
+};
+/// Every call_function node whose target has no implementation (and other static problems),
+/// in graph order; empty when the whole graph can run.
+std::vector<CoverageGap> coverage(const GraphModule& gm);
+
+struct RunOptions {
+  /// Nodes whose values to return in `probes` (by node name), besides the outputs.
+  std::vector<std::string> probe;
+};
+struct RunResult {
+  std::vector<Value> outputs;
+  std::vector<std::pair<std::string, Value>> probes;
+};
+
+/// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
+/// last use. The output node's argument may be a node or a tuple/list of nodes.
+RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const RunOptions& options);
+std::vector<Value> run(const GraphModule& gm, const std::vector<Value>& inputs);
+
+}  // namespace fx::exec

@@ -1,0 +1,444 @@
+// Values, the op registry, coverage and the interpreter loop of fx::exec.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "exec/ops.h"
+#include "fx/exec.h"
+
+namespace fx::exec {
+
+// ---- Value ----
+
+int64_t Value::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+Value Value::zeros(Dtype dtype, std::vector<int64_t> shape) {
+  Value v;
+  v.dtype_ = dtype;
+  v.shape_ = std::move(shape);
+  for (int64_t d : v.shape_)
+    if (d < 0)
+      throw Error(ErrorKind::Value,
+                  "a tensor dimension cannot be negative (" + std::to_string(d) + ")");
+  v.bytes_ =
+      std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(v.numel()) * dtype_size(dtype));
+  return v;
+}
+
+Value Value::wrap(Dtype dtype, std::vector<int64_t> shape,
+                  std::shared_ptr<const std::vector<uint8_t>> bytes) {
+  Value v;
+  v.dtype_ = dtype;
+  v.shape_ = std::move(shape);
+  const size_t need = static_cast<size_t>(v.numel()) * dtype_size(dtype);
+  if (!bytes || bytes->size() != need)
+    throw Error(ErrorKind::Value, "tensor " + std::string(dtype_name(dtype)) + " of " +
+                                      std::to_string(v.numel()) + " elements needs " +
+                                      std::to_string(need) + " bytes, got " +
+                                      std::to_string(bytes ? bytes->size() : 0));
+  v.bytes_ = std::move(bytes);
+  return v;
+}
+
+Value Value::from_tensor(const Tensor& t, const std::string& what) {
+  if (!t.data)
+    throw Error(ErrorKind::Value, what + " has no data (" + t.describe() +
+                                      "): load the model's weights before running it");
+  return wrap(t.dtype, t.shape, t.data);
+}
+
+Value Value::scalar_f32(float v) { return from_f32({}, {v}); }
+
+Value Value::from_f32(std::vector<int64_t> shape, const std::vector<float>& data) {
+  Value v = zeros(Dtype::Float32, std::move(shape));
+  if (static_cast<int64_t>(data.size()) != v.numel())
+    throw Error(ErrorKind::Value,
+                "from_f32: " + std::to_string(data.size()) + " values for " + v.describe());
+  std::memcpy(v.mutable_data<float>(), data.data(), data.size() * sizeof(float));
+  return v;
+}
+
+Value Value::from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& data) {
+  Value v = zeros(Dtype::Int64, std::move(shape));
+  if (static_cast<int64_t>(data.size()) != v.numel())
+    throw Error(ErrorKind::Value,
+                "from_i64: " + std::to_string(data.size()) + " values for " + v.describe());
+  std::memcpy(v.mutable_data<int64_t>(), data.data(), data.size() * sizeof(int64_t));
+  return v;
+}
+
+namespace {
+template <class To>
+std::vector<To> convert_all(const Value& v) {
+  const int64_t n = v.numel();
+  std::vector<To> out(static_cast<size_t>(n));
+  auto fill = [&](auto* p) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(p[i]);
+  };
+  switch (v.dtype()) {
+    case Dtype::Float32:
+      fill(v.data<float>());
+      break;
+    case Dtype::Float64:
+      fill(v.data<double>());
+      break;
+    case Dtype::Int64:
+      fill(v.data<int64_t>());
+      break;
+    case Dtype::Int32:
+      fill(v.data<int32_t>());
+      break;
+    case Dtype::Int16:
+      fill(v.data<int16_t>());
+      break;
+    case Dtype::Int8:
+      fill(v.data<int8_t>());
+      break;
+    case Dtype::UInt8:
+    case Dtype::Bool:
+      fill(v.data<uint8_t>());
+      break;
+    default:
+      throw Error(ErrorKind::Unsupported,
+                  std::string("cannot convert ") + dtype_name(v.dtype()) + " elements");
+  }
+  return out;
+}
+}  // namespace
+
+Value Value::with_shape(std::vector<int64_t> shape) const {
+  return wrap(dtype_, std::move(shape), bytes_);
+}
+
+std::vector<int64_t> Value::to_i64() const { return convert_all<int64_t>(*this); }
+std::vector<float> Value::to_f32() const { return convert_all<float>(*this); }
+
+Tensor Value::to_tensor() const {
+  Tensor t;
+  t.dtype = dtype_;
+  t.shape = shape_;
+  t.data = bytes_;
+  return t;
+}
+
+std::string Value::describe() const {
+  std::string s = std::string(dtype_name(dtype_)) + "[";
+  for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);
+  return s + "]";
+}
+
+// ---- OpCall ----
+
+std::string describe_inputs(const OpCall& c) {
+  std::string s;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (i) s += ", ";
+    s += c.inputs[i] ? c.inputs[i]->describe() : "None";
+  }
+  return s;
+}
+
+void OpCall::fail(const std::string& reason) const {
+  throw Error(ErrorKind::Runtime,
+              "node '" + node.name() + "' (" + node.target().pretty() + ") with inputs (" +
+                  describe_inputs(*this) + "): " + reason,
+              node.name());
+}
+
+void OpCall::unsupported(const std::string& what) const {
+  throw Error(ErrorKind::Unsupported,
+              "node '" + node.name() + "' (" + node.target().pretty() + ") with inputs (" +
+                  describe_inputs(*this) + "): " + what + " is not supported by the executor",
+              node.name());
+}
+
+const Value& OpCall::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required but missing");
+  return *inputs[i];
+}
+
+int64_t OpCall::attr_int(const char* name, int64_t fallback) const {
+  const Argument* a = attrs.find(name);
+  if (!a) return fallback;
+  if (a->kind() != Argument::Kind::Int && a->kind() != Argument::Kind::Bool)
+    fail(std::string("attribute '") + name + "' must be an int, got " +
+         Argument::kind_name(a->kind()));
+  return a->to_int();
+}
+
+float attr_float_impl(const OpCall& c, const char* name, float fallback) {
+  const Argument* a = c.attrs.find(name);
+  if (!a) return fallback;
+  if (a->kind() != Argument::Kind::Float && a->kind() != Argument::Kind::Int)
+    c.fail(std::string("attribute '") + name + "' must be a float, got " +
+           Argument::kind_name(a->kind()));
+  return static_cast<float>(a->to_double());
+}
+float OpCall::attr_float(const char* name, float fallback) const {
+  return attr_float_impl(*this, name, fallback);
+}
+
+std::string OpCall::attr_string(const char* name, const std::string& fallback) const {
+  const Argument* a = attrs.find(name);
+  if (!a) return fallback;
+  if (a->kind() != Argument::Kind::String)
+    fail(std::string("attribute '") + name + "' must be a string, got " +
+         Argument::kind_name(a->kind()));
+  return a->to_string();
+}
+
+std::vector<int64_t> OpCall::attr_ints(const char* name, std::vector<int64_t> fallback) const {
+  const Argument* a = attrs.find(name);
+  if (!a) return fallback;
+  if (!a->is_sequence())
+    fail(std::string("attribute '") + name + "' must be a list of ints, got " +
+         Argument::kind_name(a->kind()));
+  std::vector<int64_t> out;
+  for (const Argument& e : a->elements()) {
+    if (e.kind() != Argument::Kind::Int)
+      fail(std::string("attribute '") + name + "' must be a list of ints, found " +
+           Argument::kind_name(e.kind()));
+    out.push_back(e.to_int());
+  }
+  return out;
+}
+
+int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what) {
+  const int64_t lo = -std::max<int64_t>(rank, 1), hi = std::max<int64_t>(rank, 1);
+  if (axis < lo || axis >= hi)
+    c.fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ---- registry ----
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, OpFn> ops;
+};
+
+Registry& raw_registry() {
+  static Registry r;
+  return r;
+}
+
+// The registry with the built-in ops in it (registered once, on first use).
+Registry& registry() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_elementwise_ops();
+    register_nn_ops();
+    register_shape_ops();
+  });
+  return raw_registry();
+}
+
+}  // namespace
+
+void register_builtin(const std::string& target, OpFn fn) {
+  Registry& r = raw_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.ops[target] = std::move(fn);
+}
+
+void register_op(const std::string& target, OpFn fn) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.ops[target] = std::move(fn);
+}
+
+bool has_op(const std::string& target) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.ops.count(target) != 0;
+}
+
+std::vector<std::string> registered_ops() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> out;
+  for (const auto& kv : r.ops) out.push_back(kv.first);
+  return out;
+}
+
+namespace {
+
+OpFn find_op(const std::string& target) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.ops.find(target);
+  return it == r.ops.end() ? OpFn() : it->second;
+}
+
+bool is_getitem(const Node& n) {
+  return n.op() == Opcode::CallFunction && n.target().function().qualname() == "operator.getitem";
+}
+
+}  // namespace
+
+// ---- coverage ----
+
+std::vector<CoverageGap> coverage(const GraphModule& gm) {
+  std::vector<CoverageGap> gaps;
+  for (Node* n : gm.graph().nodes()) {
+    switch (n->op()) {
+      case Opcode::Placeholder:
+      case Opcode::Output:
+        break;
+      case Opcode::GetAttr:
+        if (!gm.get_tensor(n->target().str()))
+          gaps.push_back(
+              {n->name(), n->target().str(), "get_attr target is not a parameter or buffer"});
+        break;
+      case Opcode::CallFunction: {
+        if (is_getitem(*n)) break;
+        const std::string& t = n->target().function().qualname();
+        if (!has_op(t)) gaps.push_back({n->name(), t, "no implementation of " + t});
+        break;
+      }
+      case Opcode::CallModule:
+      case Opcode::CallMethod:
+        gaps.push_back({n->name(), n->target().str(),
+                        std::string(opcode_name(n->op())) + " nodes do not run on fxwasm kernels"});
+        break;
+      case Opcode::Root:
+        break;
+    }
+  }
+  return gaps;
+}
+
+// ---- interpreter ----
+
+namespace {
+
+// A node's result: one value per output (getitem picks one).
+using Results = std::vector<Value>;
+
+[[noreturn]] void node_error(const Node& n, const std::string& msg) {
+  throw Error(ErrorKind::Runtime, "node '" + n.name() + "' (" + n.target().pretty() + "): " + msg,
+              n.name());
+}
+
+}  // namespace
+
+RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const RunOptions& options) {
+  const Graph& g = gm.graph();
+  const std::vector<Node*> nodes = g.nodes().to_vector();
+  const uint64_t bound = g.id_bound();
+  // Last user of every value (by position), to free values after it.
+  std::vector<size_t> last_use(bound, 0);
+  std::vector<char> probed(bound, 0);
+  for (const std::string& name : options.probe) {
+    Node* n = g.find_node(name);
+    if (!n) throw Error(ErrorKind::Key, "probe: the graph has no node named '" + name + "'", name);
+    probed[n->id()] = 1;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (Node* in : nodes[i]->all_input_nodes()) last_use[in->id()] = i;
+
+  std::vector<Results> env(bound);
+  RunResult result;
+  size_t next_input = 0;
+  auto value_of = [&](const Node* user, const Argument& a) -> const Value* {
+    if (a.is_none()) return nullptr;
+    if (!a.is_node())
+      node_error(*user, std::string("argument of kind ") + Argument::kind_name(a.kind()) +
+                            " where a tensor was expected");
+    const Node* src = a.to_node();
+    const Results& r = env[src->id()];
+    if (r.size() != 1)
+      node_error(*user, "input '" + src->name() + "' has " + std::to_string(r.size()) +
+                            " outputs; select one with operator.getitem");
+    return &r[0];
+  };
+
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    Results out;
+    switch (n->op()) {
+      case Opcode::Placeholder:
+        if (next_input >= inputs.size())
+          throw Error(ErrorKind::Value,
+                      "run: the graph takes more inputs than the " + std::to_string(inputs.size()) +
+                          " given (missing '" + n->name() + "')",
+                      n->name());
+        out.push_back(inputs[next_input++]);
+        break;
+      case Opcode::GetAttr: {
+        const Tensor* t = gm.get_tensor(n->target().str());
+        if (!t) node_error(*n, "get_attr target is not a parameter or buffer");
+        out.push_back(Value::from_tensor(*t, "attribute '" + n->target().str() + "'"));
+        break;
+      }
+      case Opcode::CallFunction: {
+        if (is_getitem(*n)) {
+          const auto& args = n->args();
+          if (args.size() != 2 || !args[0].is_node() || args[1].kind() != Argument::Kind::Int)
+            node_error(*n, "getitem needs (node, int)");
+          const Results& src = env[args[0].to_node()->id()];
+          const int64_t k = args[1].to_int();
+          if (k < 0 || k >= static_cast<int64_t>(src.size()))
+            node_error(*n, "output " + std::to_string(k) + " of '" + args[0].to_node()->name() +
+                               "' does not exist (it has " + std::to_string(src.size()) + ")");
+          out.push_back(src[k]);
+          break;
+        }
+        const std::string& target = n->target().function().qualname();
+        OpFn fn = find_op(target);
+        if (!fn)
+          throw Error(ErrorKind::Unsupported,
+                      "node '" + n->name() + "': no implementation of " + target +
+                          " (check coverage() before running)",
+                      n->name());
+        OpCall call{*n, {}, n->kwargs(), {}};
+        for (const Argument& a : n->args()) call.inputs.push_back(value_of(n, a));
+        fn(call);
+        if (call.outputs.empty()) node_error(*n, "the op produced no output");
+        out = std::move(call.outputs);
+        break;
+      }
+      case Opcode::Output: {
+        const Argument& a = n->args().empty() ? Argument() : n->args()[0];
+        if (a.is_sequence()) {
+          for (const Argument& e : a.elements()) result.outputs.push_back(*value_of(n, e));
+        } else if (!a.is_none()) {
+          result.outputs.push_back(*value_of(n, a));
+        }
+        break;
+      }
+      case Opcode::CallModule:
+      case Opcode::CallMethod:
+        throw Error(ErrorKind::Unsupported,
+                    "node '" + n->name() + "': " + opcode_name(n->op()) +
+                        " nodes do not run on fxwasm kernels",
+                    n->name());
+      case Opcode::Root:
+        break;
+    }
+    if (probed[n->id()] && !out.empty()) result.probes.emplace_back(n->name(), out[0]);
+    env[n->id()] = std::move(out);
+    for (Node* in : n->all_input_nodes())
+      if (last_use[in->id()] == i) env[in->id()].clear();
+  }
+  if (next_input != inputs.size())
+    throw Error(ErrorKind::Value, "run: " + std::to_string(inputs.size()) +
+                                      " inputs given, the graph takes " +
+                                      std::to_string(next_input));
+  return result;
+}
+
+std::vector<Value> run(const GraphModule& gm, const std::vector<Value>& inputs) {
+  return run(gm, inputs, RunOptions{}).outputs;
+}
+
+}  // namespace fx::exec

@@ -1,0 +1,34 @@
+// Internal to fx::exec: op registration and helpers shared by the op files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fx/exec.h"
+#include "kernels/elementwise.h"
+
+namespace fx::exec {
+
+// Each ops_*.cpp registers its ops here; the registry calls them once, on first use (static
+// registrars in a static library would be dropped by the linker).
+void register_elementwise_ops();
+void register_nn_ops();
+void register_shape_ops();
+/// Registration used by those functions (does not trigger the first-use registration).
+void register_builtin(const std::string& target, OpFn fn);
+
+/// Normalises an axis in [-rank, rank) to [0, rank), or fails naming the attribute.
+int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what);
+
+/// A new value of `shape` whose elements the op will write.
+inline Value new_value(Dtype dtype, std::vector<int64_t> shape) {
+  return Value::zeros(dtype, std::move(shape));
+}
+
+/// `v` converted to `dtype` (numeric static_cast; to bool: != 0).
+Value cast_value(const OpCall& c, const Value& v, Dtype dtype);
+
+/// "float32[1, 3]" for every input, comma separated (error messages).
+std::string describe_inputs(const OpCall& c);
+
+}  // namespace fx::exec

@@ -1,0 +1,283 @@
+// Neural-network ONNX ops: Conv, pooling, normalisations, MatMul and Gemm (float32, NCHW).
+#include <cmath>
+#include <limits>
+
+#include "exec/ops.h"
+#include "kernels/conv.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "kernels/tensor_ops.h"
+
+namespace fx::exec {
+
+namespace {
+
+void need_f32(const OpCall& c, const Value& v, const char* what) {
+  if (v.dtype() != Dtype::Float32)
+    c.unsupported(std::string(what) + " of element type " + dtype_name(v.dtype()));
+}
+
+// Spatial geometry shared by Conv and the pools: 1-D inputs run as 2-D with H = 1.
+struct Window {
+  int64_t H, W, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
+};
+
+Window window(const OpCall& c, const std::vector<int64_t>& x_shape,
+              const std::vector<int64_t>& kernel) {
+  const size_t spatial = x_shape.size() - 2;
+  if (spatial != 1 && spatial != 2)
+    c.unsupported(std::to_string(spatial) + "-D " + "spatial inputs (only 1-D and 2-D)");
+  if (kernel.size() != spatial)
+    c.fail("kernel_shape has " + std::to_string(kernel.size()) + " dims for " +
+           std::to_string(spatial) + " spatial dims");
+  std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (strides.size() != spatial || dil.size() != spatial || pads.size() != 2 * spatial)
+    c.fail("strides/dilations/pads do not match the number of spatial dims");
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  for (size_t d = 0; d < spatial; ++d) {
+    if (strides[d] < 1 || dil[d] < 1 || kernel[d] < 1)
+      c.fail("kernel, strides and dilations must be >= 1");
+    const int64_t in = x_shape[2 + d];
+    if (auto_pad == "VALID") {
+      pads[d] = pads[d + spatial] = 0;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t out = (in + strides[d] - 1) / strides[d];
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
+      const int64_t small = total / 2, big = total - small;
+      pads[d] = auto_pad == "SAME_UPPER" ? small : big;
+      pads[d + spatial] = auto_pad == "SAME_UPPER" ? big : small;
+    } else if (auto_pad != "NOTSET") {
+      c.fail("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    }
+  }
+  if (spatial == 1)
+    return {1, x_shape[2], 1, kernel[0], 1, strides[0], 1, dil[0], 0, pads[0], 0, pads[1]};
+  return {x_shape[2], x_shape[3], kernel[0], kernel[1], strides[0], strides[1],
+          dil[0],     dil[1],     pads[0],   pads[1],   pads[2],    pads[3]};
+}
+
+std::vector<int64_t> spatial_out_shape(const std::vector<int64_t>& x_shape, int64_t channels,
+                                       int64_t oh, int64_t ow) {
+  std::vector<int64_t> s = {x_shape[0], channels};
+  if (x_shape.size() == 4) s.push_back(oh);
+  s.push_back(ow);
+  return s;
+}
+
+void conv(OpCall& c) {
+  const Value& x = c.input(0);
+  const Value& w = c.input(1);
+  need_f32(c, x, "Conv input");
+  need_f32(c, w, "Conv weight");
+  if (x.shape().size() < 3 || w.shape().size() != x.shape().size())
+    c.fail("input and weight must have the same rank (>= 3)");
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  kernel = c.attr_ints("kernel_shape", kernel);
+  const Window win = window(c, x.shape(), kernel);
+  kernels::Conv2dParams p;
+  p.N = x.shape()[0], p.C = x.shape()[1], p.H = win.H, p.W = win.W;
+  p.M = w.shape()[0], p.KH = win.KH, p.KW = win.KW;
+  p.stride_h = win.sh, p.stride_w = win.sw, p.dilation_h = win.dh, p.dilation_w = win.dw;
+  p.pad_top = win.pt, p.pad_left = win.pl, p.pad_bottom = win.pb, p.pad_right = win.pr;
+  p.group = c.attr_int("group", 1);
+  if (p.group < 1 || p.C % p.group || p.M % p.group)
+    c.fail("group must divide the input and output channels");
+  if (w.shape()[1] != p.C / p.group)
+    c.fail("weight has " + std::to_string(w.shape()[1]) + " input channels per group, expected " +
+           std::to_string(p.C / p.group));
+  const float* bias = nullptr;
+  if (c.has_input(2)) {
+    need_f32(c, c.input(2), "Conv bias");
+    if (c.input(2).numel() != p.M) c.fail("bias must have one value per output channel");
+    bias = c.input(2).data<float>();
+  }
+  if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
+  Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.M, p.out_h(), p.out_w()));
+  std::vector<float> scratch(static_cast<size_t>(kernels::conv2d_scratch_size(p)));
+  kernels::conv2d(p, x.data<float>(), w.data<float>(), bias, out.mutable_data<float>(),
+                  scratch.data());
+  c.outputs.push_back(out);
+}
+
+void pool(OpCall& c, bool is_max) {
+  const Value& x = c.input(0);
+  need_f32(c, x, "pooling input");
+  if (x.shape().size() < 3) c.fail("the input must have rank >= 3");
+  if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
+  const Window win = window(c, x.shape(), c.attr_ints("kernel_shape"));
+  kernels::Pool2dParams p;
+  p.N = x.shape()[0], p.C = x.shape()[1], p.H = win.H, p.W = win.W;
+  p.KH = win.KH, p.KW = win.KW, p.stride_h = win.sh, p.stride_w = win.sw;
+  p.dilation_h = win.dh, p.dilation_w = win.dw;
+  p.pad_top = win.pt, p.pad_left = win.pl, p.pad_bottom = win.pb, p.pad_right = win.pr;
+  p.ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  p.count_include_pad = c.attr_int("count_include_pad", 0) != 0;
+  if (is_max && c.attr_int("storage_order", 0) != 0) c.unsupported("MaxPool storage_order = 1");
+  if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
+  Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.C, p.out_h(), p.out_w()));
+  if (is_max) {
+    kernels::max_pool2d(p, x.data<float>(), out.mutable_data<float>());
+  } else {
+    kernels::avg_pool2d(p, x.data<float>(), out.mutable_data<float>());
+  }
+  c.outputs.push_back(out);
+}
+
+void global_pool(OpCall& c, bool is_max) {
+  const Value& x = c.input(0);
+  need_f32(c, x, "pooling input");
+  if (x.shape().size() < 3) c.fail("the input must have rank >= 3");
+  std::vector<int64_t> os = {x.shape()[0], x.shape()[1]};
+  int64_t hw = 1;
+  for (size_t d = 2; d < x.shape().size(); ++d) {
+    hw *= x.shape()[d];
+    os.push_back(1);
+  }
+  Value out = new_value(Dtype::Float32, os);
+  if (!is_max) {
+    kernels::global_avg_pool(x.shape()[0], x.shape()[1], hw, x.data<float>(),
+                             out.mutable_data<float>());
+  } else {
+    for (int64_t nc = 0; nc < x.shape()[0] * x.shape()[1]; ++nc) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < hw; ++i) m = std::max(m, x.data<float>()[nc * hw + i]);
+      out.mutable_data<float>()[nc] = m;
+    }
+  }
+  c.outputs.push_back(out);
+}
+
+void batch_norm(OpCall& c) {
+  const Value& x = c.input(0);
+  for (size_t i = 0; i < 5; ++i) need_f32(c, c.input(i), "BatchNormalization input");
+  if (x.shape().size() < 2) c.fail("the input must have rank >= 2");
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  const int64_t spatial = C ? x.numel() / std::max<int64_t>(N * C, 1) : 0;
+  for (size_t i = 1; i < 5; ++i)
+    if (c.input(i).numel() != C) c.fail("scale, bias, mean and var need one value per channel");
+  const float eps = c.attr_float("epsilon", 1e-5f);
+  Value out = new_value(Dtype::Float32, x.shape());
+  if (!c.attr_int("training_mode", 0)) {
+    kernels::batch_norm_f32(x.data<float>(), c.input(1).data<float>(), c.input(2).data<float>(),
+                            c.input(3).data<float>(), c.input(4).data<float>(),
+                            out.mutable_data<float>(), N, C, spatial, eps);
+    c.outputs.push_back(out);
+    return;
+  }
+  // Training mode: normalise with the batch statistics; also return the updated running ones.
+  const float momentum = c.attr_float("momentum", 0.9f);
+  Value mean = new_value(Dtype::Float32, {C}), var = new_value(Dtype::Float32, {C});
+  Value run_mean = new_value(Dtype::Float32, {C}), run_var = new_value(Dtype::Float32, {C});
+  const float* px = x.data<float>();
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double s = 0, s2 = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < spatial; ++i) {
+        const double v = px[(n * C + ch) * spatial + i];
+        s += v;
+        s2 += v * v;
+      }
+    const double cnt = static_cast<double>(N * spatial);
+    const double m = s / cnt, v = std::max(0.0, s2 / cnt - m * m);
+    mean.mutable_data<float>()[ch] = static_cast<float>(m);
+    var.mutable_data<float>()[ch] = static_cast<float>(v);
+    run_mean.mutable_data<float>()[ch] =
+        static_cast<float>(c.input(3).data<float>()[ch] * momentum + m * (1 - momentum));
+    run_var.mutable_data<float>()[ch] =
+        static_cast<float>(c.input(4).data<float>()[ch] * momentum + v * (1 - momentum));
+  }
+  kernels::batch_norm_f32(px, c.input(1).data<float>(), c.input(2).data<float>(),
+                          mean.data<float>(), var.data<float>(), out.mutable_data<float>(), N, C,
+                          spatial, eps);
+  c.outputs.push_back(out);
+  c.outputs.push_back(run_mean);
+  c.outputs.push_back(run_var);
+}
+
+void layer_norm(OpCall& c) {
+  const Value& x = c.input(0);
+  need_f32(c, x, "LayerNormalization input");
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  int64_t rows = 1, size = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= x.shape()[d];
+  for (int64_t d = axis; d < rank; ++d) size *= x.shape()[d];
+  const Value& scale = c.input(1);
+  need_f32(c, scale, "LayerNormalization scale");
+  if (scale.numel() != size)
+    c.unsupported("a scale that is broadcast (not one value per normalised element)");
+  const float* bias = nullptr;
+  if (c.has_input(2)) {
+    need_f32(c, c.input(2), "LayerNormalization bias");
+    if (c.input(2).numel() != size) c.unsupported("a bias that is broadcast");
+    bias = c.input(2).data<float>();
+  }
+  Value out = new_value(Dtype::Float32, x.shape());
+  kernels::layer_norm_f32(x.data<float>(), scale.data<float>(), bias, out.mutable_data<float>(),
+                          rows, size, c.attr_float("epsilon", 1e-5f));
+  c.outputs.push_back(out);
+}
+
+void matmul(OpCall& c) {
+  const Value& a = c.input(0);
+  const Value& b = c.input(1);
+  need_f32(c, a, "MatMul input");
+  need_f32(c, b, "MatMul input");
+  std::vector<int64_t> os;
+  if (!kernels::matmul_shape(a.shape(), b.shape(), os)) c.fail("shapes do not multiply");
+  Value out = new_value(Dtype::Float32, os);
+  kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
+                      out.mutable_data<float>());
+  c.outputs.push_back(out);
+}
+
+void gemm(OpCall& c) {
+  const Value& a = c.input(0);
+  const Value& b = c.input(1);
+  need_f32(c, a, "Gemm input");
+  need_f32(c, b, "Gemm input");
+  if (a.shape().size() != 2 || b.shape().size() != 2) c.fail("A and B must be 2-D");
+  const bool ta = c.attr_int("transA", 0) != 0, tb = c.attr_int("transB", 0) != 0;
+  const int64_t M = ta ? a.shape()[1] : a.shape()[0], K = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t Kb = tb ? b.shape()[1] : b.shape()[0], N = tb ? b.shape()[0] : b.shape()[1];
+  if (K != Kb)
+    c.fail("inner dimensions differ (" + std::to_string(K) + " vs " + std::to_string(Kb) + ")");
+  const float alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  Value out = new_value(Dtype::Float32, {M, N});
+  float* y = out.mutable_data<float>();
+  float b_eff = 0.0f;
+  if (c.has_input(2) && beta != 0.0f) {
+    const Value& cc = c.input(2);
+    need_f32(c, cc, "Gemm C");
+    std::vector<int64_t> bs;
+    if (!kernels::broadcast_shapes(cc.shape(), {M, N}, bs) || bs != std::vector<int64_t>{M, N})
+      c.fail("C does not broadcast to (M, N)");
+    // Broadcast C into Y, then Y = alpha * A B + beta * Y.
+    const Value zero = new_value(Dtype::Float32, {M, N});
+    kernels::binary_f32(kernels::BinaryOp::Add, {M, N}, zero.data<float>(), cc.shape(),
+                        cc.data<float>(), y);
+    b_eff = beta;
+  }
+  kernels::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.shape()[1], b.data<float>(),
+                 b.shape()[1], b_eff, y, N);
+  c.outputs.push_back(out);
+}
+
+}  // namespace
+
+void register_nn_ops() {
+  register_builtin("onnx.Conv", conv);
+  register_builtin("onnx.MaxPool", [](OpCall& c) { pool(c, true); });
+  register_builtin("onnx.AveragePool", [](OpCall& c) { pool(c, false); });
+  register_builtin("onnx.GlobalAveragePool", [](OpCall& c) { global_pool(c, false); });
+  register_builtin("onnx.GlobalMaxPool", [](OpCall& c) { global_pool(c, true); });
+  register_builtin("onnx.BatchNormalization", batch_norm);
+  register_builtin("onnx.LayerNormalization", layer_norm);
+  register_builtin("onnx.MatMul", matmul);
+  register_builtin("onnx.Gemm", gemm);
+}
+
+}  // namespace fx::exec

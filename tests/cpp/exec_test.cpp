@@ -1,0 +1,233 @@
+// fx::exec on graphs built with the graph API (onnx.* call_function nodes, weights in the
+// GraphModule): results against the kernels' reference loops and closed forms, value freeing,
+// probes, coverage and the errors that name node, op and shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "fx/exec.h"
+#include "fx/fx.h"
+#include "kernels/conv.h"
+
+namespace {
+
+using fx::Argument;
+using fx::fn;
+using fx::Node;
+using fx::exec::Value;
+
+Argument ints(std::vector<int64_t> v) {
+  Argument::Items items;
+  for (int64_t x : v) items.emplace_back(static_cast<long long>(x));
+  return Argument::list(std::move(items));
+}
+
+fx::Tensor tensor_f32(std::vector<int64_t> shape, const std::vector<float>& data) {
+  fx::Tensor t;
+  t.shape = std::move(shape);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(data.size() * sizeof(float));
+  std::memcpy(bytes->data(), data.data(), bytes->size());
+  t.data = bytes;
+  return t;
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+fx::exec::RunResult run_with(fx::GraphModule& gm, const std::vector<Value>& in,
+                             std::vector<std::string> probe = {}) {
+  fx::exec::RunOptions opts;
+  opts.probe = std::move(probe);
+  return fx::exec::run(gm, in, opts);
+}
+
+TEST(Exec, ConvReluFlattenGemmMatchesReferenceLoops) {
+  // x[1,3,8,8] -> Conv(4, 3x3, pad 1) -> Relu -> GlobalAveragePool -> Flatten -> Gemm(4 -> 2)
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* w = g->get_attr("conv_weight");
+  Node* b = g->get_attr("conv_bias");
+  Node* conv = g->call_function(fn("onnx.Conv"), {x, w, b},
+                                {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* relu = g->call_function(fn("onnx.Relu"), {conv});
+  Node* gap = g->call_function(fn("onnx.GlobalAveragePool"), {relu});
+  Node* flat = g->call_function(fn("onnx.Flatten"), {gap});
+  Node* fc = g->call_function(
+      fn("onnx.Gemm"), {flat, g->get_attr("fc_weight"), g->get_attr("fc_bias")}, {{"transB", 1}});
+  g->output(fc);
+  fx::Module root;
+  const std::vector<float> wv = random_floats(4 * 3 * 9, 1), bv = random_floats(4, 2);
+  const std::vector<float> fw = random_floats(2 * 4, 3), fb = random_floats(2, 4);
+  root.register_parameter("conv_weight", tensor_f32({4, 3, 3, 3}, wv));
+  root.register_parameter("conv_bias", tensor_f32({4}, bv));
+  root.register_parameter("fc_weight", tensor_f32({2, 4}, fw));
+  root.register_parameter("fc_bias", tensor_f32({2}, fb));
+  fx::GraphModule gm(&root, std::move(g));
+  EXPECT_TRUE(fx::exec::coverage(gm).empty());
+
+  const std::vector<float> xv = random_floats(3 * 64, 5);
+  fx::exec::RunResult r = run_with(gm, {Value::from_f32({1, 3, 8, 8}, xv)}, {"relu", "flatten"});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].shape(), (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(r.probes.size(), 2u);
+  EXPECT_EQ(r.probes[0].first, "relu");
+  EXPECT_EQ(r.probes[1].second.shape(), (std::vector<int64_t>{1, 4}));
+
+  // Reference: direct convolution, relu, mean, fc.
+  fx::kernels::Conv2dParams p;
+  p.C = 3, p.H = p.W = 8, p.M = 4, p.KH = p.KW = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  std::vector<float> ref(4 * 64);
+  fx::kernels::conv2d_reference(p, xv.data(), wv.data(), bv.data(), ref.data());
+  std::vector<double> pooled(4, 0.0);
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 64; ++i) pooled[c] += std::max(0.0f, ref[c * 64 + i]);
+    pooled[c] /= 64;
+  }
+  for (int o = 0; o < 2; ++o) {
+    double y = fb[o];
+    for (int c = 0; c < 4; ++c) y += fw[o * 4 + c] * pooled[c];
+    EXPECT_NEAR(r.outputs[0].data<float>()[o], y, 1e-5);
+  }
+}
+
+TEST(Exec, ShapeArithmeticReshapeAndMultipleOutputs) {
+  // y = Reshape(x, Concat(Shape(x)[0:1], [-1])); a, b = Split(y, axis=1) -> output (b, a)
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* shape = g->call_function(fn("onnx.Shape"), {x}, {{"end", 1}});
+  Node* minus1 = g->get_attr("minus_one");
+  Node* cat = g->call_function(fn("onnx.Concat"), {shape, minus1}, {{"axis", 0}});
+  Node* y = g->call_function(fn("onnx.Reshape"), {x, cat});
+  Node* split = g->call_function(fn("onnx.Split"), {y}, {{"axis", 1}, {"split", ints({2, 4})}});
+  Node* a = g->call_function(fn("operator.getitem"), {split, 0});
+  Node* b2 = g->call_function(fn("operator.getitem"), {split, 1});
+  g->output(Argument::tuple({b2, a}));
+  fx::Module root;
+  fx::Tensor m1;
+  m1.dtype = fx::Dtype::Int64;
+  m1.shape = {1};
+  auto bytes = std::make_shared<std::vector<uint8_t>>(8);
+  const int64_t neg = -1;
+  std::memcpy(bytes->data(), &neg, 8);
+  m1.data = bytes;
+  root.register_buffer("minus_one", m1);
+  fx::GraphModule gm(&root, std::move(g));
+  std::vector<float> xv(12);
+  for (int i = 0; i < 12; ++i) xv[i] = static_cast<float>(i);
+  std::vector<Value> out = fx::exec::run(gm, {Value::from_f32({2, 3, 2}, xv)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(out[0].to_f32(), (std::vector<float>{2, 3, 4, 5, 8, 9, 10, 11}));
+  EXPECT_EQ(out[1].to_f32(), (std::vector<float>{0, 1, 6, 7}));
+}
+
+TEST(Exec, SliceGatherTransposeAndReduceFollowOnnx) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");  // [3, 4]
+  Node* starts = g->get_attr("starts");
+  Node* ends = g->get_attr("ends");
+  Node* axes = g->get_attr("axes");
+  Node* steps = g->get_attr("steps");
+  Node* s = g->call_function(fn("onnx.Slice"), {x, starts, ends, axes, steps});  // x[:, ::-2]
+  Node* t = g->call_function(fn("onnx.Transpose"), {s});                         // [2, 3]
+  Node* idx = g->get_attr("idx");
+  Node* gat = g->call_function(fn("onnx.Gather"), {t, idx}, {{"axis", 1}});  // columns 2, 0
+  Node* red = g->call_function(fn("onnx.ReduceSum"), {gat}, {{"keepdims", 0}});
+  g->output(Argument::tuple({gat, red}));
+  fx::Module root;
+  auto i64 = [](std::vector<int64_t> v) {
+    fx::Tensor t;
+    t.dtype = fx::Dtype::Int64;
+    t.shape = {static_cast<int64_t>(v.size())};
+    auto bytes = std::make_shared<std::vector<uint8_t>>(v.size() * 8);
+    std::memcpy(bytes->data(), v.data(), bytes->size());
+    t.data = bytes;
+    return t;
+  };
+  root.register_buffer("starts", i64({-1}));
+  root.register_buffer("ends", i64({-100}));
+  root.register_buffer("axes", i64({1}));
+  root.register_buffer("steps", i64({-2}));
+  root.register_buffer("idx", i64({2, 0}));
+  fx::GraphModule gm(&root, std::move(g));
+  std::vector<float> xv(12);
+  for (int i = 0; i < 12; ++i) xv[i] = static_cast<float>(i);
+  std::vector<Value> out = fx::exec::run(gm, {Value::from_f32({3, 4}, xv)});
+  // x[:, ::-2] = [[3, 1], [7, 5], [11, 9]]; transposed [[3, 7, 11], [1, 5, 9]]; cols 2, 0.
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(out[0].to_f32(), (std::vector<float>{11, 3, 9, 1}));
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{}));
+  EXPECT_EQ(out[1].to_f32(), (std::vector<float>{24}));
+}
+
+TEST(Exec, ErrorsNameTheNodeOpAndShapesAndCoverageListsGaps) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* y = g->placeholder("y");
+  Node* add = g->call_function(fn("onnx.Add"), {x, y});
+  Node* odd = g->call_function(fn("onnx.NoSuchOp"), {add});
+  g->output(odd);
+  fx::GraphModule gm(nullptr, std::move(g));
+  std::vector<fx::exec::CoverageGap> gaps = fx::exec::coverage(gm);
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].node, "no_such_op");
+  EXPECT_EQ(gaps[0].target, "onnx.NoSuchOp");
+
+  try {
+    fx::exec::run(gm, {Value::from_f32({2, 3}, std::vector<float>(6)),
+                       Value::from_f32({4}, std::vector<float>(4))});
+    FAIL() << "expected a broadcast error";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Runtime);
+    EXPECT_EQ(e.node(), "add");
+    EXPECT_STREQ(
+        e.what(),
+        "node 'add' (onnx.Add) with inputs (float32[2, 3], float32[4]): shapes do not broadcast");
+  }
+  try {
+    fx::exec::run(gm, {Value::from_f32({2}, {1, 2}), Value::from_f32({2}, {3, 4})});
+    FAIL() << "expected an unsupported-op error";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Unsupported);
+    EXPECT_EQ(e.node(), "no_such_op");
+  }
+  EXPECT_EQ(
+      [&] {
+        try {
+          fx::exec::run(gm, {Value::from_f32({2}, {1, 2})});
+        } catch (const fx::Error& e) {
+          return e.kind();
+        }
+        return fx::ErrorKind::Internal;
+      }(),
+      fx::ErrorKind::Value);  // too few inputs
+}
+
+TEST(Exec, IntegerDivisionByZeroIsAnErrorNotACrash) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* a = g->placeholder("a");
+  Node* b = g->placeholder("b");
+  g->output(g->call_function(fn("onnx.Div"), {a, b}));
+  fx::GraphModule gm(nullptr, std::move(g));
+  try {
+    fx::exec::run(gm, {Value::from_i64({2}, {4, 5}), Value::from_i64({2}, {2, 0})});
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos);
+  }
+  std::vector<Value> ok =
+      fx::exec::run(gm, {Value::from_i64({2}, {-7, 7}), Value::from_i64({2}, {2, 2})});
+  EXPECT_EQ(ok[0].to_i64(), (std::vector<int64_t>{-3, 3}));  // truncation, as onnxruntime
+}
+
+}  // namespace
