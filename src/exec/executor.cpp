@@ -238,6 +238,7 @@ Registry& registry() {
     register_elementwise_ops();
     register_nn_ops();
     register_shape_ops();
+    register_more_ops();
   });
   return raw_registry();
 }

@@ -14,6 +14,7 @@ namespace fx::exec {
 void register_elementwise_ops();
 void register_nn_ops();
 void register_shape_ops();
+void register_more_ops();
 /// Registration used by those functions (does not trigger the first-use registration).
 void register_builtin(const std::string& target, OpFn fn);
 

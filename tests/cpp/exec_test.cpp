@@ -231,3 +231,120 @@ TEST(Exec, IntegerDivisionByZeroIsAnErrorNotACrash) {
 }
 
 }  // namespace
+
+namespace {
+
+// Runs one onnx.<op> node on `inputs` (placeholders, in order) and returns its outputs.
+std::vector<Value> run_op(const std::string& op, const std::vector<Value>& inputs,
+                          fx::Kwargs attrs = {}, int num_outputs = 1) {
+  auto g = std::make_unique<fx::Graph>();
+  std::vector<Argument> args;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    args.emplace_back(g->placeholder("in" + std::to_string(i)));
+  Node* n = g->call_function(fn("onnx." + op), args, std::move(attrs));
+  if (num_outputs == 1) {
+    g->output(n);
+  } else {
+    Argument::Items outs;
+    for (int i = 0; i < num_outputs; ++i)
+      outs.emplace_back(g->call_function(fn("operator.getitem"), {n, i}));
+    g->output(Argument::tuple(std::move(outs)));
+  }
+  fx::GraphModule gm(nullptr, std::move(g));
+  return fx::exec::run(gm, inputs);
+}
+
+TEST(ExecOps, PadModes) {
+  const Value x = Value::from_f32({1, 3}, {1, 2, 3});
+  const Value pads = Value::from_i64({4}, {0, 2, 0, 1});
+  EXPECT_EQ(run_op("Pad", {x, pads})[0].to_f32(), (std::vector<float>{0, 0, 1, 2, 3, 0}));
+  EXPECT_EQ(run_op("Pad", {x, pads}, {{"mode", "edge"}})[0].to_f32(),
+            (std::vector<float>{1, 1, 1, 2, 3, 3}));
+  EXPECT_EQ(run_op("Pad", {x, pads}, {{"mode", "reflect"}})[0].to_f32(),
+            (std::vector<float>{3, 2, 1, 2, 3, 2}));
+  EXPECT_EQ(run_op("Pad", {x, pads, Value::scalar_f32(9)})[0].to_f32(),
+            (std::vector<float>{9, 9, 1, 2, 3, 9}));
+}
+
+TEST(ExecOps, TopKCumSumTriluTile) {
+  const Value x = Value::from_f32({2, 3}, {1, 3, 2, 5, 5, 4});
+  std::vector<Value> tk = run_op("TopK", {x, Value::from_i64({1}, {2})}, {}, 2);
+  EXPECT_EQ(tk[0].to_f32(), (std::vector<float>{3, 2, 5, 5}));
+  EXPECT_EQ(tk[1].to_i64(), (std::vector<int64_t>{1, 2, 0, 1}));  // ties: lower index first
+  EXPECT_EQ(run_op("CumSum", {x, Value::from_i64({}, {1})})[0].to_f32(),
+            (std::vector<float>{1, 4, 6, 5, 10, 14}));
+  EXPECT_EQ(run_op("CumSum", {x, Value::from_i64({}, {1})}, {{"exclusive", 1}, {"reverse", 1}})[0]
+                .to_f32(),
+            (std::vector<float>{5, 2, 0, 9, 4, 0}));
+  EXPECT_EQ(run_op("Trilu", {x})[0].to_f32(), (std::vector<float>{1, 3, 2, 0, 5, 4}));
+  EXPECT_EQ(run_op("Trilu", {x}, {{"upper", 0}})[0].to_f32(),
+            (std::vector<float>{1, 0, 0, 5, 5, 0}));
+  std::vector<Value> t =
+      run_op("Tile", {Value::from_f32({1, 2}, {1, 2}), Value::from_i64({2}, {2, 2})});
+  EXPECT_EQ(t[0].shape(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(t[0].to_f32(), (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
+}
+
+TEST(ExecOps, ResizeNearestAndLinear) {
+  const Value x = Value::from_f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Value scales = Value::from_f32({4}, {1, 1, 2, 2});
+  // roi (input 1) is an omitted optional input; scales is input 2.
+  auto g = std::make_unique<fx::Graph>();
+  Node* in = g->placeholder("x");
+  Node* sc = g->placeholder("scales");
+  Node* r = g->call_function(fn("onnx.Resize"), {in, Argument(), sc}, {{"mode", "nearest"}});
+  Node* l =
+      g->call_function(fn("onnx.Resize"), {in, Argument(), sc},
+                       {{"mode", "linear"}, {"coordinate_transformation_mode", "align_corners"}});
+  g->output(Argument::tuple({r, l}));
+  fx::GraphModule gm(nullptr, std::move(g));
+  std::vector<Value> out = fx::exec::run(gm, {x, scales});
+  EXPECT_EQ(out[0].to_f32(), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+  const std::vector<float> lin = out[1].to_f32();
+  EXPECT_FLOAT_EQ(lin[0], 1.0f);
+  EXPECT_FLOAT_EQ(lin[3], 2.0f);
+  EXPECT_FLOAT_EQ(lin[1], 1.0f + 1.0f / 3.0f);
+  EXPECT_FLOAT_EQ(lin[15], 4.0f);
+}
+
+TEST(ExecOps, ConvTransposeIsTheAdjointOfConv) {
+  // <conv(x, w), y> == <x, conv_transpose(y, w)> for stride 2, pad 1.
+  const std::vector<float> xv = random_floats(2 * 5 * 5, 11), wv = random_floats(3 * 2 * 3 * 3, 12);
+  const Value x = Value::from_f32({1, 2, 5, 5}, xv), w = Value::from_f32({3, 2, 3, 3}, wv);
+  fx::Kwargs attrs{{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}};
+  const Value y = run_op("Conv", {x, w}, attrs)[0];
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{1, 3, 3, 3}));
+  const std::vector<float> yv = random_floats(27, 13);
+  fx::Kwargs tattrs{{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}};
+  const Value xt = run_op("ConvTranspose", {Value::from_f32({1, 3, 3, 3}, yv), w}, tattrs)[0];
+  ASSERT_EQ(xt.shape(), (std::vector<int64_t>{1, 2, 5, 5}));
+  double lhs = 0, rhs = 0;
+  for (int i = 0; i < 27; ++i) lhs += y.data<float>()[i] * yv[i];
+  for (int i = 0; i < 50; ++i) rhs += xv[i] * xt.data<float>()[i];
+  EXPECT_NEAR(lhs, rhs, 1e-4);
+}
+
+TEST(ExecOps, PReluInstanceNormDepthToSpaceGatherElements) {
+  const Value x = Value::from_f32({1, 2, 2}, {-1, 2, -3, 4});
+  EXPECT_EQ(run_op("PRelu", {x, Value::from_f32({2, 1}, {0.5f, 0.25f})})[0].to_f32(),
+            (std::vector<float>{-0.5f, 2, -0.75f, 4}));
+  const std::vector<float> in = run_op("InstanceNormalization",
+                                       {Value::from_f32({1, 1, 4}, {1, 2, 3, 4}),
+                                        Value::from_f32({1}, {2}), Value::from_f32({1}, {1})},
+                                       {{"epsilon", 0.0}})[0]
+                                    .to_f32();
+  EXPECT_NEAR(in[0], 1 - 2 * 1.5 / std::sqrt(1.25), 1e-5);
+  std::vector<float> d(8);
+  for (int i = 0; i < 8; ++i) d[i] = static_cast<float>(i);
+  // DCR: 4 channels of 1x2 -> 1 channel of 2x4.
+  EXPECT_EQ(
+      run_op("DepthToSpace", {Value::from_f32({1, 4, 1, 2}, d)}, {{"blocksize", 2}})[0].to_f32(),
+      (std::vector<float>{0, 2, 1, 3, 4, 6, 5, 7}));
+  EXPECT_EQ(run_op("GatherElements",
+                   {Value::from_f32({2, 2}, {1, 2, 3, 4}), Value::from_i64({2, 2}, {0, 0, 1, 0})},
+                   {{"axis", 1}})[0]
+                .to_f32(),
+            (std::vector<float>{1, 1, 4, 3}));
+}
+
+}  // namespace
