@@ -239,6 +239,7 @@ Registry& registry() {
     register_nn_ops();
     register_shape_ops();
     register_more_ops();
+    register_index_ops();
   });
   return raw_registry();
 }

@@ -348,3 +348,86 @@ TEST(ExecOps, PReluInstanceNormDepthToSpaceGatherElements) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ExecOps, ScatterAndGatherFamilies) {
+  const Value data = Value::from_f32({4}, {1, 2, 3, 4});
+  EXPECT_EQ(
+      run_op("ScatterND", {data, Value::from_i64({2, 1}, {3, 1}), Value::from_f32({2}, {9, 8})})[0]
+          .to_f32(),
+      (std::vector<float>{1, 8, 3, 9}));
+  EXPECT_EQ(
+      run_op("ScatterND", {data, Value::from_i64({2, 1}, {1, 1}), Value::from_f32({2}, {5, 6})},
+             {{"reduction", "add"}})[0]
+          .to_f32(),
+      (std::vector<float>{1, 13, 3, 4}));
+  const Value m = Value::from_f32({2, 2}, {1, 2, 3, 4});
+  EXPECT_EQ(run_op("ScatterElements",
+                   {m, Value::from_i64({1, 2}, {1, 0}), Value::from_f32({1, 2}, {7, 8})})[0]
+                .to_f32(),
+            (std::vector<float>{1, 8, 7, 4}));
+  EXPECT_EQ(run_op("GatherND", {m, Value::from_i64({2, 2}, {0, 1, 1, 0})})[0].to_f32(),
+            (std::vector<float>{2, 3}));
+  EXPECT_EQ(run_op("GatherND", {m, Value::from_i64({1, 1}, {1})})[0].to_f32(),
+            (std::vector<float>{3, 4}));
+  const std::vector<Value> nz = run_op("NonZero", {Value::from_f32({2, 2}, {0, 1, 1, 0})});
+  EXPECT_EQ(nz[0].shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(nz[0].to_i64(), (std::vector<int64_t>{0, 1, 1, 0}));
+  const Value oh = run_op("OneHot", {Value::from_i64({2}, {2, -1}), Value::from_i64({}, {3}),
+                                     Value::from_f32({2}, {0, 1})})[0];
+  EXPECT_EQ(oh.shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(oh.to_f32(), (std::vector<float>{0, 0, 1, 0, 0, 1}));
+  const Value cs = run_op("ConstantOfShape", {Value::from_i64({2}, {2, 3})}, {{"value", 7LL}})[0];
+  EXPECT_EQ(cs.dtype(), fx::Dtype::Int64);
+  EXPECT_EQ(cs.to_i64(), std::vector<int64_t>(6, 7));
+}
+
+TEST(ExecOps, SpaceToDepthInvertsDepthToSpace) {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i);
+  const Value x = Value::from_f32({1, 1, 4, 4}, v);
+  const Value s = run_op("SpaceToDepth", {x}, {{"blocksize", 2}})[0];
+  EXPECT_EQ(s.shape(), (std::vector<int64_t>{1, 4, 2, 2}));
+  EXPECT_EQ(run_op("DepthToSpace", {s}, {{"blocksize", 2}})[0].to_f32(), v);
+}
+
+TEST(ExecOps, EinsumAgreesWithMatMulTransposeAndTrace) {
+  const std::vector<float> av = random_floats(6, 21), bv = random_floats(12, 22);
+  const Value a = Value::from_f32({2, 3}, av), b = Value::from_f32({3, 4}, bv);
+  const std::vector<float> e = run_op("Einsum", {a, b}, {{"equation", "ij,jk->ik"}})[0].to_f32();
+  const std::vector<float> mm = run_op("MatMul", {a, b})[0].to_f32();
+  ASSERT_EQ(e.size(), mm.size());
+  for (size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(e[i], mm[i], 1e-5);
+  EXPECT_EQ(run_op("Einsum", {a}, {{"equation", "ij->ji"}})[0].to_f32(),
+            run_op("Transpose", {a})[0].to_f32());
+  EXPECT_FLOAT_EQ(run_op("Einsum", {Value::from_f32({2, 2}, {1, 2, 3, 4})}, {{"equation", "ii"}})[0]
+                      .to_f32()[0],
+                  5.0f);
+}
+
+TEST(ExecOps, GroupNormalizationAndLstmByHand) {
+  // Two groups of two channels of one element each: each group normalises to [-1, 1].
+  const std::vector<float> gn =
+      run_op("GroupNormalization",
+             {Value::from_f32({1, 4, 1}, {1, 3, 10, 20}), Value::from_f32({4}, {1, 1, 1, 1}),
+              Value::from_f32({4}, {0, 0, 0, 0})},
+             {{"num_groups", 2}, {"epsilon", 0.0}})[0]
+          .to_f32();
+  EXPECT_NEAR(gn[0], -1, 1e-6);
+  EXPECT_NEAR(gn[1], 1, 1e-6);
+  EXPECT_NEAR(gn[3], 1, 1e-6);
+  // LSTM, hidden 1, input 1, one step, weights (i, o, f, c) = (1, 2, 3, 4), no recurrence.
+  const Value X = Value::from_f32({1, 1, 1}, {0.5f});
+  const Value W = Value::from_f32({1, 4, 1}, {1, 2, 3, 4});
+  const Value R = Value::from_f32({1, 4, 1}, {0, 0, 0, 0});
+  std::vector<Value> out = run_op("LSTM", {X, W, R}, {{"hidden_size", 1}}, 3);
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const double cell = sig(0.5) * std::tanh(2.0);  // f * c0 (= 0) + i * tanh(c)
+  const double h = sig(1.0) * std::tanh(cell);
+  EXPECT_NEAR(out[0].to_f32()[0], h, 1e-6);
+  EXPECT_NEAR(out[1].to_f32()[0], h, 1e-6);
+  EXPECT_NEAR(out[2].to_f32()[0], cell, 1e-6);
+}
+
+}  // namespace
