@@ -58,6 +58,9 @@ class Value {
   Tensor to_tensor() const;
   /// "float32[1, 3, 224, 224]".
   std::string describe() const;
+  /// Drops this value's reference to its buffer, handing the buffer to the executor's pool if
+  /// nothing else holds it.
+  void recycle();
 
  private:
   Dtype dtype_ = Dtype::Float32;
@@ -117,6 +120,9 @@ struct RunResult {
   std::vector<Value> outputs;
   std::vector<std::pair<std::string, Value>> probes;
 };
+
+/// Frees the buffers the executor keeps for reuse between runs (this thread's).
+void release_cached_memory();
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
 /// last use. The output node's argument may be a node or a tuple/list of nodes.

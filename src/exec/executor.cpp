@@ -133,6 +133,62 @@ std::string Value::describe() const {
   return s + "]";
 }
 
+// ---- buffer pool ----
+//
+// Buffers of values freed during a run go back to a per-thread pool keyed by byte size, and new
+// values of the same size take them: in steady state a run allocates (and page-faults)
+// nothing, and fresh buffers need no zero-fill. release_cached_memory() empties the pool.
+
+namespace {
+struct BufferPool {
+  std::multimap<size_t, std::shared_ptr<const std::vector<uint8_t>>> free;
+  size_t bytes = 0;
+};
+BufferPool& pool() {
+  thread_local BufferPool p;
+  return p;
+}
+}  // namespace
+
+void release_cached_memory() {
+  pool().free.clear();
+  pool().bytes = 0;
+}
+
+Value new_value(Dtype dtype, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(ErrorKind::Value,
+                  "a tensor dimension cannot be negative (" + std::to_string(d) + ")");
+    n *= d;
+  }
+  const size_t nbytes = static_cast<size_t>(n) * dtype_size(dtype);
+  BufferPool& p = pool();
+  auto it = p.free.find(nbytes);
+  if (it == p.free.end() || nbytes == 0) return Value::zeros(dtype, std::move(shape));
+  std::shared_ptr<const std::vector<uint8_t>> buf = std::move(it->second);
+  p.free.erase(it);
+  p.bytes -= nbytes;
+  return Value::wrap(dtype, std::move(shape), std::move(buf));
+}
+
+Value zeroed_value(Dtype dtype, std::vector<int64_t> shape) {
+  Value v = new_value(dtype, std::move(shape));
+  std::memset(v.mutable_data<uint8_t>(), 0, v.nbytes());
+  return v;
+}
+
+void Value::recycle() {
+  // Only a buffer nobody else holds (not a weight, not an output, not a view) can be reused.
+  if (bytes_ && bytes_.use_count() == 1 && !bytes_->empty()) {
+    const size_t n = bytes_->size();
+    pool().free.emplace(n, std::move(bytes_));
+    pool().bytes += n;
+  }
+  bytes_.reset();
+}
+
 // ---- OpCall ----
 
 std::string describe_inputs(const OpCall& c) {
@@ -430,7 +486,10 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
     if (probed[n->id()] && !out.empty()) result.probes.emplace_back(n->name(), out[0]);
     env[n->id()] = std::move(out);
     for (Node* in : n->all_input_nodes())
-      if (last_use[in->id()] == i) env[in->id()].clear();
+      if (last_use[in->id()] == i) {
+        for (Value& v : env[in->id()]) v.recycle();
+        env[in->id()].clear();
+      }
   }
   if (next_input != inputs.size())
     throw Error(ErrorKind::Value, "run: " + std::to_string(inputs.size()) +

@@ -318,12 +318,12 @@ void register_elementwise_ops() {
     if (c.has_input(1)) lo = c.input(1).to_f32().at(0);
     if (c.has_input(2)) hi = c.input(2).to_f32().at(0);
     if (x.dtype() == Dtype::Int64) {
+      // Bounds beyond int64's range clamp nothing.
+      const int64_t lo_i = lo <= -9.2e18f ? INT64_MIN : static_cast<int64_t>(lo);
+      const int64_t hi_i = hi >= 9.2e18f ? INT64_MAX : static_cast<int64_t>(hi);
       Value out = new_value(Dtype::Int64, x.shape());
       for (int64_t i = 0; i < x.numel(); ++i)
-        out.mutable_data<int64_t>()[i] = std::min<int64_t>(
-            static_cast<int64_t>(hi == INFINITY ? INT64_MAX : hi),
-            std::max<int64_t>(static_cast<int64_t>(lo == -INFINITY ? INT64_MIN : lo),
-                              x.data<int64_t>()[i]));
+        out.mutable_data<int64_t>()[i] = std::min(hi_i, std::max(lo_i, x.data<int64_t>()[i]));
       c.outputs.push_back(out);
       return;
     }

@@ -347,7 +347,7 @@ void einsum(OpCall& c) {
     if (!dims.count(ch)) c.fail(std::string("output label '") + ch + "' is not an input label");
     os.push_back(dims[ch]);
   }
-  Value out = new_value(Dtype::Float32, os);
+  Value out = zeroed_value(Dtype::Float32, os);
   // Iterate over every label combination.
   std::vector<int64_t> idx(labels.size(), 0);
   std::map<char, size_t> pos;

@@ -75,7 +75,7 @@ void pad(OpCall& c) {
       c.fail("cannot pad an empty axis in mode " + mode);
   }
   const size_t es = dtype_size(x.dtype());
-  Value out = new_value(x.dtype(), os);
+  Value out = zeroed_value(x.dtype(), os);
   // Constant value (input 2, default 0): fill first.
   if (mode == "constant" && c.has_input(2)) {
     const Value& v = c.input(2);
@@ -221,7 +221,7 @@ void trilu(OpCall& c) {
   const bool upper = c.attr_int("upper", 1) != 0;
   const int64_t rows = x.shape()[x.shape().size() - 2], cols = x.shape().back();
   const size_t es = dtype_size(x.dtype());
-  Value out = new_value(x.dtype(), x.shape());  // zero-filled
+  Value out = zeroed_value(x.dtype(), x.shape());
   const int64_t mats = (rows * cols != 0) ? x.numel() / (rows * cols) : 0;
   for (int64_t m = 0; m < mats; ++m)
     for (int64_t i = 0; i < rows; ++i)
@@ -419,7 +419,7 @@ void conv_transpose(OpCall& c) {
   const int64_t OH = st[0] * (H - 1) + opad[0] + (KH - 1) * dil[0] + 1 - pads[0] - pads[2];
   const int64_t OW = st[1] * (W - 1) + opad[1] + (KW - 1) * dil[1] + 1 - pads[1] - pads[3];
   if (OH < 1 || OW < 1) c.fail("the output would be empty");
-  Value out = new_value(Dtype::Float32, {N, M, OH, OW});
+  Value out = zeroed_value(Dtype::Float32, {N, M, OH, OW});
   const int64_t cg = C / group, kdim = mg * KH * KW;
   std::vector<float> cols(static_cast<size_t>(kdim * H * W));
   for (int64_t n = 0; n < N; ++n)

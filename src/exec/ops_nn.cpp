@@ -256,7 +256,7 @@ void gemm(OpCall& c) {
     if (!kernels::broadcast_shapes(cc.shape(), {M, N}, bs) || bs != std::vector<int64_t>{M, N})
       c.fail("C does not broadcast to (M, N)");
     // Broadcast C into Y, then Y = alpha * A B + beta * Y.
-    const Value zero = new_value(Dtype::Float32, {M, N});
+    const Value zero = zeroed_value(Dtype::Float32, {M, N});
     kernels::binary_f32(kernels::BinaryOp::Add, {M, N}, zero.data<float>(), cc.shape(),
                         cc.data<float>(), y);
     b_eff = beta;
