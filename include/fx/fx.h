@@ -27,3 +27,4 @@
 #include "fx/graph_module.h"
 #include "fx/namespace.h"
 #include "fx/node.h"
+#include "fx/subgraph_rewriter.h"
