@@ -1019,7 +1019,10 @@ def prepend_append_moves():
 
 @case
 def dead_code_elimination():
-    """eliminate_dead_code: dead nodes removed, torch._assert kept, x.mul_() removed (1.13)."""
+    """eliminate_dead_code: dead nodes removed, torch._assert kept.
+
+    1.13 also removes an unused in-place x.mul_(2) (a bug fxwasm fixes on purpose, see
+    tests/cpp/graph_api_test.cpp), so the golden leaves in-place ops out."""
     g = Graph()
     x = g.placeholder("x")
     y = g.placeholder("y")
@@ -1027,7 +1030,6 @@ def dead_code_elimination():
     g.call_function(torch.neg, (dead1,))
     gt = g.call_function(operator.gt, (x, 0))
     g.call_function(torch._assert, (gt, "x must be positive"))
-    g.call_method("mul_", (x, 2))
     a = g.call_function(operator.add, (x, 1))
     g.output(a)
     before = str(g)
@@ -1149,8 +1151,9 @@ def write(path, text):
 
 def main():
     os.makedirs(GOLDEN, exist_ok=True)
-    for fn in os.listdir(GOLDEN):
-        os.remove(os.path.join(GOLDEN, fn))
+    for fn in os.listdir(GOLDEN):  # this script's files; subfolders belong to other scripts
+        if os.path.isfile(os.path.join(GOLDEN, fn)):
+            os.remove(os.path.join(GOLDEN, fn))
     index = []
     seen = set()
     for fn in CASES:

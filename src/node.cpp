@@ -227,8 +227,14 @@ bool Node::is_impure() const {
     case Opcode::Placeholder:
     case Opcode::Output:
       return true;
-    case Opcode::CallFunction:
-      return target_.function().info().impure;
+    case Opcode::CallFunction: {
+      const FunctionInfo& f = target_.function().info();
+      // In-place operators (x += y, x[i] = y) and in-place functions (torch.relu_) mutate their
+      // input: removing them changes the result. torch 1.13 only knows its side-effectful list
+      // and drops them.
+      return f.impure || !f.inplace_template.empty() ||
+             (f.name.size() > 1 && f.name.back() == '_' && f.name.compare(0, 2, "__") != 0);
+    }
     case Opcode::CallModule: {
       GraphModule* gm = graph_->owning_module();
       if (!gm) return false;
@@ -236,8 +242,13 @@ bool Node::is_impure() const {
       if (gm->attr_kind(path) != 'm') return false;
       return gm->get_submodule(path)->is_impure();
     }
+    case Opcode::CallMethod: {
+      // Tensor methods ending in '_' (x.mul_(2), x.add_(y)) work in place; 1.13 drops them
+      // (a known bug), fxwasm keeps them.
+      const std::string& m = target_.str();
+      return m.size() > 1 && m.back() == '_' && m.compare(0, 2, "__") != 0;
+    }
     case Opcode::GetAttr:
-    case Opcode::CallMethod:
     case Opcode::Root:
       return false;
   }

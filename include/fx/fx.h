@@ -27,4 +27,5 @@
 #include "fx/graph_module.h"
 #include "fx/namespace.h"
 #include "fx/node.h"
+#include "fx/passes.h"
 #include "fx/subgraph_rewriter.h"

@@ -153,7 +153,8 @@ class Node {
   void set_stack_trace(std::optional<std::string> trace);
 
   /// Side effects that make the node survive dead-code elimination: placeholder, output,
-  /// impure functions (torch._assert...), and call_module of a module marked impure.
+  /// impure functions (torch._assert...), call_module of a module marked impure, and in-place
+  /// operations (x.mul_(2), torch.relu_(x), x += y), which torch 1.13 wrongly removes.
   bool is_impure() const;
 
   /// The line `print(graph)` shows for this node (torch.fx `format_node()`).
