@@ -27,5 +27,6 @@
 #include "fx/graph_module.h"
 #include "fx/namespace.h"
 #include "fx/node.h"
+#include "fx/pass_manager.h"
 #include "fx/passes.h"
 #include "fx/subgraph_rewriter.h"

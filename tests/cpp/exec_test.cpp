@@ -9,6 +9,7 @@
 
 #include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/onnx_passes.h"
 #include "kernels/conv.h"
 
 namespace {
@@ -428,6 +429,91 @@ TEST(ExecOps, GroupNormalizationAndLstmByHand) {
   EXPECT_NEAR(out[0].to_f32()[0], h, 1e-6);
   EXPECT_NEAR(out[1].to_f32()[0], h, 1e-6);
   EXPECT_NEAR(out[2].to_f32()[0], cell, 1e-6);
+}
+
+}  // namespace
+
+namespace {
+
+// x -> Conv(W, b) -> BatchNormalization -> Relu -> Add(Mul(c1, c2)) with constants.
+std::unique_ptr<fx::GraphModule> conv_bn_model() {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Module root;
+  int seed = 100;
+  auto param = [&](const std::string& name, std::vector<int64_t> shape, float lo) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v = random_floats(static_cast<size_t>(n), seed++);
+    for (float& x : v) x = lo + std::fabs(x);  // variances must be positive
+    root.register_parameter(name, tensor_f32(std::move(shape), v));
+    return g->get_attr(name);
+  };
+  Node* x = g->placeholder("x");
+  Node* conv = g->call_function(fn("onnx.Conv"),
+                                {x, param("w", {4, 2, 3, 3}, -0.5f), param("b", {4}, -0.5f)},
+                                {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* bn = g->call_function(fn("onnx.BatchNormalization"),
+                              {conv, param("gamma", {4}, 0.5f), param("beta", {4}, -0.5f),
+                               param("mean", {4}, -0.5f), param("var", {4}, 0.5f)},
+                              {{"epsilon", 1e-5}});
+  Node* relu = g->call_function(fn("onnx.Relu"), {bn});
+  Node* k = g->call_function(fn("onnx.Mul"), {param("c1", {1}, 1.0f), param("c2", {1}, 1.0f)});
+  g->output(g->call_function(fn("onnx.Add"), {relu, k}));
+  return std::make_unique<fx::GraphModule>(&root, std::move(g));
+}
+
+TEST(OnnxPasses, PipelineWithEquivalenceCheckFoldsAndFuses) {
+  auto gm = conv_bn_model();
+  const Value x = Value::from_f32({1, 2, 6, 6}, random_floats(72, 7));
+  const std::vector<float> before = fx::exec::run(*gm, {x})[0].to_f32();
+  fx::PassManager pm;
+  pm.add("fold", fx::exec::fold_constants).add("fuse-conv-bn", fx::exec::fuse_conv_bn);
+  pm.add("dce", [](fx::GraphModule& m) { return fx::eliminate_dead_code(m); });
+  pm.constrain("fold", "dce").max_iterations(3).check_equivalence(fx::exec::equivalence_check({x}));
+  const std::vector<fx::PassReport> reports = pm.run(*gm);
+  ASSERT_GE(reports.size(), 3u);
+  EXPECT_TRUE(reports[0].modified);  // Mul of two constants folded
+  EXPECT_TRUE(reports[1].modified);  // BN folded into the conv
+  for (Node* n : gm->graph().nodes()) {
+    if (n->op() == fx::Opcode::CallFunction) {
+      EXPECT_NE(n->target().pretty(), "onnx.BatchNormalization");
+    }
+  }
+  const std::vector<float> after = fx::exec::run(*gm, {x})[0].to_f32();
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4);
+  // The second iteration changes nothing, so the pipeline stops.
+  EXPECT_FALSE(reports.back().modified);
+}
+
+TEST(OnnxPasses, EquivalenceCheckNamesTheBadPassAndNode) {
+  auto gm = conv_bn_model();
+  const Value x = Value::from_f32({1, 2, 6, 6}, random_floats(72, 7));
+  fx::PassManager pm;
+  pm.add("relu-to-sigmoid", [](fx::GraphModule& m) {  // a wrong "optimisation"
+    Node* relu = m.graph().find_node("relu");
+    auto guard = m.graph().inserting_after(relu);
+    Node* s = m.graph().call_function(fn("onnx.Sigmoid"), {relu->args()[0]});
+    relu->replace_all_uses_with(s);
+    m.graph().erase_node(relu);
+    return true;
+  });
+  pm.check_equivalence(fx::exec::equivalence_check({x}));
+  try {
+    pm.run(*gm);
+    FAIL() << "the check should fail";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Runtime);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("pass 'relu-to-sigmoid'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("first diverging node 'add'"), std::string::npos) << msg;
+  }
+  fx::PassManager bad_order;
+  bad_order.add("b", [](fx::GraphModule&) { return false; }).add("a", [](fx::GraphModule&) {
+    return false;
+  });
+  bad_order.constrain("a", "b");
+  EXPECT_THROW(bad_order.run(*gm), fx::Error);
 }
 
 }  // namespace

@@ -1,0 +1,29 @@
+// Passes over imported ONNX graphs (onnx.<Op> call_function nodes, initializers as get_attr),
+// proven by running the graph before and after with fx::exec (equivalence_check).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fx/exec.h"
+#include "fx/pass_manager.h"
+
+namespace fx::exec {
+
+/// Folds every onnx.* node whose inputs are all constants (get_attr or omitted) into a new
+/// buffer "_folded_<node>", read by a get_attr node; chains fold in one call.
+bool fold_constants(GraphModule& gm);
+
+/// Folds BatchNormalization (inference mode) into the Conv feeding it when the Conv has no
+/// other user and every weight is a constant: W' = W * gamma / sqrt(var + eps) per output
+/// channel, b' = (b - mean) * gamma / sqrt(var + eps) + beta.
+bool fuse_conv_bn(GraphModule& gm);
+
+/// An fx::EquivalenceCheck that runs both modules on `inputs` and compares every output
+/// (|a - b| <= atol + rtol * |b|); on a difference it names the output, the largest error and the
+/// first node (in the "before" graph's order, among nodes both graphs share by name) whose
+/// value differs.
+EquivalenceCheck equivalence_check(std::vector<Value> inputs, float rtol = 1e-4f,
+                                   float atol = 1e-5f);
+
+}  // namespace fx::exec
