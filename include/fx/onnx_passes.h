@@ -19,6 +19,20 @@ bool fold_constants(GraphModule& gm);
 /// channel, b' = (b - mean) * gamma / sqrt(var + eps) + beta.
 bool fuse_conv_bn(GraphModule& gm);
 
+/// ShapeProp for onnx.* graphs: runs the graph on `inputs` and records in every node's meta
+/// "tensor_meta" = {'shape': (dims...), 'dtype': torch.<dtype>} (multi-output nodes: the first
+/// output's).
+void shape_prop(GraphModule& gm, const std::vector<Value>& inputs);
+
+/// MatMul(A, W) + B -> Gemm(A, W, B) where A is 2-D (from tensor_meta: run shape_prop first),
+/// W a constant 2-D matrix, B a constant broadcastable to the output, and the MatMul has no other
+/// user.
+bool fuse_matmul_add(GraphModule& gm);
+
+/// Re-fuses decomposed GELU: x * 0.5 * (1 + Erf(x / sqrt(2))) in the orders torch exports it
+/// (Div by sqrt(2) or Mul by 1/sqrt(2); the 0.5 applied before or after) -> onnx.Gelu.
+bool fuse_gelu(GraphModule& gm);
+
 /// An fx::EquivalenceCheck that runs both modules on `inputs` and compares every output
 /// (|a - b| <= atol + rtol * |b|); on a difference it names the output, the largest error and the
 /// first node (in the "before" graph's order, among nodes both graphs share by name) whose

@@ -140,6 +140,127 @@ bool fuse_conv_bn(GraphModule& gm) {
   return finish(gm, modified);
 }
 
+void shape_prop(GraphModule& gm, const std::vector<Value>& inputs) {
+  RunOptions opts;
+  for (Node* n : gm.graph().nodes())
+    if (n->op() != Opcode::Output) opts.probe.push_back(n->name());
+  const RunResult r = run(gm, inputs, opts);
+  for (const auto& probe : r.probes) {
+    Node* n = gm.graph().find_node(probe.first);
+    Argument::Items dims;
+    for (int64_t d : probe.second.shape()) dims.emplace_back(static_cast<long long>(d));
+    n->meta().set("tensor_meta", Argument::dict({{"shape", Argument::tuple(std::move(dims))},
+                                                 {"dtype", probe.second.dtype()}}));
+  }
+}
+
+namespace {
+
+// The shape recorded by shape_prop, or nullptr.
+const Argument* meta_shape(const Node* n) {
+  const Argument* tm = n->meta().find("tensor_meta");
+  if (!tm || tm->kind() != Argument::Kind::Dict) return nullptr;
+  for (const auto& kv : tm->dict_items())
+    if (kv.first.kind() == Argument::Kind::String && kv.first.to_string() == "shape")
+      return &kv.second;
+  return nullptr;
+}
+
+bool is_op(const Argument& a, const char* qualname) {
+  return a.is_node() && a.to_node()->op() == Opcode::CallFunction &&
+         a.to_node()->target().function().qualname() == qualname;
+}
+
+// A float scalar constant (an initializer of one element), or NaN.
+double scalar(const GraphModule& gm, const Argument& a) {
+  const Tensor* t = constant(gm, a);
+  if (!t || t->numel() != 1) return std::nan("");
+  if (t->dtype == Dtype::Float32) return *reinterpret_cast<const float*>(t->data->data());
+  if (t->dtype == Dtype::Float64) return *reinterpret_cast<const double*>(t->data->data());
+  return std::nan("");
+}
+
+bool near(double v, double want) { return std::fabs(v - want) <= 1e-4 * std::fabs(want); }
+
+// For a binary node with a scalar constant operand near `c`: the other operand (either order
+// when `commutative`), else nullptr.
+const Argument* other_operand(const GraphModule& gm, const Node* n, double c, bool commutative) {
+  if (n->args().size() != 2) return nullptr;
+  if (near(scalar(gm, n->args()[1]), c)) return &n->args()[0];
+  if (commutative && near(scalar(gm, n->args()[0]), c)) return &n->args()[1];
+  return nullptr;
+}
+
+Node* single_user(const Node* n) { return n->users().size() == 1 ? n->users().list()[0] : nullptr; }
+
+}  // namespace
+
+bool fuse_matmul_add(GraphModule& gm) {
+  Graph& g = gm.graph();
+  bool modified = false;
+  for (Node* add : g.nodes()) {
+    if (!is_op(Argument(add), "onnx.Add") || add->args().size() != 2) continue;
+    const int mm_at = is_op(add->args()[0], "onnx.MatMul")   ? 0
+                      : is_op(add->args()[1], "onnx.MatMul") ? 1
+                                                             : -1;
+    if (mm_at < 0) continue;
+    Node* mm = add->args()[mm_at].to_node();
+    const Argument& bias = add->args()[1 - mm_at];
+    if (mm->users().size() != 1 || mm->args().size() != 2 || !mm->args()[0].is_node()) continue;
+    const Argument* a_shape = meta_shape(mm->args()[0].to_node());
+    const Tensor* w = constant(gm, mm->args()[1]);
+    const Tensor* b = constant(gm, bias);
+    if (!a_shape || a_shape->elements().size() != 2 || !w || w->shape.size() != 2 || !b) continue;
+    const int64_t M = a_shape->elements()[0].to_int(), N = w->shape[1];
+    // Gemm's C must broadcast to (M, N) one way: [N], [1, N], [M, N], [M, 1] or a scalar.
+    const std::vector<int64_t>& bs = b->shape;
+    const bool ok = bs.empty() || (bs.size() == 1 && (bs[0] == N || bs[0] == 1)) ||
+                    (bs.size() == 2 && (bs[0] == M || bs[0] == 1) && (bs[1] == N || bs[1] == 1));
+    if (!ok) continue;
+    auto guard = g.inserting_before(add);
+    Node* gemm = g.call_function(fn("onnx.Gemm"), {mm->args()[0], mm->args()[1], bias});
+    add->replace_all_uses_with(gemm);
+    modified = true;
+  }
+  return finish(gm, modified);
+}
+
+bool fuse_gelu(GraphModule& gm) {
+  Graph& g = gm.graph();
+  bool modified = false;
+  const double kSqrt2 = std::sqrt(2.0);
+  for (Node* erf : g.nodes()) {
+    if (!is_op(Argument(erf), "onnx.Erf") || erf->args().size() != 1 || !erf->args()[0].is_node())
+      continue;
+    Node* scaled = erf->args()[0].to_node();  // x / sqrt(2) or x * (1 / sqrt(2))
+    const Argument* x = nullptr;
+    if (is_op(Argument(scaled), "onnx.Div")) x = other_operand(gm, scaled, kSqrt2, false);
+    if (is_op(Argument(scaled), "onnx.Mul")) x = other_operand(gm, scaled, 1.0 / kSqrt2, true);
+    Node* plus1 = single_user(erf);
+    if (!x || !x->is_node() || !plus1 || !is_op(Argument(plus1), "onnx.Add") ||
+        other_operand(gm, plus1, 1.0, true) == nullptr)
+      continue;
+    Node* prod = single_user(plus1);  // x * (1 + erf) or (0.5 * x) * (1 + erf)
+    if (!prod || !is_op(Argument(prod), "onnx.Mul") || prod->args().size() != 2) continue;
+    const Argument& other = prod->args()[0] == Argument(plus1) ? prod->args()[1] : prod->args()[0];
+    Node* result = nullptr;
+    if (other == *x) {  // the 0.5 comes last
+      Node* half = single_user(prod);
+      if (half && is_op(Argument(half), "onnx.Mul") && other_operand(gm, half, 0.5, true))
+        result = half;
+    } else if (is_op(other, "onnx.Mul")) {  // the 0.5 scaled x first
+      const Argument* inner = other_operand(gm, other.to_node(), 0.5, true);
+      if (inner && *inner == *x && other.to_node()->users().size() == 1) result = prod;
+    }
+    if (!result) continue;
+    auto guard = g.inserting_before(result);
+    Node* gelu = g.call_function(fn("onnx.Gelu"), {*x});
+    result->replace_all_uses_with(gelu);
+    modified = true;
+  }
+  return finish(gm, modified);
+}
+
 EquivalenceCheck equivalence_check(std::vector<Value> inputs, float rtol, float atol) {
   return [inputs = std::move(inputs), rtol, atol](const GraphModule& before,
                                                   const GraphModule& after) -> std::string {

@@ -517,3 +517,51 @@ TEST(OnnxPasses, EquivalenceCheckNamesTheBadPassAndNode) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(OnnxPasses, GeluAndGemmRefusionOfDecomposedExports) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Module root;
+  auto scalar = [&](const std::string& name, float v) {
+    root.register_buffer(name, tensor_f32({}, {v}));
+    return g->get_attr(name);
+  };
+  Node* x = g->placeholder("x");  // [3, 4]
+  Node* w = g->get_attr("w");
+  root.register_parameter("w", tensor_f32({4, 5}, random_floats(20, 31)));
+  root.register_parameter("b", tensor_f32({5}, random_floats(5, 32)));
+  Node* mm = g->call_function(fn("onnx.MatMul"), {x, w});
+  Node* h = g->call_function(fn("onnx.Add"), {mm, g->get_attr("b")});
+  // GELU as torch exports it: x * (1 + erf(x / sqrt(2))) * 0.5
+  Node* d = g->call_function(fn("onnx.Div"), {h, scalar("sqrt2", 1.4142135f)});
+  Node* e = g->call_function(fn("onnx.Erf"), {d});
+  Node* p1 = g->call_function(fn("onnx.Add"), {e, scalar("one", 1.0f)});
+  Node* m = g->call_function(fn("onnx.Mul"), {h, p1});
+  Node* y = g->call_function(fn("onnx.Mul"), {m, scalar("half", 0.5f)});
+  // And the variant with 0.5 * x first and Mul by 1/sqrt(2).
+  Node* d2 = g->call_function(fn("onnx.Mul"), {scalar("inv_sqrt2", 0.70710678f), y});
+  Node* e2 = g->call_function(fn("onnx.Erf"), {d2});
+  Node* p2 = g->call_function(fn("onnx.Add"), {scalar("one_b", 1.0f), e2});
+  Node* hx = g->call_function(fn("onnx.Mul"), {y, scalar("half_b", 0.5f)});
+  g->output(g->call_function(fn("onnx.Mul"), {hx, p2}));
+  fx::GraphModule gm(&root, std::move(g));
+  const Value in = Value::from_f32({3, 4}, random_floats(12, 33));
+  fx::exec::shape_prop(gm, {in});
+  const fx::Argument* tm = gm.graph().find_node("mat_mul")->meta().find("tensor_meta");
+  ASSERT_NE(tm, nullptr);
+  EXPECT_EQ(tm->repr(), "{'shape': (3, 5), 'dtype': torch.float32}");
+
+  fx::PassManager pm;
+  pm.add("fuse-matmul-add", fx::exec::fuse_matmul_add).add("fuse-gelu", fx::exec::fuse_gelu);
+  pm.check_equivalence(fx::exec::equivalence_check({in}, 1e-5f, 1e-6f));
+  std::vector<fx::PassReport> r = pm.run(gm);
+  EXPECT_TRUE(r[0].modified);
+  EXPECT_TRUE(r[1].modified);
+  std::vector<std::string> ops;
+  for (Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::CallFunction) ops.push_back(n->target().pretty());
+  EXPECT_EQ(ops, (std::vector<std::string>{"onnx.Gemm", "onnx.Gelu", "onnx.Gelu"}));
+}
+
+}  // namespace
