@@ -33,6 +33,10 @@ bool fuse_matmul_add(GraphModule& gm);
 /// (Div by sqrt(2) or Mul by 1/sqrt(2); the 0.5 applied before or after) -> onnx.Gelu.
 bool fuse_gelu(GraphModule& gm);
 
+/// Re-fuses decomposed LayerNorm over the last axis: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
+/// Sqrt, Div, Mul scale, Add bias -> onnx.LayerNormalization(x, scale, bias, epsilon = eps).
+bool fuse_layer_norm(GraphModule& gm);
+
 /// An fx::EquivalenceCheck that runs both modules on `inputs` and compares every output
 /// (|a - b| <= atol + rtol * |b|); on a difference it names the output, the largest error and the
 /// first node (in the "before" graph's order, among nodes both graphs share by name) whose

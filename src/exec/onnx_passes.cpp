@@ -261,6 +261,80 @@ bool fuse_gelu(GraphModule& gm) {
   return finish(gm, modified);
 }
 
+namespace {
+
+// The reduced axes of a ReduceMean (attribute or constant input), or empty if unknown.
+std::vector<int64_t> reduce_axes(const GraphModule& gm, const Node* n) {
+  if (const Argument* a = n->kwargs().find("axes"); a && a->is_sequence()) {
+    std::vector<int64_t> out;
+    for (const Argument& e : a->elements())
+      if (e.kind() == Argument::Kind::Int) out.push_back(e.to_int());
+    return out;
+  }
+  if (n->args().size() > 1)
+    if (const Tensor* t = constant(gm, n->args()[1]); t && t->dtype == Dtype::Int64) {
+      const int64_t* p = reinterpret_cast<const int64_t*>(t->data->data());
+      return std::vector<int64_t>(p, p + t->numel());
+    }
+  return {};
+}
+
+// Whether `axes` is exactly the last axis (-1, or rank - 1 when the input's rank is known).
+bool last_axis_only(const std::vector<int64_t>& axes, const Node* input) {
+  if (axes.size() != 1) return false;
+  if (axes[0] == -1) return true;
+  const Argument* shape = meta_shape(input);
+  return shape && axes[0] == static_cast<int64_t>(shape->elements().size()) - 1;
+}
+
+}  // namespace
+
+bool fuse_layer_norm(GraphModule& gm) {
+  Graph& g = gm.graph();
+  bool modified = false;
+  for (Node* div : g.nodes()) {
+    if (!is_op(Argument(div), "onnx.Div") || div->args().size() != 2) continue;
+    const Argument& sub_a = div->args()[0];
+    const Argument& sqrt_a = div->args()[1];
+    if (!is_op(sub_a, "onnx.Sub") || !is_op(sqrt_a, "onnx.Sqrt")) continue;
+    Node* sub = sub_a.to_node();
+    const Argument& x = sub->args()[0];
+    const Argument& mean_a = sub->args()[1];
+    if (!x.is_node() || !is_op(mean_a, "onnx.ReduceMean") || mean_a.to_node()->args()[0] != x)
+      continue;
+    const std::vector<int64_t> axes = reduce_axes(gm, mean_a.to_node());
+    if (!last_axis_only(axes, x.to_node())) continue;
+    Node* sq = sqrt_a.to_node();
+    if (!is_op(sq->args()[0], "onnx.Add")) continue;
+    Node* add_eps = sq->args()[0].to_node();
+    const int var_at = is_op(add_eps->args()[0], "onnx.ReduceMean") ? 0 : 1;
+    const Argument& var_a = add_eps->args()[var_at];
+    const double eps = scalar(gm, add_eps->args()[1 - var_at]);
+    if (!is_op(var_a, "onnx.ReduceMean") || std::isnan(eps) ||
+        reduce_axes(gm, var_a.to_node()) != axes)
+      continue;
+    const Argument& pow_a = var_a.to_node()->args()[0];
+    if (!is_op(pow_a, "onnx.Pow") || pow_a.to_node()->args()[0] != sub_a ||
+        !near(scalar(gm, pow_a.to_node()->args()[1]), 2.0))
+      continue;
+    Node* mul = single_user(div);
+    if (!mul || !is_op(Argument(mul), "onnx.Mul")) continue;
+    const Argument& scale = mul->args()[0] == Argument(div) ? mul->args()[1] : mul->args()[0];
+    Node* add_b = single_user(mul);
+    if (!add_b || !is_op(Argument(add_b), "onnx.Add")) continue;
+    const Argument& bias = add_b->args()[0] == Argument(mul) ? add_b->args()[1] : add_b->args()[0];
+    const Tensor* st = constant(gm, scale);
+    const Tensor* bt = constant(gm, bias);
+    if (!st || !bt || st->shape.size() != 1 || bt->numel() != st->numel()) continue;
+    auto guard = g.inserting_before(add_b);
+    Node* ln = g.call_function(fn("onnx.LayerNormalization"), {x, scale, bias},
+                               {{"axis", -1}, {"epsilon", eps}});
+    add_b->replace_all_uses_with(ln);
+    modified = true;
+  }
+  return finish(gm, modified);
+}
+
 EquivalenceCheck equivalence_check(std::vector<Value> inputs, float rtol, float atol) {
   return [inputs = std::move(inputs), rtol, atol](const GraphModule& before,
                                                   const GraphModule& after) -> std::string {

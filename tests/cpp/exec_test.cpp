@@ -565,3 +565,38 @@ TEST(OnnxPasses, GeluAndGemmRefusionOfDecomposedExports) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(OnnxPasses, LayerNormRefusion) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Module root;
+  auto scalar = [&](const std::string& name, float v) {
+    root.register_buffer(name, tensor_f32({}, {v}));
+    return g->get_attr(name);
+  };
+  root.register_parameter("weight", tensor_f32({6}, random_floats(6, 41)));
+  root.register_parameter("bias", tensor_f32({6}, random_floats(6, 42)));
+  Node* x = g->placeholder("x");  // [2, 3, 6]
+  Node* mean = g->call_function(fn("onnx.ReduceMean"), {x}, {{"axes", ints({-1})}});
+  Node* sub = g->call_function(fn("onnx.Sub"), {x, mean});
+  Node* pw = g->call_function(fn("onnx.Pow"), {sub, scalar("two", 2.0f)});
+  Node* var = g->call_function(fn("onnx.ReduceMean"), {pw}, {{"axes", ints({-1})}});
+  Node* add = g->call_function(fn("onnx.Add"), {var, scalar("eps", 1e-5f)});
+  Node* sq = g->call_function(fn("onnx.Sqrt"), {add});
+  Node* div = g->call_function(fn("onnx.Div"), {sub, sq});
+  Node* mul = g->call_function(fn("onnx.Mul"), {div, g->get_attr("weight")});
+  g->output(g->call_function(fn("onnx.Add"), {mul, g->get_attr("bias")}));
+  fx::GraphModule gm(&root, std::move(g));
+  const Value in = Value::from_f32({2, 3, 6}, random_floats(36, 43));
+  fx::PassManager pm;
+  pm.add("fuse-layernorm", fx::exec::fuse_layer_norm)
+      .check_equivalence(fx::exec::equivalence_check({in}, 1e-4f, 1e-5f));
+  EXPECT_TRUE(pm.run(gm)[0].modified);
+  std::vector<std::string> ops;
+  for (Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::CallFunction) ops.push_back(n->target().pretty());
+  EXPECT_EQ(ops, (std::vector<std::string>{"onnx.LayerNormalization"}));
+}
+
+}  // namespace
