@@ -101,6 +101,12 @@ export function readInputs(dir) {
   return feeds;
 }
 
+/** Indented JSON with arrays of scalars (shapes, values) kept on one line. */
+export function toJson(value) {
+  return JSON.stringify(value, null, 1).replace(
+    /\[\s+([^[\]{}]*?)\s+\]/g, (_, items) => `[${items.split(/,\s+/).join(', ')}]`);
+}
+
 /** Write tensors as raw files plus DIR/io.json. `inputs`/`outputs`: [name, ort.Tensor] pairs. */
 export function saveTensors(dir, inputs, outputs) {
   fs.mkdirSync(dir, { recursive: true });
@@ -111,7 +117,7 @@ export function saveTensors(dir, inputs, outputs) {
       return { name, dtype: t.type, shape: t.dims.map(Number), file };
     });
   const io = { inputs: write('input', inputs), outputs: write('output', outputs) };
-  fs.writeFileSync(path.join(dir, 'io.json'), JSON.stringify(io, null, 1) + '\n');
+  fs.writeFileSync(path.join(dir, 'io.json'), toJson(io) + '\n');
 }
 
 /** 32-bit FNV-1a of a byte buffer, as 8 hex digits. */
@@ -220,7 +226,7 @@ async function main() {
     })),
   };
   if (opts.json) {
-    console.log(JSON.stringify(report, null, 1));
+    console.log(toJson(report));
     return;
   }
   console.log(`${opts.model}: onnxruntime-node ${report.onnxruntime}, ${opts.threads} thread(s), ` +

@@ -1,0 +1,1 @@
+Brunning_meanJÀ¨Ì¿£§•?Fú>

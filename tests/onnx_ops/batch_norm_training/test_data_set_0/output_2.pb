@@ -1,0 +1,1 @@
+Brunning_varJàlw?þø?“?
