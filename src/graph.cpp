@@ -228,7 +228,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (Node* node : nodes()) {
     if (node->op() == Opcode::Output) {
       Argument out = node->args().empty() ? Argument() : node->args()[0].map_nodes(lookup);
-      g->output(std::move(out), output_node()->type());
+      g->output(std::move(out), output_node()->type())->meta() = node->meta();
       return g;
     }
     std::vector<Argument> args;

@@ -61,6 +61,21 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+Bytes Tensor::bytes() const {
+  if (data || !external) return data;
+  if (!external->read)
+    throw Error(ErrorKind::Value, "tensor data lives in the external file '" + external->location +
+                                      "' and no reader was supplied: pass the external data "
+                                      "(files next to the model) when importing");
+  Bytes b = external->read();
+  if (!b || b->size() != nbytes())
+    throw Error(ErrorKind::Parse, "external data '" + external->location + "' at offset " +
+                                      std::to_string(external->offset) + " has " +
+                                      std::to_string(b ? b->size() : 0) + " bytes, the tensor " +
+                                      describe() + " needs " + std::to_string(nbytes()));
+  return b;
+}
+
 std::string Tensor::describe() const {
   std::string s = std::string(dtype_name(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);

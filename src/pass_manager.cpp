@@ -29,7 +29,9 @@ PassManager& PassManager::check_equivalence(EquivalenceCheck check) {
 }
 
 std::unique_ptr<GraphModule> copy_graph_module(const GraphModule& gm) {
-  return std::make_unique<GraphModule>(&gm, gm.graph().clone(), gm.type_name());
+  auto copy = std::make_unique<GraphModule>(&gm, gm.graph().clone(), gm.type_name());
+  copy->meta() = gm.meta();
+  return copy;
 }
 
 std::vector<PassReport> PassManager::run(GraphModule& gm) const {

@@ -77,6 +77,8 @@ struct OpCall {
   const Kwargs& attrs;
   /// Outputs the op produces, in order.
   std::vector<Value> outputs;
+  /// The module being run (subgraph bodies, opset).
+  const GraphModule* module = nullptr;
 
   /// inputs[i], or an fx::Error naming the op if it is missing.
   const Value& input(size_t i) const;
@@ -87,6 +89,12 @@ struct OpCall {
   /// A list-of-ints attribute; `fallback` if absent.
   std::vector<int64_t> attr_ints(const char* name, std::vector<int64_t> fallback = {}) const;
   bool has_attr(const char* name) const { return attrs.find(name) != nullptr; }
+  /// How many outputs the node declares: the length of meta "onnx_outputs" (set by the ONNX
+  /// importer), else one past the largest operator.getitem index among its users, else 1.
+  size_t num_outputs() const;
+  /// The opset of the default ONNX domain the module was imported with (meta
+  /// "onnx_opset_import"), or `fallback` for graphs built by hand.
+  int64_t opset(int64_t fallback = 17) const;
   /// Throws fx::Error(Runtime) naming the node, op and input shapes, with `reason`.
   [[noreturn]] void fail(const std::string& reason) const;
   /// Throws fx::Error(Unsupported) (a dtype, attribute value or variant we do not run).

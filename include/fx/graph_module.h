@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,16 +13,38 @@
 
 namespace fx {
 
+using Bytes = std::shared_ptr<const std::vector<uint8_t>>;
+
+/// Where a tensor's bytes live while they are not loaded (ONNX external data): a side file read
+/// on first use through a caller-supplied reader, so a model larger than memory can still be
+/// imported, inspected, rewritten and exported.
+struct ExternalData {
+  std::string location;  ///< file name relative to the model ("weights.bin")
+  int64_t offset = 0;
+  int64_t length = -1;  ///< -1: to the end of the file
+  /// Reads the bytes; throws fx::Error if it cannot. Null: no reader was supplied.
+  std::function<Bytes()> read;
+};
+
 /// A tensor value held by a module: dtype, shape and raw little-endian bytes. The core never
 /// computes with it; LibTorch (src/torch) and the executor do.
 struct Tensor {
   Dtype dtype = Dtype::Float32;
   std::vector<int64_t> shape;
-  std::shared_ptr<const std::vector<uint8_t>> data;  ///< may be null for metadata-only tensors
+  Bytes data;  ///< null for metadata-only tensors and for external data not yet loaded
   bool requires_grad = false;
+  /// Set when the bytes live outside the model (see ExternalData); shared by copies.
+  std::shared_ptr<const ExternalData> external;
 
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  /// The bytes: `data` if present, else read from `external` (not cached: the caller keeps
+  /// them as long as it needs them). Null when neither is there. Throws fx::Error(Value)
+  /// naming the location if external bytes are needed but no reader was given, or
+  /// fx::Error(Parse) if the reader returns the wrong number of bytes.
+  Bytes bytes() const;
+  /// Whether bytes() can return data (loaded, or external with a reader).
+  bool has_data() const { return data || (external && external->read); }
   /// "float32[3, 4]".
   std::string describe() const;
 };
@@ -126,12 +149,18 @@ class GraphModule : public Module {
   /// Variables for the codegen (defaults: fixed codegen bugs).
   CodegenOptions& codegen_options() { return codegen_options_; }
 
+  /// Free-form metadata of the module as a whole (an imported ONNX model keeps its opsets,
+  /// producer, doc strings and metadata_props here so that export is lossless).
+  Kwargs& meta() { return meta_; }
+  const Kwargs& meta() const { return meta_; }
+
  private:
   // Makes `graph` the graph and recompiles; on failure puts everything back and rethrows.
   void install(std::unique_ptr<Graph>& graph);
   std::unique_ptr<Graph> graph_;
   PythonCode code_;
   CodegenOptions codegen_options_;
+  Kwargs meta_;
 };
 
 }  // namespace fx

@@ -44,4 +44,10 @@ bool fuse_layer_norm(GraphModule& gm);
 EquivalenceCheck equivalence_check(std::vector<Value> inputs, float rtol = 1e-4f,
                                    float atol = 1e-5f);
 
+/// The passes the CLI and the JS API run by name: dce, cse, remove-dropout, fold, fuse-conv-bn,
+/// fuse-matmul-add, fuse-gelu, fuse-layernorm.
+const std::vector<std::string>& pass_names();
+/// The pass called `name`; throws fx::Error(Value) listing the names for an unknown one.
+PassFn pass_by_name(const std::string& name);
+
 }  // namespace fx::exec

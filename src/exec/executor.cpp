@@ -47,10 +47,16 @@ Value Value::wrap(Dtype dtype, std::vector<int64_t> shape,
 }
 
 Value Value::from_tensor(const Tensor& t, const std::string& what) {
-  if (!t.data)
+  Bytes b;
+  try {
+    b = t.bytes();
+  } catch (const Error& e) {
+    throw Error(e.kind(), what + ": " + e.what());
+  }
+  if (!b)
     throw Error(ErrorKind::Value, what + " has no data (" + t.describe() +
                                       "): load the model's weights before running it");
-  return wrap(t.dtype, t.shape, t.data);
+  return wrap(t.dtype, t.shape, std::move(b));
 }
 
 Value Value::scalar_f32(float v) { return from_f32({}, {v}); }
@@ -214,6 +220,30 @@ void OpCall::unsupported(const std::string& what) const {
               node.name());
 }
 
+int64_t OpCall::opset(int64_t fallback) const {
+  if (!module) return fallback;
+  const Argument* ops = module->meta().find("onnx_opset_import");
+  if (!ops || ops->kind() != Argument::Kind::Dict) return fallback;
+  for (const auto& kv : ops->dict_items())
+    if (kv.first.kind() == Argument::Kind::String &&
+        (kv.first.to_string().empty() || kv.first.to_string() == "ai.onnx") &&
+        kv.second.kind() == Argument::Kind::Int)
+      return kv.second.to_int();
+  return fallback;
+}
+
+size_t OpCall::num_outputs() const {
+  if (const Argument* outs = node.meta().find("onnx_outputs"); outs && outs->is_sequence())
+    return std::max<size_t>(1, outs->elements().size());
+  size_t n = 1;
+  for (const Node* u : node.users())
+    if (u->op() == Opcode::CallFunction &&
+        u->target().function().qualname() == "operator.getitem" && u->args().size() == 2 &&
+        u->args()[1].kind() == Argument::Kind::Int && u->args()[1].to_int() >= 0)
+      n = std::max(n, static_cast<size_t>(u->args()[1].to_int()) + 1);
+  return n;
+}
+
 const Value& OpCall::input(size_t i) const {
   if (!has_input(i)) fail("input " + std::to_string(i) + " is required but missing");
   return *inputs[i];
@@ -296,6 +326,7 @@ Registry& registry() {
     register_shape_ops();
     register_more_ops();
     register_index_ops();
+    register_control_ops();
   });
   return raw_registry();
 }
@@ -353,9 +384,18 @@ std::vector<CoverageGap> coverage(const GraphModule& gm) {
       case Opcode::Output:
         break;
       case Opcode::GetAttr:
-        if (!gm.get_tensor(n->target().str()))
-          gaps.push_back(
-              {n->name(), n->target().str(), "get_attr target is not a parameter or buffer"});
+        if (gm.get_tensor(n->target().str())) break;
+        if (auto body = std::dynamic_pointer_cast<const GraphModule>(
+                gm.attr_kind(n->target().str()) == 'm' ? gm.get_submodule(n->target().str())
+                                                       : nullptr)) {
+          for (CoverageGap g : coverage(*body)) {  // what the body cannot run, named by path
+            g.node = n->target().str() + "." + g.node;
+            gaps.push_back(std::move(g));
+          }
+          break;
+        }
+        gaps.push_back(
+            {n->name(), n->target().str(), "get_attr target is not a parameter or buffer"});
         break;
       case Opcode::CallFunction: {
         if (is_getitem(*n)) break;
@@ -434,6 +474,7 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
         break;
       case Opcode::GetAttr: {
         const Tensor* t = gm.get_tensor(n->target().str());
+        if (!t && gm.attr_kind(n->target().str()) == 'm') break;  // a body: read by its user
         if (!t) node_error(*n, "get_attr target is not a parameter or buffer");
         out.push_back(Value::from_tensor(*t, "attribute '" + n->target().str() + "'"));
         break;
@@ -458,10 +499,13 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
                       "node '" + n->name() + "': no implementation of " + target +
                           " (check coverage() before running)",
                       n->name());
-        OpCall call{*n, {}, n->kwargs(), {}};
+        OpCall call{*n, {}, n->kwargs(), {}, &gm};
         for (const Argument& a : n->args()) call.inputs.push_back(value_of(n, a));
         fn(call);
         if (call.outputs.empty()) node_error(*n, "the op produced no output");
+        // Optional outputs the node does not declare (Dropout's mask...) are dropped.
+        if (call.outputs.size() > 1 && call.outputs.size() > call.num_outputs())
+          call.outputs.resize(call.num_outputs());
         out = std::move(call.outputs);
         break;
       }

@@ -1,5 +1,7 @@
 #include "fx/onnx_passes.h"
 
+#include "fx/passes.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -379,6 +381,27 @@ EquivalenceCheck equivalence_check(std::vector<Value> inputs, float rtol, float 
     }
     return std::string();
   };
+}
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names = {"dce",       "cse",           "remove-dropout",
+                                                 "fold",      "fuse-conv-bn",  "fuse-matmul-add",
+                                                 "fuse-gelu", "fuse-layernorm"};
+  return names;
+}
+
+PassFn pass_by_name(const std::string& name) {
+  if (name == "dce") return [](GraphModule& gm) { return eliminate_dead_code(gm); };
+  if (name == "cse") return [](GraphModule& gm) { return cse(gm); };
+  if (name == "remove-dropout") return remove_dropout;
+  if (name == "fold") return fold_constants;
+  if (name == "fuse-conv-bn") return fuse_conv_bn;
+  if (name == "fuse-matmul-add") return fuse_matmul_add;
+  if (name == "fuse-gelu") return fuse_gelu;
+  if (name == "fuse-layernorm") return fuse_layer_norm;
+  std::string all;
+  for (const std::string& n : pass_names()) all += (all.empty() ? "" : ", ") + n;
+  throw Error(ErrorKind::Value, "unknown pass '" + name + "': expected one of " + all);
 }
 
 }  // namespace fx::exec

@@ -16,6 +16,7 @@ void register_nn_ops();
 void register_shape_ops();
 void register_more_ops();
 void register_index_ops();
+void register_control_ops();
 /// Registration used by those functions (does not trigger the first-use registration).
 void register_builtin(const std::string& target, OpFn fn);
 

@@ -202,6 +202,18 @@ void softmax(OpCall& c, bool log) {
   if (x.dtype() != Dtype::Float32)
     c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
   const int64_t rank = static_cast<int64_t>(x.shape().size());
+  if (c.opset() < 13) {
+    // Opsets 1-12: the input is coerced to 2-D at `axis` (default 1) and each row of the
+    // flattened trailing dimensions is normalised.
+    const int64_t axis = normalize_axis(c, c.attr_int("axis", 1), rank, "axis");
+    int64_t outer = 1, n = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+    for (int64_t d = axis; d < rank; ++d) n *= x.shape()[d];
+    Value out = new_value(Dtype::Float32, x.shape());
+    kernels::softmax_f32(x.data<float>(), out.mutable_data<float>(), outer, n, log);
+    c.outputs.push_back(out);
+    return;
+  }
   // Opset >= 13 semantics (softmax along one axis, default -1).
   const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
   int64_t outer = 1, inner = 1;

@@ -120,22 +120,32 @@ void scatter_elements(OpCall& c) {
 void gather_nd(OpCall& c) {
   const Value& x = c.input(0);
   const Value& idx = c.input(1);
-  if (c.attr_int("batch_dims", 0) != 0) c.unsupported("GatherND with batch_dims");
+  const int64_t b = c.attr_int("batch_dims", 0);
+  const int64_t xr = static_cast<int64_t>(x.shape().size());
+  const int64_t ir = static_cast<int64_t>(idx.shape().size());
+  if (b < 0 || b >= std::min(xr, ir))
+    c.fail("batch_dims must be in [0, min(rank(data), rank(indices)))");
+  for (int64_t d = 0; d < b; ++d)
+    if (x.shape()[d] != idx.shape()[d]) c.fail("the batch dimensions of data and indices differ");
   const int64_t k = idx.shape().empty() ? 0 : idx.shape().back();
-  if (k < 1 || k > static_cast<int64_t>(x.shape().size()))
-    c.fail("the last indices dim must be in [1, rank]");
+  if (k < 1 || k > xr - b) c.fail("the last indices dim must be in [1, rank - batch_dims]");
   Shape os(idx.shape().begin(), idx.shape().end() - 1);
-  os.insert(os.end(), x.shape().begin() + k, x.shape().end());
-  int64_t slice = 1;
-  for (size_t d = static_cast<size_t>(k); d < x.shape().size(); ++d) slice *= x.shape()[d];
+  os.insert(os.end(), x.shape().begin() + b + k, x.shape().end());
+  int64_t slice = 1, batches = 1;
+  for (int64_t d = b + k; d < xr; ++d) slice *= x.shape()[d];
+  for (int64_t d = 0; d < b; ++d) batches *= x.shape()[d];
+  int64_t batch_elems = 1;  // elements of data per batch
+  for (int64_t d = b; d < xr; ++d) batch_elems *= x.shape()[d];
   const std::vector<int64_t> ind = idx.to_i64();
-  const std::vector<int64_t> st = strides_of(x.shape());
+  const Shape inner(x.shape().begin() + b, x.shape().end());
+  const std::vector<int64_t> st = strides_of(inner);
   const size_t es = dtype_size(x.dtype());
   Value out = new_value(x.dtype(), os);
   const int64_t tuples = static_cast<int64_t>(ind.size()) / k;
+  const int64_t per_batch = tuples / batches;
   for (int64_t t = 0; t < tuples; ++t) {
-    int64_t off = 0;
-    for (int64_t j = 0; j < k; ++j) off += checked_index(c, ind[t * k + j], x.shape()[j]) * st[j];
+    int64_t off = (t / per_batch) * batch_elems;
+    for (int64_t j = 0; j < k; ++j) off += checked_index(c, ind[t * k + j], inner[j]) * st[j];
     std::memcpy(out.mutable_data<uint8_t>() + t * slice * es, x.data<uint8_t>() + off * es,
                 static_cast<size_t>(slice) * es);
   }

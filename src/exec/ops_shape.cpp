@@ -290,8 +290,7 @@ void split(OpCall& c) {
   std::vector<int64_t> parts = c.has_input(1) ? c.input(1).to_i64() : c.attr_ints("split");
   if (parts.empty()) {
     int64_t k = c.attr_int("num_outputs", 0);
-    if (k <= 0) k = static_cast<int64_t>(c.node.users().size());  // one part per getitem user
-    if (k <= 0) c.fail("cannot tell how many parts to split into");
+    if (k <= 0) k = static_cast<int64_t>(c.num_outputs());
     const int64_t each = (dim + k - 1) / k;
     for (int64_t i = 0, left = dim; i < k; ++i, left -= each)
       parts.push_back(std::max<int64_t>(0, std::min(each, left)));
