@@ -11,9 +11,13 @@ log() { printf '[setup] %s\n' "$*"; }
 # build-essential/cmake/ninja-build: native build.  emscripten: wasm build (clang-14, binaryen, a
 # prebuilt frozen system-library cache).  googletest: gtest sources for the wasm test build;
 # libgtest-dev: gtest for the native build.  python3-torch/python3-tabulate: the torch.fx oracle for
-# scripts/gen_goldens.py.  clang-format: scripts/format.sh.
+# scripts/gen_goldens.py.  clang-format: scripts/format.sh.  libtorch-dev: the native LibTorch build
+# (src/torch/).  protobuf-compiler/libprotobuf-dev/libonnx-dev: protoc, the native protobuf-lite
+# runtime and ONNX's own onnx.proto.  python3-onnx/python3-torchvision: models/generate.py and the
+# ONNX oracle scripts.
 packages=(build-essential cmake ninja-build emscripten googletest libgtest-dev
-          python3-torch python3-tabulate clang-format)
+          python3-torch python3-tabulate python3-torchvision python3-onnx clang-format
+          libtorch-dev protobuf-compiler libprotobuf-dev libonnx-dev)
 
 # Node >= 18 runs the wasm tests and Jest. Use the machine's Node if there is one (it may not come
 # from Debian: e.g. NodeSource's nodejs, which also provides npm and conflicts with Debian's npm);
@@ -57,9 +61,27 @@ else
   # `npm install`, not `npm ci`: the registry reachable here lacks some other platforms' optional
   # binaries (e.g. @unrs/resolver-binding-android-arm64), so the lock file cannot list them and
   # `npm ci` rejects it as out of sync. `npm install` follows the lock file all the same.
-  npm install --no-audit --no-fund </dev/null
+  # --ignore-scripts: onnxruntime-node's install script downloads GPU binaries (no network for
+  # that here); its CPU binaries ship inside the package. Nothing else needs install scripts.
+  npm install --no-audit --no-fund --ignore-scripts </dev/null
   want="$(sha256sum package.json package-lock.json | sha256sum | cut -d' ' -f1)"
   printf '%s\n' "$want" > "$stamp"
+fi
+
+# --- protobuf-lite for wasm ------------------------------------------------------------------------
+# Built once from Debian's source package into ~/.cache/fxwasm (FXWASM_DEPS_DIR).
+bash scripts/build_protobuf_wasm.sh >/dev/null
+
+# --- the model zoo ------------------------------------------------------------------------------------
+# ONNX exports of torchvision/transformer models with seeded random weights (~90 MB, not committed):
+# generated once by Debian's Python + torch; models/zoo/.complete marks a finished run.
+zoo_stamp=models/zoo/.complete
+if [ ! -f "$zoo_stamp" ] || [ models/generate.py -nt "$zoo_stamp" ]; then
+  log "generating the model zoo (models/generate.py)"
+  /usr/bin/python3 models/generate.py >/dev/null
+  touch "$zoo_stamp"
+else
+  log "model zoo: up to date"
 fi
 
 log "node $(node --version), npm $(npm --version 2>/dev/null), $(cmake --version | head -1), emcc $(emcc --version 2>/dev/null | head -1 | grep -o '[0-9][0-9.]*' | head -1)"

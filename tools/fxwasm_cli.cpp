@@ -1,11 +1,24 @@
-// fxwasm-cli: the native command line. Until ONNX import lands it works on the bundled sample
-// graph (torch.fx's documentation example, MyModule) and prints it the ways torch.fx does.
+// fxwasm-cli: the native command line, the same commands as `npx fxwasm` (wasm/cli.mjs).
+//
+//   fxwasm-cli model.onnx [--print graph|tabular|code|readable|all|none] [--num-users]
+//              [--passes dce,cse,fold,...] [--check-equivalence] [--out new.onnx]
+//              [--run] [--inputs in_0.pb ...] [--save-outputs DIR] [--coverage]
+//   fxwasm-cli --sample ...      the torch.fx docs' MyModule, built through the C++ API
+#include <chrono>
+#include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <memory>
+#include <random>
+#include <sstream>
 #include <string>
 
+#include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/onnx.h"
+#include "fx/onnx_passes.h"
 
 namespace {
 
@@ -21,55 +34,158 @@ std::unique_ptr<fx::GraphModule> sample_module() {
   g->output(clamp);
 
   fx::Module root("MyModule");
-  root.register_parameter("param", fx::Tensor{fx::Dtype::Float32, {3, 4}, nullptr, true});
+  root.register_parameter("param", fx::Tensor{fx::Dtype::Float32, {3, 4}, nullptr, true, nullptr});
   auto linear_mod =
       std::make_shared<fx::Module>("Linear", "in_features=4, out_features=5, bias=True");
-  linear_mod->register_parameter("weight", fx::Tensor{fx::Dtype::Float32, {5, 4}, nullptr, true});
-  linear_mod->register_parameter("bias", fx::Tensor{fx::Dtype::Float32, {5}, nullptr, true});
+  linear_mod->register_parameter("weight",
+                                 fx::Tensor{fx::Dtype::Float32, {5, 4}, nullptr, true, nullptr});
+  linear_mod->register_parameter("bias",
+                                 fx::Tensor{fx::Dtype::Float32, {5}, nullptr, true, nullptr});
   root.add_module("linear", linear_mod);
   return std::make_unique<fx::GraphModule>(&root, std::move(g), "MyModule");
 }
 
 int usage(std::ostream& os, int code) {
-  os << "usage: fxwasm-cli --sample [--print graph|tabular|code|readable|all] [--num-users]\n"
-        "  Prints the bundled sample graph (torch.fx's MyModule example) as print(graph),\n"
-        "  graph.print_tabular() and the generated Python code.\n"
-        "  --num-users  print torch 2.x's [num_users=N] instead of [#users=N]\n";
+  os << "usage: fxwasm-cli (model.onnx | --sample) [options]\n"
+        "  --print WHAT          graph, tabular, code, readable, all (default), none\n"
+        "  --num-users           print torch 2.x's [num_users=N] instead of [#users=N]\n"
+        "  --passes a,b,...      run passes in order: "
+     <<
+      [] {
+        std::string all;
+        for (const auto& n : fx::exec::pass_names()) all += (all.empty() ? "" : ",") + n;
+        return all;
+      }()
+     << "\n"
+        "  --check-equivalence   run the model before/after each pass on random inputs\n"
+        "  --out FILE.onnx       export the (transformed) model\n"
+        "  --coverage            list the nodes the executor cannot run\n"
+        "  --run                 run the model (random inputs unless --inputs)\n"
+        "  --inputs A.pb B.pb    inputs as ONNX TensorProto files, one per graph input\n"
+        "  --save-outputs DIR    write output_0.pb ... into DIR\n";
   return code;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw fx::Error(fx::ErrorKind::Value, "cannot open '" + path + "'");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw fx::Error(fx::ErrorKind::Value, "cannot write '" + path + "'");
+}
+
+// Seeded random inputs from the placeholders' ONNX types (symbolic dimensions become 1).
+std::vector<fx::exec::Value> random_inputs(const fx::GraphModule& gm, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<fx::exec::Value> out;
+  for (const fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::Placeholder) continue;
+    fx::Dtype dtype = fx::Dtype::Float32;
+    std::vector<int64_t> shape;
+    if (const fx::Argument* t = n->meta().find("onnx_type");
+        t && t->kind() == fx::Argument::Kind::Dict) {
+      for (const auto& kv : t->dict_items()) {
+        if (kv.first.to_string() == "dtype" && kv.second.kind() == fx::Argument::Kind::Dtype)
+          dtype = kv.second.to_dtype();
+        if (kv.first.to_string() == "shape" && kv.second.is_sequence())
+          for (const fx::Argument& d : kv.second.elements())
+            shape.push_back(d.kind() == fx::Argument::Kind::Int ? d.to_int() : 1);
+      }
+    }
+    fx::exec::Value v = fx::exec::Value::zeros(dtype, shape);
+    const int64_t count = v.numel();
+    if (dtype == fx::Dtype::Float32) {
+      std::normal_distribution<float> dist;
+      float* p = v.mutable_data<float>();
+      for (int64_t i = 0; i < count; ++i) p[i] = dist(rng);
+    } else if (dtype == fx::Dtype::Int64) {
+      int64_t* p = v.mutable_data<int64_t>();
+      for (int64_t i = 0; i < count; ++i) p[i] = static_cast<int64_t>(rng() % 4);
+    } else if (dtype == fx::Dtype::Int32) {
+      int32_t* p = v.mutable_data<int32_t>();
+      for (int64_t i = 0; i < count; ++i) p[i] = static_cast<int32_t>(rng() % 4);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool sample = false, num_users = false;
-  std::string what = "all";
+  bool sample = false, num_users = false, run = false, check = false, show_coverage = false;
+  std::string what = "all", model, out_path, save_dir, passes;
+  std::vector<std::string> input_files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--sample") {
+    auto value = [&](const char* opt) -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "fxwasm-cli: " << opt << " needs a value\n";
+        std::exit(usage(std::cerr, 2));
+      }
+      return argv[++i];
+    };
+    if (a == "--sample")
       sample = true;
-    } else if (a == "--num-users") {
+    else if (a == "--num-users")
       num_users = true;
-    } else if (a == "--print" && i + 1 < argc) {
-      what = argv[++i];
-    } else if (a == "--help" || a == "-h") {
+    else if (a == "--print")
+      what = value("--print");
+    else if (a == "--passes")
+      passes = value("--passes");
+    else if (a == "--check-equivalence")
+      check = true;
+    else if (a == "--out")
+      out_path = value("--out");
+    else if (a == "--run")
+      run = true;
+    else if (a == "--coverage")
+      show_coverage = true;
+    else if (a == "--save-outputs")
+      save_dir = value("--save-outputs");
+    else if (a == "--inputs") {
+      while (i + 1 < argc && argv[i + 1][0] != '-') input_files.push_back(argv[++i]);
+    } else if (a == "--help" || a == "-h")
       return usage(std::cout, 0);
-    } else if (a.size() > 5 && a.compare(a.size() - 5, 5, ".onnx") == 0) {
-      std::cerr << "fxwasm-cli: cannot read '" << a
-                << "': ONNX import is not implemented yet; use --sample\n";
-      return 2;
-    } else {
+    else if (!a.empty() && a[0] != '-' && model.empty())
+      model = a;
+    else {
       std::cerr << "fxwasm-cli: unknown argument '" << a << "'\n";
       return usage(std::cerr, 2);
     }
   }
-  if (!sample) return usage(std::cerr, 2);
+  if (sample == !model.empty()) return usage(std::cerr, 2);
   if (what != "all" && what != "graph" && what != "tabular" && what != "code" &&
-      what != "readable") {
-    std::cerr << "fxwasm-cli: --print takes graph, tabular, code, readable or all\n";
+      what != "readable" && what != "none") {
+    std::cerr << "fxwasm-cli: --print takes graph, tabular, code, readable, all or none\n";
     return 2;
   }
   try {
-    auto gm = sample_module();
+    std::unique_ptr<fx::GraphModule> gm = sample ? sample_module() : fx::onnx::load_model(model);
+    if (!passes.empty()) {
+      fx::PassManager pm;
+      std::stringstream ss(passes);
+      for (std::string name; std::getline(ss, name, ',');)
+        if (!name.empty()) pm.add(name, fx::exec::pass_by_name(name));
+      if (check) pm.check_equivalence(fx::exec::equivalence_check(random_inputs(*gm, 1)));
+      for (const fx::PassReport& r : pm.run(*gm))
+        std::cerr << "[pass] " << std::left << std::setw(16) << r.pass << " nodes "
+                  << r.nodes_before << " -> " << r.nodes_after
+                  << (r.modified ? "  modified" : "  unchanged")
+                  << (check ? (r.check.empty() ? "  equivalent" : "  " + r.check) : "") << "\n";
+    }
     const fx::UsersToken token = num_users ? fx::UsersToken::NumUsers : fx::UsersToken::Hash;
     const bool all = what == "all";
     if (all) std::cout << "# print(gm.graph)\n";
@@ -79,6 +195,55 @@ int main(int argc, char** argv) {
     if (all) std::cout << "\n# print(gm.code)";
     if (all || what == "code") std::cout << gm->code() << "\n";
     if (what == "readable") std::cout << gm->print_readable() << "\n";
+
+    if (show_coverage) {
+      const auto gaps = fx::exec::coverage(*gm);
+      std::cout << "coverage: "
+                << (gaps.empty() ? "every node can run"
+                                 : std::to_string(gaps.size()) + " node(s) cannot run")
+                << "\n";
+      for (const auto& g : gaps)
+        std::cout << "  " << g.node << " (" << g.target << "): " << g.reason << "\n";
+    }
+    if (run) {
+      std::vector<fx::exec::Value> inputs;
+      if (input_files.empty()) {
+        inputs = random_inputs(*gm, 0);
+      } else {
+        for (const std::string& f : input_files) {
+          const std::vector<uint8_t> b = read_file(f);
+          inputs.push_back(fx::exec::Value::from_tensor(
+              fx::onnx::tensor_from_proto_bytes(b.data(), b.size()), f));
+        }
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<fx::exec::Value> outs = fx::exec::run(*gm, inputs);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const fx::Argument* names = gm->graph().output_node()->meta().find("onnx_outputs");
+      for (size_t i = 0; i < outs.size(); ++i) {
+        std::string name = "output_" + std::to_string(i);
+        if (names && names->is_sequence() && i < names->elements().size())
+          name = names->elements()[i].to_string();
+        double sum = 0, abs_sum = 0;
+        if (outs[i].dtype() == fx::Dtype::Float32 || outs[i].dtype() == fx::Dtype::Int64) {
+          for (float f : outs[i].to_f32()) {
+            sum += f;
+            abs_sum += std::fabs(f);
+          }
+        }
+        std::cout << name << ": " << fx::dtype_name(outs[i].dtype()) << shape_str(outs[i].shape())
+                  << std::setprecision(9) << "  sum=" << sum << "  abs_sum=" << abs_sum << "\n";
+        if (!save_dir.empty())
+          write_file(save_dir + "/output_" + std::to_string(i) + ".pb",
+                     fx::onnx::tensor_to_proto_bytes(outs[i].to_tensor(), name));
+      }
+      std::cout << std::fixed << std::setprecision(2) << "run: " << ms << " ms\n";
+    }
+    if (!out_path.empty()) {
+      write_file(out_path, fx::onnx::export_model(*gm));
+      std::cerr << "wrote " << out_path << "\n";
+    }
   } catch (const fx::Error& e) {
     std::cerr << "fxwasm-cli: " << e.kind_name() << ": " << e.what() << "\n";
     return 1;

@@ -36,7 +36,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/onnx.h"
+#include "fx/onnx_passes.h"
 
 #ifndef FXWASM_VERSION
 #define FXWASM_VERSION "0.1.0"  // the build may pass -DFXWASM_VERSION="x.y.z" from package.json
@@ -1370,8 +1373,9 @@ val gm_tensor_data(double id, std::string target) {
   return guarded([&] {
     const fx::Tensor* t = gm_entry(id).gm->get_tensor(target);
     if (!t) throw Error(ErrorKind::Attribute, "no parameter or buffer named '" + target + "'");
-    if (!t->data) return val::null();
-    val view(emscripten::typed_memory_view(t->data->size(), t->data->data()));
+    const fx::Bytes b = t->bytes();  // loads external data through the import's reader
+    if (!b) return val::null();
+    val view(emscripten::typed_memory_view(b->size(), b->data()));
     return view.call<val>("slice");
   });
 }
@@ -1379,6 +1383,249 @@ val gm_tensor_data(double id, std::string target) {
 // ---------------------------------------------------------------------------------------------
 // Module
 // ---------------------------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------------------------
+// Execution (fx::exec), passes and the subgraph rewriter
+// ---------------------------------------------------------------------------------------------
+
+// {dtype, shape, data (a typed array)} -> Value; the bytes are copied into the wasm heap.
+fx::exec::Value value_from_js(const val& v, size_t index) {
+  const std::string where = "input " + std::to_string(index);
+  if (v.typeOf().as<std::string>() != "object" || v.isNull())
+    throw Error(ErrorKind::Type, where + ": expected {dtype, shape, data}");
+  const fx::Dtype dtype = fx::dtype_from_name(v["dtype"].as<std::string>());
+  std::vector<int64_t> shape;
+  const val js_shape = v["shape"];
+  const unsigned rank = js_shape["length"].as<unsigned>();
+  for (unsigned i = 0; i < rank; ++i)
+    shape.push_back(static_cast<int64_t>(js_shape[i].as<double>()));
+  fx::exec::Value out = fx::exec::Value::zeros(dtype, shape);
+  const val data = v["data"];
+  const size_t nbytes = data["byteLength"].as<size_t>();
+  if (nbytes != out.nbytes())
+    throw Error(ErrorKind::Value, where + ": " + out.describe() + " needs " +
+                                      std::to_string(out.nbytes()) + " bytes of data, got " +
+                                      std::to_string(nbytes));
+  const val bytes = val::global("Uint8Array").new_(data["buffer"], data["byteOffset"], nbytes);
+  val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())).call<void>("set", bytes);
+  return out;
+}
+
+std::vector<fx::exec::Value> values_from_js(const val& inputs) {
+  std::vector<fx::exec::Value> out;
+  const unsigned n = inputs["length"].as<unsigned>();
+  for (unsigned i = 0; i < n; ++i) out.push_back(value_from_js(inputs[i], i));
+  return out;
+}
+
+// Value -> {dtype, shape, bytes (a Uint8Array copy)}; the facade makes the typed array.
+val value_to_js(const fx::exec::Value& v) {
+  val o = val::object();
+  o.set("dtype", std::string(fx::dtype_name(v.dtype())));
+  val shape = val::array();
+  for (int64_t d : v.shape()) shape.call<void>("push", static_cast<double>(d));
+  o.set("shape", shape);
+  o.set("bytes",
+        val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())).call<val>("slice"));
+  return o;
+}
+
+val gm_run(double id, val inputs, val probe) {
+  return guarded([&] {
+    fx::exec::RunOptions opts;
+    const unsigned np = probe["length"].as<unsigned>();
+    for (unsigned i = 0; i < np; ++i) opts.probe.push_back(probe[i].as<std::string>());
+    const fx::exec::RunResult r = fx::exec::run(*gm_entry(id).gm, values_from_js(inputs), opts);
+    val out = val::object();
+    val outputs = val::array();
+    for (const auto& v : r.outputs) outputs.call<void>("push", value_to_js(v));
+    val probes = val::array();
+    for (const auto& [name, v] : r.probes) {
+      val p = value_to_js(v);
+      p.set("node", name);
+      probes.call<void>("push", p);
+    }
+    out.set("outputs", outputs);
+    out.set("probes", probes);
+    return out;
+  });
+}
+
+val gm_coverage(double id) {
+  return guarded([&] {
+    val out = val::array();
+    for (const fx::exec::CoverageGap& g : fx::exec::coverage(*gm_entry(id).gm)) {
+      val o = val::object();
+      o.set("node", g.node);
+      o.set("target", g.target);
+      o.set("reason", g.reason);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+void gm_shape_prop(double id, val inputs) {
+  guarded([&] { fx::exec::shape_prop(*gm_entry(id).gm, values_from_js(inputs)); });
+}
+
+// The passes callable by name (CLI, JS pipelines).
+val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
+                  double max_iterations) {
+  return guarded([&] {
+    fx::PassManager pm;
+    const unsigned n = names["length"].as<unsigned>();
+    for (unsigned i = 0; i < n; ++i) {
+      const std::string name = names[i].as<std::string>();
+      pm.add(name, fx::exec::pass_by_name(name));
+    }
+    pm.max_iterations(static_cast<int>(max_iterations));
+    if (!check_inputs.isNull() && !check_inputs.isUndefined())
+      pm.check_equivalence(fx::exec::equivalence_check(
+          values_from_js(check_inputs), static_cast<float>(rtol), static_cast<float>(atol)));
+    val out = val::array();
+    for (const fx::PassReport& r : pm.run(*gm_entry(id).gm)) {
+      val o = val::object();
+      o.set("pass", r.pass);
+      o.set("iteration", r.iteration);
+      o.set("modified", r.modified);
+      o.set("nodesBefore", static_cast<double>(r.nodes_before));
+      o.set("nodesAfter", static_cast<double>(r.nodes_after));
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+val gm_replace_pattern(double id, double pattern_gid, double replacement_gid) {
+  return guarded([&] {
+    const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
+    const fx::Graph& replacement = *graph_entry(replacement_gid).graph;
+    const std::vector<fx::Match> matches =
+        fx::replace_pattern(*gm_entry(id).gm, pattern, replacement);
+    val out = val::array();
+    for (const fx::Match& m : matches) {
+      val o = val::object();
+      o.set("anchor", m.anchor ? m.anchor->name() : std::string());
+      val map = val::array();
+      for (const auto& [pn, gv] : m.nodes_map) {
+        val pair = val::array();
+        pair.call<void>("push", pn->name());
+        pair.call<void>("push", gv.is_node() ? val(gv.to_node()->name()) : val(encode(gv)));
+        pair.call<void>("push", gv.is_node());
+        map.call<void>("push", pair);
+      }
+      o.set("nodesMap", map);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// ONNX import/export (fx::onnx)
+// ---------------------------------------------------------------------------------------------
+
+// A Uint8Array (or any ArrayBufferView) copied into a byte vector in the wasm heap.
+std::vector<uint8_t> bytes_from_js(const val& data, const char* what) {
+  if (data.isNull() || data.isUndefined() || data["byteLength"].isUndefined() ||
+      data["buffer"].isUndefined())
+    throw Error(ErrorKind::Type, std::string(what) + ": expected a Uint8Array or ArrayBuffer view");
+  const size_t n = data["byteLength"].as<size_t>();
+  std::vector<uint8_t> out(n);
+  if (n) {
+    const val bytes = val::global("Uint8Array").new_(data["buffer"], data["byteOffset"], n);
+    val(emscripten::typed_memory_view(n, out.data())).call<void>("set", bytes);
+  }
+  return out;
+}
+
+val bytes_to_js(const std::vector<uint8_t>& b) {
+  return val(emscripten::typed_memory_view(b.size(), b.data())).call<val>("slice");
+}
+
+// Registers a GraphModule made in C++ (and its graph) with the handle tables; returns
+// [gm id, graph id].
+val register_graph_module(std::unique_ptr<fx::GraphModule> gm) {
+  auto e = std::make_unique<GraphEntry>();
+  e->graph = &gm->graph();
+  const uint32_t gid = g_next_id++;
+  const uint32_t id = g_next_id++;
+  e->gm = id;
+  g_graph_ids[e->graph] = gid;
+  g_graphs[gid] = std::move(e);
+  g_gms[id] = GmEntry{std::move(gm), gid};
+  val out = val::array();
+  out.call<void>("push", static_cast<double>(id));
+  out.call<void>("push", static_cast<double>(gid));
+  return out;
+}
+
+// `reader`: null, or a JS function (location, offset, length) -> Uint8Array called when a
+// tensor stored as external data is needed.
+val load_onnx(val data, val reader) {
+  return guarded([&] {
+    fx::onnx::ImportOptions opts;
+    if (!reader.isNull() && !reader.isUndefined()) {
+      opts.external_data = [reader](const std::string& location, int64_t offset,
+                                    int64_t length) -> fx::Bytes {
+        val r = reader(location, static_cast<double>(offset), static_cast<double>(length));
+        if (r.isNull() || r.isUndefined())
+          throw Error(ErrorKind::Value, "external data '" + location + "' was not supplied");
+        return std::make_shared<const std::vector<uint8_t>>(bytes_from_js(r, "external data"));
+      };
+    }
+    std::unique_ptr<fx::GraphModule> gm;
+    {
+      const std::vector<uint8_t> bytes = bytes_from_js(data, "loadONNX");
+      gm = fx::onnx::import_model(bytes, opts);
+    }  // the copy of the file is freed before the module is handed out
+    return register_graph_module(std::move(gm));
+  });
+}
+
+val gm_to_onnx(double id, bool embed_external, double default_opset) {
+  return guarded([&] {
+    fx::onnx::ExportOptions opts;
+    opts.embed_external_data = embed_external;
+    if (default_opset > 0) opts.default_opset = static_cast<int64_t>(default_opset);
+    return bytes_to_js(fx::onnx::export_model(*gm_entry(id).gm, opts));
+  });
+}
+
+std::string gm_meta(double id) {
+  return guarded([&] { return encode_kwargs(gm_entry(id).gm->meta()); });
+}
+
+// A GraphModule that an attribute path names (If/Loop bodies of imported models).
+val gm_submodule_graph_module(double id, std::string target) {
+  return guarded([&] {
+    auto sub = std::dynamic_pointer_cast<fx::GraphModule>(gm_entry(id).gm->get_submodule(target));
+    if (!sub) throw Error(ErrorKind::Attribute, "'" + target + "' is not a GraphModule");
+    // A detached copy the caller owns (the original stays in the attribute tree).
+    auto copy =
+        std::make_unique<fx::GraphModule>(sub.get(), sub->graph().clone(), sub->type_name());
+    copy->meta() = sub->meta();
+    return register_graph_module(std::move(copy));
+  });
+}
+
+val tensor_from_onnx(val data) {
+  return guarded([&] {
+    const std::vector<uint8_t> bytes = bytes_from_js(data, "tensorFromONNX");
+    std::string name;
+    fx::Tensor t = fx::onnx::tensor_from_proto_bytes(bytes.data(), bytes.size(), &name);
+    val o = value_to_js(fx::exec::Value::from_tensor(t, "tensor '" + name + "'"));
+    o.set("name", name);
+    return o;
+  });
+}
+
+val tensor_to_onnx(val tensor, std::string name) {
+  return guarded([&] {
+    return bytes_to_js(fx::onnx::tensor_to_proto_bytes(value_from_js(tensor, 0).to_tensor(), name));
+  });
+}
 
 std::string version() { return FXWASM_VERSION; }
 
@@ -1395,6 +1642,17 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("errPending", &err_pending);
   function("takeError", &take_error);
   function("version", &version);
+  function("gmRun", &gm_run);
+  function("loadOnnx", &load_onnx);
+  function("gmToOnnx", &gm_to_onnx);
+  function("gmMeta", &gm_meta);
+  function("gmSubmoduleGraphModule", &gm_submodule_graph_module);
+  function("tensorFromOnnx", &tensor_from_onnx);
+  function("tensorToOnnx", &tensor_to_onnx);
+  function("gmCoverage", &gm_coverage);
+  function("gmShapeProp", &gm_shape_prop);
+  function("gmRunPasses", &gm_run_passes);
+  function("gmReplacePattern", &gm_replace_pattern);
   function("heapUsed", &heap_used);
   function("liveHandles", &live_handles);
 

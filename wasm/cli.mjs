@@ -1,49 +1,91 @@
 #!/usr/bin/env node
-// wasm/cli.mjs — the `fxwasm` command: print fx graphs from the command line.
+// wasm/cli.mjs — the `fxwasm` command: import an ONNX model (or the bundled sample graph), print
+// it the ways torch.fx does, transform it with passes, run it and export it again.
 //
+//   fxwasm model.onnx [--print graph|tabular|code|readable|none] [--passes a,b,...]
+//          [--check-equivalence] [--run] [--inputs in_0.pb ...] [--save-outputs DIR]
+//          [--coverage] [--out new.onnx]
 //   fxwasm --sample --print graph|tabular|code|readable
-//   fxwasm model.onnx            (ONNX import is not implemented yet: exits with code 2)
 //
-// Exit codes: 0 success, 1 an error while working (FxError or other), 2 bad usage or an
-// unsupported input.
-import { init } from './index.mjs';
+// Exit codes: 0 success, 1 an error while working (FxError or other), 2 bad usage.
+import fs from 'node:fs';
+import path from 'node:path';
+import { init, passNames } from './index.mjs';
 
-const USAGE = `Usage: fxwasm [options] [model.onnx]
+const USAGE = `Usage: fxwasm [options] (model.onnx | --sample)
 
-Print an fx graph the way torch.fx 1.13 prints it.
+Import an ONNX model as a torch.fx graph, print it the way torch.fx 1.13 prints it, transform it,
+run it and export it.
 
 Options:
-  --sample            use the bundled sample (torch.fx's MyModule: x + param -> linear -> clamp)
-  --print WHAT        what to print: graph (default), tabular, code, readable
-  --num-users         print graphs with torch 2.x's [num_users=N] instead of [#users=N]
-  --version           print the fxwasm version
-  -h, --help          show this help
+  --print WHAT          graph (default unless another action is given), tabular, code,
+                        readable, none
+  --num-users           print graphs with torch 2.x's [num_users=N] instead of [#users=N]
+  --passes a,b,...      run passes in order, printing nodes before/after for each:
+                        ${passNames.join(', ')}
+  --check-equivalence   run the model before and after every pass (seeded random inputs) and
+                        print the max abs/rel difference; stop at a pass that changes outputs
+  --coverage            list the nodes the executor cannot run
+  --run                 run the model: each output's name, shape, dtype, checksum, and the time
+  --inputs A.pb B.pb    inputs for --run as ONNX TensorProto files (default: seeded random)
+  --save-outputs DIR    write the outputs of --run as DIR/output_0.pb ...
+  --out FILE.onnx       export the (transformed) model
+  --sample              use the bundled sample graph (torch.fx's MyModule) instead of a model
+  --version             print the fxwasm version
+  -h, --help            show this help
 
 Examples:
-  npx fxwasm --sample --print graph
-  npx fxwasm --sample --print code
+  npx fxwasm model.onnx --print code
+  npx fxwasm model.onnx --passes dce,cse,fold,fuse-conv-bn --check-equivalence --out new.onnx
+  npx fxwasm model.onnx --run --inputs input_0.pb --save-outputs out/
 `;
 
-const PRINTS = ['graph', 'tabular', 'code', 'readable'];
+const PRINTS = ['graph', 'tabular', 'code', 'readable', 'none'];
 
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { sample: false, print: 'graph', numUsers: false, help: false, version: false, files: [] };
+  const opts = {
+    sample: false, print: null, numUsers: false, help: false, version: false, files: [],
+    passes: [], check: false, coverage: false, run: false, inputs: [], saveOutputs: null, out: null,
+  };
+  const value = (i, a) => {
+    const eq = a.indexOf('=');
+    if (eq > 0) return [i, a.slice(eq + 1)];
+    if (i + 1 >= argv.length) throw new UsageError(`${a} needs a value`);
+    return [i + 1, argv[i + 1]];
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    const name = a.split('=')[0];
+    let v;
     if (a === '-h' || a === '--help') opts.help = true;
     else if (a === '--version') opts.version = true;
     else if (a === '--sample') opts.sample = true;
     else if (a === '--num-users') opts.numUsers = true;
-    else if (a === '--print' || a.startsWith('--print=')) {
-      const v = a === '--print' ? argv[++i] : a.slice('--print='.length);
-      if (v === undefined) throw new UsageError('--print needs a value: ' + PRINTS.join(', '));
+    else if (a === '--check-equivalence') opts.check = true;
+    else if (a === '--coverage') opts.coverage = true;
+    else if (a === '--run') opts.run = true;
+    else if (name === '--print') {
+      [i, v] = value(i, a);
       if (!PRINTS.includes(v)) throw new UsageError(`--print ${v}: expected one of ${PRINTS.join(', ')}`);
       opts.print = v;
+    } else if (name === '--passes') {
+      [i, v] = value(i, a);
+      opts.passes = v.split(',').filter((p) => p !== '');
+      for (const p of opts.passes)
+        if (!passNames.includes(p)) throw new UsageError(`--passes: unknown pass '${p}' (known: ${passNames.join(', ')})`);
+    } else if (name === '--out') [i, opts.out] = value(i, a);
+    else if (name === '--save-outputs') [i, opts.saveOutputs] = value(i, a);
+    else if (a === '--inputs') {
+      while (i + 1 < argv.length && !argv[i + 1].startsWith('--')) opts.inputs.push(argv[++i]);
+      if (opts.inputs.length === 0) throw new UsageError('--inputs needs at least one TensorProto file');
     } else if (a.startsWith('-') && a !== '-') throw new UsageError(`unknown option ${a}`);
     else opts.files.push(a);
   }
+  if (opts.files.length > 1) throw new UsageError(`one model at a time (got ${opts.files.join(', ')})`);
+  if (opts.sample && opts.files.length) throw new UsageError('--sample and a model file exclude each other');
+  if (opts.print === null) opts.print = opts.run || opts.out || opts.passes.length || opts.coverage ? 'none' : 'graph';
   return opts;
 }
 
@@ -71,6 +113,57 @@ function buildSample(fx) {
   });
 }
 
+const ARRAYS = { float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array };
+
+/** Seeded random inputs from the placeholders' ONNX types (symbolic dimensions become 1). */
+function randomInputs(gm, seed) {
+  let s = seed >>> 0;
+  const rand = () => {  // mulberry32
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return gm.graph.nodes
+    .filter((n) => n.op === 'placeholder')
+    .map((n) => {
+      const type = n.meta.onnx_type ?? {};
+      const dtype = type.dtype ? String(type.dtype.name ?? type.dtype).replace(/^torch\./, '') : 'float32';
+      const shape = Array.from(type.shape ?? [], (d) => (typeof d === 'number' ? d : typeof d === 'bigint' ? Number(d) : 1));
+      const C = ARRAYS[dtype];
+      if (!C) throw new Error(`input '${n.name}': cannot make random ${dtype} data; pass --inputs`);
+      const data = new C(shape.reduce((a, b) => a * b, 1));
+      for (let i = 0; i < data.length; i++) {
+        const u = rand();
+        if (dtype === 'float32' || dtype === 'float64') data[i] = 2 * u - 1;
+        else if (dtype === 'bool') data[i] = u < 0.5 ? 1 : 0;
+        else if (dtype === 'int64') data[i] = BigInt(Math.floor(10 * u));
+        else data[i] = Math.floor(10 * u);
+      }
+      return { data, shape, dtype };
+    });
+}
+
+function maxDiff(before, after) {
+  let abs = 0, rel = 0;
+  before.forEach((b, k) => {
+    const a = after[k];
+    for (let i = 0; i < b.data.length; i++) {
+      const x = Number(b.data[i]), y = Number(a.data[i]);
+      const d = Math.abs(x - y);
+      abs = Math.max(abs, d);
+      rel = Math.max(rel, d / Math.max(Math.abs(x), 1e-12));
+    }
+  });
+  return { abs, rel };
+}
+
+function outputNames(gm) {
+  const names = gm.graph.outputNode?.meta.onnx_outputs;
+  return Array.isArray(names) ? names : [];
+}
+
 async function main(argv) {
   let opts;
   try {
@@ -89,22 +182,39 @@ async function main(argv) {
     process.stdout.write(fx.version + '\n');
     return 0;
   }
-  if (opts.files.length > 0) {
-    const f = opts.files[0];
-    if (/\.onnx$/i.test(f)) {
-      process.stderr.write(`fxwasm: cannot open ${f}: ONNX import is not implemented yet; try --sample\n`);
-    } else {
-      process.stderr.write(`fxwasm: cannot open ${f}: only ONNX models (.onnx) will be supported, and ONNX import is not implemented yet; try --sample\n`);
+  if (!opts.sample && opts.files.length === 0) {
+    process.stderr.write(`fxwasm: nothing to do: pass a model.onnx or --sample (see --help)\n`);
+    return 2;
+  }
+  let gm;
+  if (opts.sample) {
+    gm = buildSample(fx);
+  } else {
+    const file = opts.files[0];
+    let bytes;
+    try {
+      bytes = fs.readFileSync(file);
+    } catch (e) {
+      process.stderr.write(`fxwasm: cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}\n`);
+      return 1;
     }
-    return 2;
+    gm = fx.loadONNX(bytes, { externalData: path.dirname(path.resolve(file)) });
   }
-  if (!opts.sample) {
-    process.stderr.write(`fxwasm: nothing to print: pass --sample (or see --help)\n`);
-    return 2;
-  }
-  const gm = buildSample(fx);
   try {
-    let text;
+    if (opts.passes.length) {
+      const inputs = opts.check ? randomInputs(gm, 1) : null;
+      for (const name of opts.passes) {
+        const before = inputs ? gm.run(inputs) : null;
+        const [report] = fx.runPasses(gm, [name], inputs ? { checkEquivalence: inputs } : {});
+        let line = `${name.padEnd(16)} nodes ${report.nodesBefore} -> ${report.nodesAfter}  ${report.modified ? 'modified' : 'unchanged'}`;
+        if (inputs) {
+          const d = maxDiff(before, gm.run(inputs));
+          line += `  max abs diff ${d.abs.toExponential(2)}  max rel diff ${d.rel.toExponential(2)}`;
+        }
+        process.stderr.write(`[pass] ${line}\n`);
+      }
+    }
+    let text = null;
     switch (opts.print) {
       case 'graph':
         text = gm.graph.print({ numUsers: opts.numUsers });
@@ -120,7 +230,35 @@ async function main(argv) {
         break;
     }
     // Like Python's print(): the text plus one newline.
-    process.stdout.write(text + '\n');
+    if (text !== null) process.stdout.write(text + '\n');
+    if (opts.coverage) {
+      const gaps = gm.coverage();
+      process.stdout.write(`coverage: ${gaps.length ? `${gaps.length} node(s) cannot run` : 'every node can run'}\n`);
+      for (const g of gaps) process.stdout.write(`  ${g.node} (${g.target}): ${g.reason}\n`);
+    }
+    if (opts.run) {
+      const inputs = opts.inputs.length ? opts.inputs.map((f) => fx.tensorFromONNX(fs.readFileSync(f))) : randomInputs(gm, 0);
+      const t0 = performance.now();
+      const outs = gm.run(inputs);
+      const ms = performance.now() - t0;
+      const names = outputNames(gm);
+      if (opts.saveOutputs) fs.mkdirSync(opts.saveOutputs, { recursive: true });
+      outs.forEach((o, k) => {
+        let sum = 0, abs = 0;
+        for (const v of o.data) {
+          sum += Number(v);
+          abs += Math.abs(Number(v));
+        }
+        const name = names[k] ?? `output_${k}`;
+        process.stdout.write(`${name}: ${o.dtype}[${o.shape.join(', ')}]  sum=${sum.toPrecision(9)}  abs_sum=${abs.toPrecision(9)}\n`);
+        if (opts.saveOutputs) fs.writeFileSync(path.join(opts.saveOutputs, `output_${k}.pb`), fx.tensorToONNX(o, name));
+      });
+      process.stdout.write(`run: ${ms.toFixed(2)} ms\n`);
+    }
+    if (opts.out) {
+      fs.writeFileSync(opts.out, gm.toONNX());
+      process.stderr.write(`wrote ${opts.out}\n`);
+    }
   } finally {
     gm.delete();
   }

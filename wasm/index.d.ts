@@ -529,11 +529,152 @@ export class GraphModule {
   namedBuffers(): Array<[string, TensorInfo]>;
   /** A copy of the bytes of parameter/buffer `target`, or null if it has none; `AttributeError` if it does not exist. */
   getTensorData(target: string): Uint8Array | null;
+  /**
+   * Runs the graph on fxwasm's kernels (`onnx.*` nodes; C++ `fx::exec::run`), one input per
+   * placeholder. Throws an FxError naming the node, op and input shapes if a node fails.
+   */
+  run(inputs: TensorInput[]): Tensor[];
+  /** {@link GraphModule.run} that also returns the values of the `probe` nodes, by name. */
+  run(inputs: TensorInput[], options: { probe: string[] }): { outputs: Tensor[]; probes: Record<string, Tensor> };
+  /** Every node that cannot run, found before running (C++ `fx::exec::coverage`). */
+  coverage(): CoverageGap[];
+  /** Runs once and records `meta.tensor_meta` = {shape, dtype} on every node (ShapeProp). */
+  shapeProp(inputs: TensorInput[]): void;
+  /**
+   * Serializes the module as an ONNX ModelProto (C++ `fx::onnx::export_model`). Names, opsets,
+   * doc strings and metadata of an imported model are kept; a node with no ONNX form (call_module,
+   * torch.* targets) throws an `UnsupportedError` naming it.
+   */
+  toONNX(options?: ToONNXOptions): Uint8Array;
+  /** Metadata of the module as a whole (an imported model's `onnx_opset_import`, producer...). */
+  readonly meta: Record<string, FxValue>;
+  /**
+   * A copy of the GraphModule at attribute path `target` (an If/Loop/Scan body of an imported
+   * model), owned by the caller.
+   */
+  submodule(target: string): GraphModule;
   /** Frees the module and its graph; their handles become stale. Idempotent. */
   delete(): void;
   /** Same as {@link GraphModule.delete}, for `using`. */
   [Symbol.dispose](): void;
 }
+
+/** Element types of tensors crossing into `run`. */
+export type TensorDtype = 'float32' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool';
+
+/** A tensor given to {@link GraphModule.run}; `dtype` defaults from the typed array's type. */
+export interface TensorInput {
+  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
+  shape: number[];
+  dtype?: TensorDtype;
+}
+
+/** A tensor returned by {@link GraphModule.run} (the data is a copy). */
+export interface Tensor {
+  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
+  shape: number[];
+  dtype: TensorDtype;
+}
+
+/** A node {@link GraphModule.run} cannot execute. */
+export interface CoverageGap {
+  node: string;
+  target: string;
+  reason: string;
+}
+
+/** Names accepted by {@link runPasses}. */
+export type PassName =
+  | 'dce'
+  | 'cse'
+  | 'remove-dropout'
+  | 'fold'
+  | 'fuse-conv-bn'
+  | 'fuse-matmul-add'
+  | 'fuse-gelu'
+  | 'fuse-layernorm';
+
+/** What one pass did (C++ `fx::PassReport`). */
+export interface PassReport {
+  pass: string;
+  iteration: number;
+  modified: boolean;
+  nodesBefore: number;
+  nodesAfter: number;
+}
+
+/** Options of {@link runPasses}. */
+export interface RunPassesOptions {
+  /** Inputs to run before and after every modifying pass; the first pass that changes outputs throws. */
+  checkEquivalence?: TensorInput[];
+  /** Relative tolerance of the check (default 1e-4). */
+  rtol?: number;
+  /** Absolute tolerance of the check (default 1e-5). */
+  atol?: number;
+  /** Repeat the pipeline until nothing changes, at most this often (default 1). */
+  maxIterations?: number;
+}
+
+/** One replaced match of {@link replacePattern}. */
+export interface PatternMatch {
+  /** Name of the pattern's anchor node. */
+  anchor: string;
+  /** [pattern node name, graph node name or the literal a placeholder bound]. */
+  nodesMap: Array<[string, unknown]>;
+}
+
+/** The pass names {@link runPasses} accepts. */
+export declare const passNames: readonly PassName[];
+/** Runs passes in order with lint after each (C++ `fx::PassManager`); see {@link RunPassesOptions}. */
+export declare function runPasses(gm: GraphModule, names: PassName[], options?: RunPassesOptions): PassReport[];
+/** torch.fx `replace_pattern` with Graphs as pattern and replacement (C++ `fx::replace_pattern`). */
+export declare function replacePattern(gm: GraphModule, pattern: Graph, replacement: Graph): PatternMatch[];
+
+/** Options of {@link GraphModule.toONNX}. */
+export interface ToONNXOptions {
+  /** Write tensors that live in external files into the model (default: keep the references). */
+  embedExternalData?: boolean;
+  /** Opset of the default domain when the module records none (default 17). */
+  defaultOpset?: number;
+}
+
+/** A `Blob`/`File` (structurally, so the declarations need no DOM types). */
+export interface BlobLike {
+  readonly size: number;
+  slice(start?: number, end?: number): BlobLike;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+/**
+ * Where tensors stored as ONNX external data come from: a reader called lazily with the file
+ * name, byte offset and length (-1: to the end); an object or Map from file name to its bytes
+ * (or a Blob, inside a Web Worker); or, under Node, the folder the files are in.
+ */
+export type ExternalDataSource =
+  | ((location: string, offset: number, length: number) => Uint8Array | null | undefined)
+  | Record<string, Uint8Array | ArrayBuffer | BlobLike>
+  | Map<string, Uint8Array | ArrayBuffer | BlobLike>
+  | string;
+
+/** Options of {@link loadONNX}. */
+export interface LoadONNXOptions {
+  /** Resolves external data, lazily (when a tensor's bytes are first needed). */
+  externalData?: ExternalDataSource;
+}
+
+/**
+ * Imports an ONNX model (C++ `fx::onnx::import_model`): graph inputs become placeholders (meta
+ * `onnx_type`), initializers get_attr nodes over parameters, each node a call_function of
+ * `onnx.<OpType>` with its attributes as kwargs, extra outputs `getitem` nodes, If/Loop bodies
+ * sub-GraphModules. Malformed bytes throw a `ParseError` naming what is wrong.
+ */
+export declare function loadONNX(bytes: Uint8Array | ArrayBuffer, options?: LoadONNXOptions): GraphModule;
+
+/** Decodes an ONNX TensorProto (ONNX test data such as `input_0.pb`). */
+export declare function tensorFromONNX(bytes: Uint8Array | ArrayBuffer): Tensor & { name: string };
+
+/** Encodes a tensor as an ONNX TensorProto named `name`. */
+export declare function tensorToONNX(tensor: TensorInput, name?: string): Uint8Array;
 
 /** Options of {@link init}. */
 export interface InitOptions {
@@ -594,6 +735,18 @@ export interface Fx {
   /** See {@link layout}. */
   readonly layout: typeof layout;
   /** Bytes currently allocated on the wasm heap by malloc (for leak checks). */
+  /** See {@link runPasses}. */
+  readonly runPasses: typeof runPasses;
+  /** See {@link replacePattern}. */
+  readonly replacePattern: typeof replacePattern;
+  /** See {@link passNames}. */
+  readonly passNames: typeof passNames;
+  /** See {@link loadONNX}. */
+  readonly loadONNX: typeof loadONNX;
+  /** See {@link tensorFromONNX}. */
+  readonly tensorFromONNX: typeof tensorFromONNX;
+  /** See {@link tensorToONNX}. */
+  readonly tensorToONNX: typeof tensorToONNX;
   heapUsed(): number;
   /** Current size of the wasm memory in bytes (`HEAP8.length`). */
   heapSize(): number;

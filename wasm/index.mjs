@@ -902,6 +902,17 @@ function encodeModuleSpec(spec) {
  */
 export class GraphModule {
   constructor(graph, options = {}) {
+    if (graph === PRIVATE) {
+      // [gm id, graph id] of a GraphModule made in C++ (loadONNX, submodule()).
+      const [id, gid] = options;
+      this._id = id;
+      this._graph = new Graph(PRIVATE, gid);
+      this._deleted = false;
+      finalizer.unregister(this._graph);
+      this._graph._owner = this;
+      finalizer.register(this, { kind: 'gm', id: this._id }, this);
+      return;
+    }
     requireModule();
     if (!(graph instanceof Graph)) throw typeError('GraphModule: expected a Graph');
     const className = options?.className ?? 'GraphModule';
@@ -981,6 +992,56 @@ export class GraphModule {
     return ck(M.gmTensorData(this._id, target));
   }
 
+  /**
+   * Runs the graph on fxwasm's kernels (onnx.* nodes). `inputs`: one tensor per placeholder,
+   * `{ data: TypedArray, shape: number[], dtype?: string }`. `options.probe`: node names whose
+   * values to return too. Resolves nothing asynchronously: the run is synchronous.
+   */
+  run(inputs, options = {}) {
+    const probe = options?.probe ?? [];
+    if (!Array.isArray(probe) || probe.some((p) => typeof p !== 'string'))
+      throw typeError('run: options.probe must be an array of node names');
+    const r = ck(M.gmRun(this._id, encodeTensors(inputs, 'run'), probe));
+    const outputs = Array.from(r.outputs, tensorFromWasm);
+    if (options?.probe === undefined) return outputs;
+    return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, tensorFromWasm(p)])) };
+  }
+
+  /**
+   * Serializes the module as an ONNX ModelProto (onnx.* call_function nodes; names, opsets and
+   * metadata of an imported model are kept). `embedExternalData`: write tensors that live in
+   * external files into the model instead of referencing the files. `defaultOpset`: the opset
+   * when the module records none (a graph built by hand; default 17).
+   */
+  toONNX(options = {}) {
+    return ck(M.gmToOnnx(this._id, !!options?.embedExternalData, options?.defaultOpset ?? 0));
+  }
+
+  /** Metadata of the module as a whole (an imported model's opsets, producer, doc strings...). */
+  get meta() {
+    return plainObject(decode(ck(M.gmMeta(this._id)), null));
+  }
+
+  /**
+   * A copy of the GraphModule at attribute path `target` (the body of an imported If/Loop/Scan),
+   * owned by the caller: delete() it when done.
+   */
+  submodule(target) {
+    if (typeof target !== 'string') throw typeError('submodule: target must be a string');
+    return new GraphModule(PRIVATE, ck(M.gmSubmoduleGraphModule(this._id, target)));
+  }
+
+  /** The nodes that cannot run (unknown targets...), found before running. */
+  coverage() {
+    return Array.from(ck(M.gmCoverage(this._id)), (g) => ({ node: g.node, target: g.target, reason: g.reason }));
+  }
+
+  /** Runs the graph once and records meta["tensor_meta"] (shape, dtype) on every node. */
+  shapeProp(inputs) {
+    M.gmShapeProp(this._id, encodeTensors(inputs, 'shapeProp'));
+    ck();
+  }
+
   delete() {
     if (this._deleted) return;
     this._deleted = true;
@@ -994,6 +1055,207 @@ export class GraphModule {
   [disposeSymbol]() {
     this.delete();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors, passes, rewriting
+// ---------------------------------------------------------------------------------------------
+
+const typedArrayDtypes = [
+  [Float32Array, 'float32'],
+  [Float64Array, 'float64'],
+  [BigInt64Array, 'int64'],
+  [Int32Array, 'int32'],
+  [Int16Array, 'int16'],
+  [Int8Array, 'int8'],
+  [Uint8Array, 'uint8'],
+];
+const dtypeArrays = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int64: BigInt64Array,
+  int32: Int32Array,
+  int16: Int16Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  bool: Uint8Array,
+};
+
+function encodeTensors(inputs, what) {
+  if (!Array.isArray(inputs)) throw typeError(`${what}: inputs must be an array of tensors`);
+  return inputs.map((t, i) => {
+    if (t == null || !ArrayBuffer.isView(t.data) || !Array.isArray(t.shape))
+      throw typeError(`${what}: input ${i} must be { data: TypedArray, shape: number[], dtype? }`);
+    const inferred = typedArrayDtypes.find(([C]) => t.data instanceof C)?.[1];
+    const dt = t.dtype ?? inferred;
+    if (typeof dt !== 'string') throw typeError(`${what}: input ${i} needs a dtype`);
+    return { dtype: dt, shape: t.shape, data: t.data };
+  });
+}
+
+function tensorFromWasm(t) {
+  const C = dtypeArrays[t.dtype];
+  const bytes = t.bytes;
+  const data = C ? new C(bytes.buffer, bytes.byteOffset, bytes.byteLength / C.BYTES_PER_ELEMENT) : bytes;
+  return { dtype: t.dtype, shape: Array.from(t.shape), data };
+}
+
+/** The pass names runPasses accepts. */
+export const passNames = Object.freeze([
+  'dce',
+  'cse',
+  'remove-dropout',
+  'fold',
+  'fuse-conv-bn',
+  'fuse-matmul-add',
+  'fuse-gelu',
+  'fuse-layernorm',
+]);
+
+/**
+ * Runs passes on `gm` in order (fx::PassManager): lint after each, recompile when modified.
+ * `options.checkEquivalence`: inputs to run before and after every modifying pass; the first
+ * pass that changes the outputs beyond `rtol`/`atol` throws an FxError naming it and the first
+ * diverging node. `options.maxIterations` repeats the pipeline until nothing changes.
+ */
+export function runPasses(gm, names, options = {}) {
+  requireModule();
+  if (!(gm instanceof GraphModule)) throw typeError('runPasses: expected a GraphModule');
+  if (!Array.isArray(names) || names.some((n) => typeof n !== 'string'))
+    throw typeError('runPasses: names must be an array of pass names');
+  const check = options?.checkEquivalence != null ? encodeTensors(options.checkEquivalence, 'runPasses') : null;
+  const r = ck(
+    M.gmRunPasses(gm._id, names, check, options?.rtol ?? 1e-4, options?.atol ?? 1e-5, options?.maxIterations ?? 1),
+  );
+  return Array.from(r, (x) => ({ ...x }));
+}
+
+/**
+ * torch.fx.subgraph_rewriter.replace_pattern with Graphs as pattern and replacement. Returns one
+ * `{ anchor, nodesMap }` per replaced match (`nodesMap`: [patternNodeName, graphNodeName or
+ * literal value]).
+ */
+export function replacePattern(gm, pattern, replacement) {
+  requireModule();
+  if (!(gm instanceof GraphModule) || !(pattern instanceof Graph) || !(replacement instanceof Graph))
+    throw typeError('replacePattern: expected (GraphModule, Graph, Graph)');
+  const r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid));
+  return Array.from(r, (m) => ({
+    anchor: m.anchor,
+    nodesMap: Array.from(m.nodesMap, ([p, g, isNode]) => [p, isNode ? g : decode(g, null)]),
+  }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ONNX
+// ---------------------------------------------------------------------------------------------
+
+let nodeFs = null;  // node:fs, loaded by init() under Node (sync reads of external data)
+
+function asBytes(data, what) {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return data;
+  throw typeError(`${what}: expected a Uint8Array or ArrayBuffer`);
+}
+
+function blobRange(blob, offset, length, location) {
+  if (typeof FileReaderSync === 'undefined')
+    throw new FxError(
+      'ValueError',
+      `external data '${location}' is a Blob, which can only be read synchronously in a Web Worker; ` +
+        'read it into a Uint8Array first (await blob.arrayBuffer()) or load the model in a worker',
+    );
+  const part = length >= 0 ? blob.slice(offset, offset + length) : blob.slice(offset);
+  return new Uint8Array(new FileReaderSync().readAsArrayBuffer(part));
+}
+
+// The reader C++ calls (location, offset, length) -> Uint8Array | null, over what the caller gave.
+function externalReader(externalData) {
+  if (externalData == null) return null;
+  let read;
+  if (typeof externalData === 'function') {
+    read = externalData;
+  } else if (typeof externalData === 'string') {
+    if (!nodeFs) throw typeError('loadONNX: externalData as a folder path works in Node only');
+    const dir = externalData;
+    read = (location, offset, length) => {
+      if (location.startsWith('/') || location.split(/[\\/]/).includes('..'))
+        throw new FxError('ValueError', `external data location '${location}' must stay inside the model's folder`);
+      const fd = nodeFs.openSync(`${dir}/${location}`, 'r');
+      try {
+        const size = nodeFs.fstatSync(fd).size;
+        const n = length >= 0 ? length : size - offset;
+        if (offset + n > size)
+          throw new FxError('ParseError', `external data '${location}' is ${size} bytes, shorter than offset ${offset} + length ${n}`);
+        const out = new Uint8Array(n);
+        nodeFs.readSync(fd, out, 0, n, offset);
+        return out;
+      } finally {
+        nodeFs.closeSync(fd);
+      }
+    };
+  } else if (typeof externalData === 'object') {
+    const get = externalData instanceof Map ? (k) => externalData.get(k) : (k) => externalData[k];
+    read = (location, offset, length) => {
+      const src = get(location);
+      if (src == null) return null;
+      if (typeof Blob !== 'undefined' && src instanceof Blob) return blobRange(src, offset, length, location);
+      const b = asBytes(src, `externalData['${location}']`);
+      const end = length >= 0 ? offset + length : b.byteLength;
+      if (end > b.byteLength)
+        throw new FxError('ParseError', `external data '${location}' is ${b.byteLength} bytes, shorter than offset ${offset} + length ${length}`);
+      return b.subarray(offset, end);
+    };
+  } else {
+    throw typeError('loadONNX: externalData must be a function, an object/Map of location -> bytes, or (Node) a folder path');
+  }
+  // A JS exception must not unwind through C++ frames: report it as "not supplied" plus its text.
+  return (location, offset, length) => {
+    try {
+      return read(location, offset, length) ?? null;
+    } catch (e) {
+      lastReaderError = e;
+      return null;
+    }
+  };
+}
+let lastReaderError = null;
+
+/**
+ * Imports an ONNX model (the bytes of a .onnx file) as a GraphModule: graph inputs become
+ * placeholders, initializers get_attr nodes over the module's parameters, every node a
+ * call_function of `onnx.<OpType>` with its attributes as kwargs. `options.externalData` resolves
+ * tensors stored outside the model, lazily (when they are first needed): a function
+ * `(location, offset, length) => Uint8Array`, an object or Map from location to bytes (or a
+ * Blob, inside a Web Worker), or under Node the folder the files live in.
+ */
+export function loadONNX(bytes, options = {}) {
+  requireModule();
+  const data = asBytes(bytes, 'loadONNX');
+  const reader = externalReader(options?.externalData);
+  lastReaderError = null;
+  const ids = M.loadOnnx(data, reader);
+  try {
+    ck();
+  } catch (e) {
+    if (lastReaderError) e.message += ` (${lastReaderError.message})`;
+    throw e;
+  }
+  return new GraphModule(PRIVATE, ids);
+}
+
+/** Decodes an ONNX TensorProto (e.g. ONNX test data `input_0.pb`) into `{ name, dtype, shape, data }`. */
+export function tensorFromONNX(bytes) {
+  requireModule();
+  const t = ck(M.tensorFromOnnx(asBytes(bytes, 'tensorFromONNX')));
+  return { name: t.name, ...tensorFromWasm(t) };
+}
+
+/** Encodes a tensor `{ data, shape, dtype? }` as an ONNX TensorProto named `name`. */
+export function tensorToONNX(tensor, name = '') {
+  requireModule();
+  const [t] = encodeTensors([tensor], 'tensorToONNX');
+  return ck(M.tensorToOnnx(t, String(name)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1047,6 +1309,7 @@ async function load(options) {
     pending = createFxModule(moduleOptions);
   }
   M = await pending;
+  if (isNode) nodeFs = await import(/* webpackIgnore: true */ 'node:fs');
   api = Object.freeze({
     version: M.version(),
     Graph,
@@ -1072,6 +1335,12 @@ async function load(options) {
     device,
     memoryFormat,
     layout,
+    runPasses,
+    replacePattern,
+    passNames,
+    loadONNX,
+    tensorFromONNX,
+    tensorToONNX,
     heapUsed: () => M.heapUsed(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),

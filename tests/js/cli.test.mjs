@@ -1,5 +1,7 @@
 // The `fxwasm` command (wasm/cli.mjs), run as a child process the way npx runs it.
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -36,12 +38,42 @@ test('--sample --print tabular / code / readable', () => {
   expect(run('--sample', '--num-users').stdout).toBe(golden('ref_my_module.graph_num_users.txt') + '\n');
 });
 
-test('an ONNX model fails cleanly: not implemented yet, exit code 2, no stack trace', () => {
-  const r = run('model.onnx');
-  expect(r.status).toBe(2);
-  expect(r.stdout).toBe('');
-  expect(r.stderr).toBe('fxwasm: cannot open model.onnx: ONNX import is not implemented yet; try --sample\n');
-  expect(r.stderr).not.toMatch(/\n\s+at /);
+test('an ONNX model: print, coverage, run, passes with the equivalence check, export', () => {
+  const model = fileURLToPath(new URL('../../models/sample.onnx', import.meta.url));
+  const code = run(model, '--print', 'code');
+  expect(code.status).toBe(0);
+  expect(code.stdout).toMatch(/^\n\n\ndef forward\(self, input\):\n    input_1 = input\n/);
+  expect(code.stdout).toContain('conv = onnx.Conv(input_1, features_0_weight, features_0_bias, ');
+  expect(run(model).stdout).toContain('call_function[target=onnx.Conv]');  // graph by default
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fxwasm-cli-'));
+  try {
+    const r = run(model, '--coverage', '--run', '--save-outputs', dir, '--passes', 'dce,cse,fold', '--check-equivalence',
+      '--out', path.join(dir, 'out.onnx'));
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^coverage: every node can run\nlogits: float32\[2, 10\]  sum=\S+  abs_sum=\S+\nrun: [\d.]+ ms\n$/);
+    expect(r.stderr).toMatch(/\[pass\] dce\s+nodes \d+ -> \d+  (modified|unchanged)  max abs diff \S+  max rel diff \S+\n/);
+    expect(r.stderr).toContain(`wrote ${path.join(dir, 'out.onnx')}`);
+    // The saved output is a TensorProto; the exported model gives the same output.
+    expect(fs.statSync(path.join(dir, 'output_0.pb')).size).toBeGreaterThan(80);
+    const again = run(path.join(dir, 'out.onnx'), '--run');
+    expect(again.stdout.split('\n')[0]).toBe(r.stdout.split('\n')[1]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('bad models and files fail cleanly: exit code 1, no stack trace', () => {
+  const missing = run('no-such-model.onnx');
+  expect(missing.status).toBe(1);
+  expect(missing.stderr).toBe('fxwasm: cannot read no-such-model.onnx: no such file\n');
+  const notOnnx = run(fileURLToPath(new URL('../../package.json', import.meta.url)));
+  expect(notOnnx.status).toBe(1);
+  expect(notOnnx.stderr).toMatch(/^fxwasm: ParseError: not an ONNX model: protobuf cannot parse the \d+ bytes/);
+  expect(notOnnx.stderr).not.toMatch(/\n\s+at /);
+  const badPass = run('x.onnx', '--passes', 'dce,nope');
+  expect(badPass.status).toBe(2);
+  expect(badPass.stderr).toMatch(/^fxwasm: --passes: unknown pass 'nope'/);
 });
 
 test('--help, --version and usage errors', () => {

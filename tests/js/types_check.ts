@@ -18,7 +18,7 @@ import init, {
   layout,
   complex,
 } from 'fxwasm';
-import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode } from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap } from 'fxwasm';
 
 export async function main(): Promise<string> {
   const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
@@ -123,4 +123,22 @@ export async function main(): Promise<string> {
   const badKind: FxError['kind'] = 'NopeError';
 
   return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind].join();
+}
+
+// Execution, passes and rewriting (checked by tsc, not run).
+export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
+  const outs: Tensor[] = gm.run([{ data: new Float32Array(4), shape: [2, 2] }]);
+  const probed = gm.run([{ data: new Float32Array(4), shape: [2, 2], dtype: 'float32' }], { probe: ['relu'] });
+  const gaps: CoverageGap[] = gm.coverage();
+  const reports = fx.runPasses(gm, ['fold', 'dce'], { checkEquivalence: [{ data: new Float32Array(4), shape: [4] }] });
+  const matches = fx.replacePattern(gm, new fx.Graph(), new fx.Graph());
+  const imported: GraphModule = fx.loadONNX(new Uint8Array(0), { externalData: (loc, off, len) => new Uint8Array(len + off + loc.length) });
+  const fromDir = fx.loadONNX(new ArrayBuffer(0), { externalData: '/models' });
+  const bytes: Uint8Array = imported.toONNX({ embedExternalData: true, defaultOpset: 13 });
+  const opsets = imported.meta.onnx_opset_import;
+  const body: GraphModule = imported.submodule('if_then_branch');
+  const t = fx.tensorFromONNX(fx.tensorToONNX({ data: new Float32Array(1), shape: [1] }, 'x'));
+  // @ts-expect-error externalData is not a number
+  fx.loadONNX(bytes, { externalData: 1 });
+  return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, fromDir, opsets, body, t.name];
 }

@@ -1,0 +1,83 @@
+// fx::onnx — ONNX models in and out of FX graphs, over the C++ classes protoc generates from
+// ONNX's own onnx.proto (protobuf-lite runtime).
+//
+//   std::unique_ptr<fx::GraphModule> gm = fx::onnx::import_model(bytes.data(), bytes.size());
+//   std::cout << gm->code();        // conv = onnx.Conv(x, conv1_weight, ..., pads = [1, 1, 1, 1])
+//   std::vector<uint8_t> out = fx::onnx::export_model(*gm);
+//
+// How a model maps onto the IR:
+//   graph inputs   -> placeholders (meta "onnx_type": {"dtype": ..., "shape": (1, 3, "N", ...)})
+//   initializers   -> parameters/buffers of the GraphModule + one get_attr node each; a name like
+//                     "layer1.0.conv1.weight" becomes that submodule path, others are sanitised
+//   nodes          -> call_function nodes with target onnx.<OpType> (onnx.<domain>.<OpType> for
+//                     other domains), inputs as args (an empty optional input is None),
+//                     attributes as kwargs keeping ONNX types (int, float, str, lists of those;
+//                     tensors as get_attr nodes or, for one-element tensors, scalars; graphs as
+//                     get_attr nodes of sub-GraphModules)
+//   Constant       -> a buffer + get_attr node (exported again as a Constant node)
+//   several outputs-> the node yields a tuple; each used output is an operator.getitem node
+//   If/Loop/Scan   -> bodies become sub-GraphModules; values a body captures from the enclosing
+//                     graph become extra placeholders of the body and extra trailing args of the
+//                     node (meta "onnx_num_inputs" counts the real inputs)
+// Original names (meta "onnx_name", "onnx_outputs"), opsets, producer, doc strings and
+// metadata_props (GraphModule::meta()) are kept, so import -> export -> import is lossless.
+//
+// Every malformed model throws fx::Error (kind Parse for bad bytes or structure, Unsupported for
+// what we cannot represent) naming the node, value or field; nothing is silently dropped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fx/graph_module.h"
+
+namespace fx::onnx {
+
+/// Reads `length` bytes at `offset` of the external-data file `location` (relative to the model;
+/// `length` -1 means to the end of the file). Throws fx::Error when it cannot.
+using ExternalDataReader =
+    std::function<Bytes(const std::string& location, int64_t offset, int64_t length)>;
+
+struct ImportOptions {
+  /// Resolves tensors stored outside the model. Reads happen lazily, when a tensor's bytes are
+  /// needed (running, folding, exporting with embedded data); without a reader such tensors
+  /// import fine and fail only when their bytes are needed.
+  ExternalDataReader external_data;
+};
+
+/// Parses a serialized ModelProto and builds a GraphModule (class name "OnnxModule").
+std::unique_ptr<GraphModule> import_model(const uint8_t* data, size_t size,
+                                          const ImportOptions& options = {});
+inline std::unique_ptr<GraphModule> import_model(const std::vector<uint8_t>& bytes,
+                                                 const ImportOptions& options = {}) {
+  return import_model(bytes.data(), bytes.size(), options);
+}
+
+/// Reads a model file; external data is read from files next to it (no `..`, no absolute paths).
+std::unique_ptr<GraphModule> load_model(const std::string& path);
+
+struct ExportOptions {
+  /// Opset of the default domain when the module has none recorded (a graph built by hand).
+  int64_t default_opset = 17;
+  /// Write tensors that live in external files into the model instead of referencing the files
+  /// (reads them through the import's reader).
+  bool embed_external_data = false;
+};
+
+/// Serializes a GraphModule whose compute nodes are onnx.* call_function nodes. Throws
+/// fx::Error(Unsupported) naming a node that has no ONNX form (call_module, torch.* targets...).
+std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& options = {});
+
+/// The ONNX element type number (TensorProto.DataType) of a dtype, and back. Throws
+/// fx::Error(Unsupported) for types ONNX lacks or we do not represent.
+int32_t onnx_elem_type(Dtype dtype);
+Dtype dtype_from_onnx(int32_t elem_type, const std::string& what);
+
+/// A serialized TensorProto <-> Tensor (ONNX's test-data files `input_0.pb`).
+Tensor tensor_from_proto_bytes(const uint8_t* data, size_t size, std::string* name = nullptr);
+std::vector<uint8_t> tensor_to_proto_bytes(const Tensor& t, const std::string& name = {});
+
+}  // namespace fx::onnx
