@@ -3,7 +3,7 @@
 
 Run with Debian's interpreter that has torch (python3-torch 1.13, python3-torchvision, python3-onnx):
 
-    /usr/bin/python3 models/generate.py [--out DIR] [--only name,...] [--small] [--sample]
+    /usr/bin/python3 models/generate.py [--out DIR] [--only name,...] [--small] [--sample] [--bench]
 
 For every model NAME the script writes, into DIR (default models/zoo/, git-ignored):
 
@@ -15,6 +15,9 @@ Weights come from torch.manual_seed(SEED) right before each model is built, so e
 byte-identical files (checked for models/sample.onnx by --sample, see below).
 
   --small    only the models that export in well under a second (skips the torchvision CNNs)
+  --bench    also export the benchmark-only models (not part of the default zoo): `resnet50`
+             (torchvision ResNet-50, ~98 MB, the "~100 MB model" of bench/run_onnx_import.sh);
+             `--only resnet50` exports it alone
   --sample   also (re)write the committed sample models/sample.onnx + models/sample.json, a copy of
              `cnn_bn_train` (Conv, BatchNormalization in training mode, Relu, pooling, Gemm; ~9 KB),
              and verify that exporting it twice gives the same bytes
@@ -163,6 +166,7 @@ class Spec:
     opset: int = DEFAULT_OPSET
     training: bool = False  # export with TrainingMode.TRAINING (model in train mode)
     small: bool = True  # exports quickly; part of --small
+    bench_only: bool = False  # not in the default zoo: only with --bench or --only NAME
 
 
 IMAGE = {"input": (1, 3, 224, 224)}
@@ -193,6 +197,10 @@ ZOO: List[Spec] = [
          GPTBlock, {"x": (1, 16, 64)}, ["y"]),
     Spec("lstm", "2-layer LSTM (input 16, hidden 32, batch_first) and a Linear head; seq 10",
          LSTMModel, {"x": (2, 10, 16)}, ["y", "h", "c"]),
+    # Benchmark-only (bench/run_onnx_import.sh): the ~100 MB model of SPEC §3's import target.
+    Spec("resnet50", "torchvision ResNet-50 (BN folded into Conv by the exporter); ~98 MB, "
+         "benchmark-only", lambda: torchvision.models.resnet50(weights=None), IMAGE, ["logits"],
+         small=False, bench_only=True),
 ]
 
 
@@ -301,9 +309,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--only", help="comma-separated model names")
     parser.add_argument("--small", action="store_true", help="skip the torchvision CNNs")
     parser.add_argument("--sample", action="store_true", help="also rewrite models/sample.onnx")
+    parser.add_argument("--bench", action="store_true",
+                        help="also export the benchmark-only models (resnet50, ~98 MB)")
     args = parser.parse_args(argv)
 
-    specs = ZOO
+    specs = [s for s in ZOO if args.bench or not s.bench_only]
     if args.only:
         names = args.only.split(",")
         unknown = sorted(set(names) - {s.name for s in ZOO})
