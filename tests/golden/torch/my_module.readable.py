@@ -1,0 +1,10 @@
+class MyModule(torch.nn.Module):
+    def forward(self, x):
+        
+        # No stacktrace found for following nodes 
+        param = self.param
+        add = x + param;  x = param = None
+        linear = self.linear(add);  add = None
+        clamp = linear.clamp(min = 0.0, max = 1.0);  linear = None
+        return clamp
+        

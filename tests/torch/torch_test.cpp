@@ -1,0 +1,478 @@
+// fx_torch_tests: the LibTorch layer against torch.fx 1.13. For every model of the zoo (zoo.h),
+// tracing must print exactly what symbolic_trace printed for the Python twin
+// (tests/golden/torch/, from scripts/gen_torch_goldens.py), ShapeProp must annotate the same
+// TensorMetadata, and the Interpreter must reproduce the eager output.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "fx/torch/modules.h"
+#include "zoo.h"
+
+#ifndef FXWASM_TORCH_GOLDEN_DIR
+#define FXWASM_TORCH_GOLDEN_DIR "tests/golden/torch"
+#endif
+
+namespace {
+
+using namespace zoo;
+
+std::string read_golden(const std::string& file) {
+  std::ifstream f(std::string(FXWASM_TORCH_GOLDEN_DIR) + "/" + file, std::ios::binary);
+  if (!f) {
+    ADD_FAILURE() << "cannot read golden " << file
+                  << " (regenerate with /usr/bin/python3 scripts/gen_torch_goldens.py)";
+    return "";
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// First differing line, for readable failures.
+void expect_golden(const std::string& file, const std::string& actual) {
+  const std::string expected = read_golden(file);
+  if (expected == actual) return;
+  std::istringstream e(expected), a(actual);
+  std::string le, la;
+  int line = 1;
+  while (true) {
+    bool me = static_cast<bool>(std::getline(e, le));
+    bool ma = static_cast<bool>(std::getline(a, la));
+    if (!me && !ma) break;
+    if (!me || !ma || le != la) {
+      ADD_FAILURE() << file << " differs at line " << line
+                    << "\n  expected: " << (me ? le : "<eof>")
+                    << "\n  actual:   " << (ma ? la : "<eof>");
+      return;
+    }
+    ++line;
+  }
+  ADD_FAILURE() << file << " differs (trailing newline)";
+}
+
+// The meta["tensor_meta"] text the Python script writes (fmt_meta).
+std::string fmt_meta(const fx::Argument& a) {
+  if (a.kind() == fx::Argument::Kind::Dict) {
+    bool is_meta = false;
+    for (const auto& kv : a.dict_items()) is_meta = is_meta || kv.first == fx::Argument("shape");
+    if (is_meta) {
+      fx::Graph g;  // tensor_meta() reads from a node; rebuild one
+      fx::Node* n = g.placeholder("t");
+      n->meta().set("tensor_meta", a);
+      return ft::tensor_meta_repr(*ft::tensor_meta(*n));
+    }
+  }
+  if (a.kind() == fx::Argument::Kind::Dict) {
+    std::string s = "{";
+    for (size_t i = 0; i < a.dict_items().size(); ++i)
+      s += (i ? ", " : "") + a.dict_items()[i].first.repr() + ": " +
+           fmt_meta(a.dict_items()[i].second);
+    return s + "}";
+  }
+  if (a.is_sequence()) {
+    const bool tup = a.kind() == fx::Argument::Kind::Tuple;
+    std::string s = tup ? "(" : "[";
+    for (size_t i = 0; i < a.elements().size(); ++i)
+      s += (i ? ", " : "") + fmt_meta(a.elements()[i]);
+    if (tup && a.elements().size() == 1) s += ",";
+    return s + (tup ? ")" : "]");
+  }
+  return a.repr();
+}
+
+std::string shapes_text(const fx::GraphModule& gm) {
+  std::string out;
+  for (fx::Node* n : gm.graph().nodes())
+    if (const fx::Argument* m = n->meta().find("tensor_meta"))
+      out += n->name() + ": " + fmt_meta(*m) + "\n";
+  return out;
+}
+
+// Recursive allclose over Values.
+void expect_close(const Value& expected, const Value& actual, const std::string& where) {
+  ASSERT_EQ(static_cast<int>(expected.kind()), static_cast<int>(actual.kind()))
+      << where << ": " << expected.repr() << " vs " << actual.repr();
+  switch (expected.kind()) {
+    case Value::Kind::Tensor:
+      ASSERT_EQ(expected.tensor().sizes(), actual.tensor().sizes()) << where;
+      EXPECT_TRUE(torch::allclose(expected.tensor(), actual.tensor(), 1e-5, 1e-6))
+          << where << ": max abs diff "
+          << (expected.tensor() - actual.tensor()).abs().max().item<double>();
+      break;
+    case Value::Kind::Tuple:
+    case Value::Kind::List:
+      ASSERT_EQ(expected.elements().size(), actual.elements().size()) << where;
+      for (size_t i = 0; i < expected.elements().size(); ++i)
+        expect_close(expected.elements()[i], actual.elements()[i],
+                     where + "[" + std::to_string(i) + "]");
+      break;
+    case Value::Kind::Dict:
+      ASSERT_EQ(expected.dict_items().size(), actual.dict_items().size()) << where;
+      for (size_t i = 0; i < expected.dict_items().size(); ++i) {
+        EXPECT_EQ(expected.dict_items()[i].first, actual.dict_items()[i].first) << where;
+        expect_close(expected.dict_items()[i].second, actual.dict_items()[i].second,
+                     where + "[" + expected.dict_items()[i].first.repr() + "]");
+      }
+      break;
+    case Value::Kind::Constant:
+      EXPECT_EQ(expected.constant(), actual.constant()) << where;
+      break;
+    case Value::Kind::Proxy:
+      FAIL() << where << ": unexpected Proxy";
+  }
+}
+
+struct ZooCase {
+  std::string name;
+  std::function<std::shared_ptr<ft::Module>()> make;
+  std::vector<std::vector<int64_t>> shapes;  // inputs (ShapeProp and execution)
+  ft::ConcreteArgs concrete;
+  bool leaf_tracer = false;
+  bool check_repr = true;
+};
+
+std::vector<ZooCase> zoo_cases() {
+  return {
+      {"my_module", [] { return std::make_shared<MyModule>(); }, {{3, 4}}},
+      {"topk", [] { return std::make_shared<TopkModule>(); }, {{5, 4}}},
+      {"mlp", [] { return std::make_shared<MLP>(); }, {{8, 16}}},
+      {"cnn", [] { return std::make_shared<CNN>(); }, {{2, 3, 16, 16}}},
+      {"resnet18", [] { return std::make_shared<ResNet18>(); }, {{1, 3, 64, 64}}},
+      {"encoder_block", [] { return std::make_shared<EncoderBlock>(); }, {{2, 10, 64}}},
+      {"dict_tuple", [] { return std::make_shared<DictTuple>(); }, {{2, 4}}},
+      {"getitem", [] { return std::make_shared<GetItem>(); }, {{2, 4, 6}}},
+      {"ops", [] { return std::make_shared<Ops>(); }, {{4, 4}}},
+      {"concrete",
+       [] { return std::make_shared<Concrete>(); },
+       {},
+       {{"flag", Value(true)}, {"y", Value()}}},
+      {"leafy", [] { return std::make_shared<Leafy>(); }, {{3, 4}}, {}, true},
+  };
+}
+
+std::unique_ptr<fx::GraphModule> trace_case(const ZooCase& c,
+                                            const std::shared_ptr<ft::Module>& m) {
+  if (c.leaf_tracer) {
+    LeafTracer tracer;
+    return ft::symbolic_trace(tracer, m, c.concrete);
+  }
+  return ft::symbolic_trace(m, c.concrete);
+}
+
+class Zoo : public ::testing::TestWithParam<ZooCase> {};
+
+TEST_P(Zoo, GraphAndCodeMatchTorchFx) {
+  const ZooCase& c = GetParam();
+  torch::manual_seed(0);
+  auto m = c.make();
+  m->eval();
+  auto gm = trace_case(c, m);
+  expect_golden(c.name + ".graph.txt", gm->graph().str());
+  expect_golden(c.name + ".code.py", gm->code());
+  expect_golden(c.name + ".readable.py", gm->print_readable());
+  if (c.check_repr) expect_golden(c.name + ".repr.txt", gm->repr());
+}
+
+TEST_P(Zoo, ShapePropMatchesTorchFx) {
+  const ZooCase& c = GetParam();
+  if (c.shapes.empty()) GTEST_SKIP() << "no ShapeProp golden";
+  torch::manual_seed(0);
+  auto m = c.make();
+  m->eval();
+  auto gm = trace_case(c, m);
+  std::vector<Value> inputs;
+  for (const auto& s : c.shapes) inputs.emplace_back(torch::zeros(s));
+  ft::ShapeProp(*gm).propagate(inputs);
+  expect_golden(c.name + ".shapes.txt", shapes_text(*gm));
+}
+
+TEST_P(Zoo, InterpreterMatchesEager) {
+  const ZooCase& c = GetParam();
+  if (c.shapes.empty()) GTEST_SKIP() << "covered by ConcreteArgs tests";
+  torch::manual_seed(0);
+  auto m = c.make();
+  m->eval();
+  auto gm = trace_case(c, m);
+  std::vector<Value> inputs;
+  for (const auto& s : c.shapes) inputs.emplace_back(torch::randn(s));
+  Value eager = (*m)(inputs);
+  Value interp = ft::Interpreter(*gm).run(inputs);
+  expect_close(eager, interp, c.name);
+  // Same shapes as eager (ShapeProp on the same inputs).
+  ft::ShapeProp sp(*gm);
+  sp.propagate(inputs);
+  fx::Node* out = gm->graph().output_node();
+  const fx::Node* last = out->all_input_nodes().empty() ? nullptr : out->all_input_nodes()[0];
+  if (last && eager.is_tensor()) {
+    auto meta = ft::tensor_meta(*last);
+    ASSERT_TRUE(meta.has_value());
+    EXPECT_EQ(meta->shape, eager.tensor().sizes().vec());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Zoo, ::testing::ValuesIn(zoo_cases()),
+                         [](const ::testing::TestParamInfo<ZooCase>& info) {
+                           return info.param.name;
+                         });
+
+// ---- tracing semantics ----
+
+TEST(Tracing, EagerForwardRunsOnTensors) {
+  torch::manual_seed(0);
+  auto m = std::make_shared<MyModule>();
+  torch::Tensor x = torch::randn({3, 4});
+  Value y = (*m)({x});
+  ASSERT_TRUE(y.is_tensor());
+  torch::Tensor ref = m->linear->forward(x + m->param).clamp(0.0, 1.0);
+  EXPECT_TRUE(torch::allclose(y.tensor(), ref));
+}
+
+TEST(Tracing, OneGetAttrPerParameterPerTrace) {
+  struct Twice : ft::Module {
+    Twice() : Module("Twice") { w = register_parameter("w", torch::ones({2})); }
+    Value forward(Value x) override {
+      Value a = x + w;
+      return a * w;
+    }
+    torch::Tensor w;
+  };
+  auto gm = ft::symbolic_trace(std::make_shared<Twice>());
+  int get_attrs = 0;
+  for (fx::Node* n : gm->graph().nodes()) get_attrs += n->op() == fx::Opcode::GetAttr;
+  EXPECT_EQ(get_attrs, 1) << gm->graph().str();
+}
+
+TEST(Tracing, ControlFlowOnProxyThrowsTraceError) {
+  struct Branchy : ft::Module {
+    Branchy() : Module("Branchy") {}
+    Value forward(Value x) override {
+      Value s = x.sum();
+      if (s > 0) return x;
+      return -x;
+    }
+  };
+  try {
+    ft::symbolic_trace(std::make_shared<Branchy>());
+    FAIL() << "expected TraceError";
+  } catch (const ft::TraceError& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Trace);
+    EXPECT_STREQ(e.what(),
+                 "symbolically traced variables cannot be used as inputs to control flow");
+  }
+  // Eagerly the same module runs.
+  Value y = (*std::make_shared<Branchy>())({torch::ones({2})});
+  EXPECT_TRUE(y.is_tensor());
+}
+
+TEST(Tracing, IteratingOrLenOfProxyThrows) {
+  struct Iter : ft::Module {
+    Iter() : Module("Iter") {}
+    Value forward(Value x) override {
+      Value acc = 0;
+      for (const Value& v : x) acc = acc + v;
+      return acc;
+    }
+  };
+  struct Len : ft::Module {
+    Len() : Module("Len") {}
+    Value forward(Value x) override { return x * static_cast<long>(x.len()); }
+  };
+  struct Int : ft::Module {
+    Int() : Module("Int") {}
+    Value forward(Value x) override { return x * x.size(0).to_int(); }
+  };
+  try {
+    ft::symbolic_trace(std::make_shared<Iter>());
+    FAIL();
+  } catch (const ft::TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), ft::kIterMessage);
+    EXPECT_NE(std::string(e.what()).find("Proxy object cannot be iterated."), std::string::npos);
+  }
+  try {
+    ft::symbolic_trace(std::make_shared<Len>());
+    FAIL();
+  } catch (const ft::TraceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "'len' is not supported in symbolic tracing by default. If you want this call to be "
+              "recorded, please call torch.fx.wrap('len') at module scope");
+  }
+  try {
+    ft::symbolic_trace(std::make_shared<Int>());
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Type);
+    EXPECT_EQ(std::string(e.what()),
+              "int() argument must be a string, a bytes-like object or a real number, not 'Proxy'");
+  }
+  // The tracer is usable again after a failed trace.
+  EXPECT_NO_THROW(ft::symbolic_trace(std::make_shared<MyModule>()));
+}
+
+TEST(Tracing, DefaultLeafRuleAndOverride) {
+  auto m = std::make_shared<Leafy>();
+  auto gm = ft::symbolic_trace(m);
+  std::vector<std::string> targets;
+  for (fx::Node* n : gm->graph().nodes())
+    if (n->op() == fx::Opcode::CallModule) targets.push_back(n->target().str());
+  EXPECT_EQ(targets, (std::vector<std::string>{"block.0", "block.1", "head"}));
+  LeafTracer tracer;
+  EXPECT_TRUE(tracer.is_leaf_module(*m->block, "block"));
+  EXPECT_FALSE(ft::Tracer().is_leaf_module(*m->block, "block"));
+  EXPECT_TRUE(ft::Tracer().is_leaf_module(*m->head, "head"));
+  EXPECT_FALSE(ft::Tracer().is_leaf_module(*m, ""));
+}
+
+TEST(Tracing, TensorConstantsAreStoredOnTheGraphModule) {
+  auto gm = ft::symbolic_trace(std::make_shared<Ops>());
+  const fx::Tensor* c = gm->get_tensor("_tensor_constant0");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->describe(), "float32[4]");
+  const fx::Tensor* w = gm->get_tensor("w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_TRUE(w->requires_grad);
+}
+
+TEST(Tracing, ConcreteArgsGuardsRunInTheInterpreter) {
+  auto m = std::make_shared<Concrete>();
+  auto gm = ft::symbolic_trace(m, {{"flag", Value(true)}, {"y", Value()}});
+  torch::Tensor x = torch::randn({3});
+  Value out = ft::Interpreter(*gm).run({x, Value(true), Value()});
+  EXPECT_TRUE(torch::allclose(out.tensor(), x + 1));
+  try {
+    ft::Interpreter(*gm).run({x, Value(false), Value()});
+    FAIL() << "expected the _assert guard to fail";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("flag has been specialized to have value True but got "
+                                         "another value"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.node(), "_assert");
+  }
+}
+
+// ---- Interpreter ----
+
+TEST(Interpreter, ErrorsNameTheNodeLikeTorchFx) {
+  auto gm = ft::symbolic_trace(std::make_shared<MyModule>());
+  try {
+    ft::Interpreter(*gm).run({torch::randn({3, 7})});  // 7 != 4: add fails
+    FAIL();
+  } catch (const fx::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Runtime);
+    EXPECT_EQ(e.node(), "add");
+    EXPECT_NE(msg.find("\n\nWhile executing %add : [#users=1] = call_function[target=operator.add]"
+                       "(args = (%x, %param), kwargs = {})\nOriginal traceback:\nNone"),
+              std::string::npos)
+        << msg;
+  }
+  try {
+    ft::Interpreter(*gm).run({});
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "Expected positional argument for parameter x, but one was not passed in!", 0),
+              0u)
+        << e.what();
+  }
+}
+
+TEST(Interpreter, UnknownTargetIsAClearError) {
+  auto graph = std::make_unique<fx::Graph>();
+  fx::Node* x = graph->placeholder("x");
+  fx::Node* f = graph->call_function(fx::fn("torch.nonexistent_op_xyz"), {x});
+  fx::Node* m = graph->call_method("frobnicate", {f});
+  graph->output(m);
+  fx::GraphModule gm(nullptr, std::move(graph));
+  try {
+    ft::Interpreter(gm).run({torch::ones({2})});
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Unsupported);
+    EXPECT_EQ(e.node(), "nonexistent_op_xyz");
+    EXPECT_NE(std::string(e.what()).find("torch.nonexistent_op_xyz"), std::string::npos);
+  }
+}
+
+TEST(Interpreter, FreesValuesAfterLastUse) {
+  struct Probe : ft::Interpreter {
+    using ft::Interpreter::Interpreter;
+    std::vector<size_t> sizes;
+    Value run_node(const fx::Node& n) override {
+      sizes.push_back(env_size());
+      return ft::Interpreter::run_node(n);
+    }
+  };
+  auto gm = ft::symbolic_trace(std::make_shared<MyModule>());
+  Probe gc(*gm);
+  gc.run({torch::randn({3, 4})});
+  // x, param, add, linear, clamp, output: x and param die at add, add at linear, ...
+  EXPECT_EQ(gc.sizes, (std::vector<size_t>{0, 1, 2, 1, 1, 1}));
+  Probe keep(*gm, /*garbage_collect_values=*/false);
+  keep.run({torch::randn({3, 4})});
+  EXPECT_EQ(keep.sizes, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(Interpreter, InitialEnvSkipsNodes) {
+  auto gm = ft::symbolic_trace(std::make_shared<MyModule>());
+  fx::Node* add = gm->graph().find_node("add");
+  ASSERT_NE(add, nullptr);
+  torch::Tensor given = torch::full({3, 4}, 0.5);
+  ft::Interpreter::Env env{{add, Value(given)}};
+  // x is never needed: the value of add is given.
+  auto m = std::make_shared<MyModule>();
+  Value out = ft::Interpreter(*gm).run({torch::zeros({1})}, env);
+  auto* lin = dynamic_cast<ft::TorchModule*>(gm->get_submodule("linear").get());
+  ASSERT_NE(lin, nullptr);
+  torch::Tensor ref =
+      std::dynamic_pointer_cast<torch::nn::LinearImpl>(lin->impl())->forward(given).clamp(0.0, 1.0);
+  EXPECT_TRUE(torch::allclose(out.tensor(), ref));
+}
+
+TEST(Interpreter, TransformerRewritesMethodCalls) {
+  // The torch.fx docs' example: every clamp becomes sigmoid.
+  struct NegSigmoid : ft::Transformer {
+    using ft::Transformer::Transformer;
+    Value call_method(const std::string& target, const std::vector<Value>& args,
+                      const ft::ValueKwargs& kwargs) override {
+      if (target == "clamp") return ft::sigmoid(args[0]);
+      return ft::Transformer::call_method(target, args, kwargs);
+    }
+  };
+  auto gm = ft::symbolic_trace(std::make_shared<MyModule>());
+  auto out = NegSigmoid(*gm).transform();
+  EXPECT_EQ(out->graph().str(),
+            "graph():\n"
+            "    %x : [#users=1] = placeholder[target=x]\n"
+            "    %param : [#users=1] = get_attr[target=param]\n"
+            "    %add : [#users=1] = call_function[target=operator.add](args = (%x, %param), "
+            "kwargs = {})\n"
+            "    %linear : [#users=1] = call_module[target=linear](args = (%add,), kwargs = {})\n"
+            "    %sigmoid : [#users=1] = call_function[target=torch.sigmoid](args = (%linear,), "
+            "kwargs = {})\n"
+            "    return sigmoid");
+  torch::Tensor x = torch::randn({3, 4});
+  Value a = ft::Interpreter(*out).run({x});
+  Value linear = ft::Interpreter(*gm).run({x});  // clamp(linear)
+  EXPECT_TRUE(a.tensor().ge(0).all().item<bool>());
+  EXPECT_FALSE(torch::allclose(a.tensor(), linear.tensor()));
+  // The identity Transformer reproduces the graph.
+  auto same = ft::Transformer(*gm).transform();
+  EXPECT_EQ(same->graph().str(), gm->graph().str());
+  EXPECT_EQ(same->code(), gm->code());
+}
+
+TEST(Interpreter, MirrorKeepsPythonTypeNamesAndReprs) {
+  auto m = std::make_shared<CNN>();
+  auto mirror = ft::mirror_module(m);
+  EXPECT_EQ(mirror->type_name(), "CNN");
+  EXPECT_EQ(mirror->get_submodule("features.0")->repr(),
+            "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))");
+  EXPECT_EQ(mirror->get_submodule("features.2")->repr(), "ReLU(inplace=True)");
+  EXPECT_EQ(mirror->get_tensor("features.1.num_batches_tracked")->describe(), "int64[]");
+}
+
+}  // namespace
