@@ -1575,11 +1575,9 @@ val load_onnx(val data, val reader) {
         return std::make_shared<const std::vector<uint8_t>>(bytes_from_js(r, "external data"));
       };
     }
-    std::unique_ptr<fx::GraphModule> gm;
-    {
-      const std::vector<uint8_t> bytes = bytes_from_js(data, "loadONNX");
-      gm = fx::onnx::import_model(bytes, opts);
-    }  // the copy of the file is freed before the module is handed out
+    // import_model frees the copy of the file as soon as protobuf has parsed it.
+    std::unique_ptr<fx::GraphModule> gm =
+        fx::onnx::import_model(bytes_from_js(data, "loadONNX"), opts);
     return register_graph_module(std::move(gm));
   });
 }

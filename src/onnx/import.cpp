@@ -176,6 +176,9 @@ class Importer {
       if (t.name().empty()) throw Error(ErrorKind::Parse, "an initializer has no name");
       Tensor tensor =
           tensor_from_proto(t, "initializer '" + t.name() + "'", options_.external_data);
+      // The bytes now live in `tensor`: free the parsed copy at once, so that importing holds
+      // about one copy of the weights at a time. The ModelProto is import_model's own object.
+      std::string().swap(*const_cast<::onnx::TensorProto&>(t).mutable_raw_data());
       const std::string path = attribute_path(*root, t.name());
       register_tensor(*root, path, std::move(tensor), /*parameter=*/true);
       Node* n = graph->get_attr(path);
@@ -595,10 +598,10 @@ class Importer {
 
 }  // namespace
 
-std::unique_ptr<GraphModule> import_model(const uint8_t* data, size_t size,
-                                          const ImportOptions& options) {
+namespace {
+
+void parse_model(const uint8_t* data, size_t size, ::onnx::ModelProto& model) {
   if (size == 0) throw Error(ErrorKind::Parse, "not an ONNX model: the input is empty");
-  ::onnx::ModelProto model;
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw Error(ErrorKind::Unsupported,
                 "the model is larger than 2 GB: store its weights as external data");
@@ -606,6 +609,30 @@ std::unique_ptr<GraphModule> import_model(const uint8_t* data, size_t size,
     throw Error(ErrorKind::Parse,
                 "not an ONNX model: protobuf cannot parse the " + std::to_string(size) +
                     " bytes as onnx.ModelProto (truncated, corrupted or another format)");
+}
+
+std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model, const ImportOptions& options);
+
+}  // namespace
+
+std::unique_ptr<GraphModule> import_model(const uint8_t* data, size_t size,
+                                          const ImportOptions& options) {
+  ::onnx::ModelProto model;
+  parse_model(data, size, model);
+  return import_parsed(model, options);
+}
+
+std::unique_ptr<GraphModule> import_model(std::vector<uint8_t>&& bytes,
+                                          const ImportOptions& options) {
+  ::onnx::ModelProto model;
+  parse_model(bytes.data(), bytes.size(), model);
+  std::vector<uint8_t>().swap(bytes);  // the file's bytes are no longer needed
+  return import_parsed(model, options);
+}
+
+namespace {
+
+std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model, const ImportOptions& options) {
   if (!model.has_graph())
     throw Error(ErrorKind::Parse, "the ONNX model has no graph (ModelProto.graph is missing)");
 
@@ -646,6 +673,8 @@ std::unique_ptr<GraphModule> import_model(const uint8_t* data, size_t size,
   return gm;
 }
 
+}  // namespace
+
 std::unique_ptr<GraphModule> load_model(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Value, "cannot open '" + path + "'");
@@ -674,7 +703,7 @@ std::unique_ptr<GraphModule> load_model(const std::string& path) {
     f.read(reinterpret_cast<char*>(out->data()), n);
     return out;
   };
-  return import_model(bytes.data(), bytes.size(), options);
+  return import_model(std::move(bytes), options);
 }
 
 }  // namespace fx::onnx

@@ -31,6 +31,22 @@ console.log(g.print());
 g.delete();
 `;
 
+// Load a model, print it, export it and load the export again, as a consumer of the package.
+const ONNX_SMOKE = `
+import fs from 'node:fs';
+import { init } from '%NAME%';
+const fx = await init();
+const gm = fx.loadONNX(fs.readFileSync(process.argv[2]));
+const bytes = gm.toONNX();
+const again = fx.loadONNX(bytes);
+if (again.code !== gm.code) throw new Error('round trip changed the code');
+const [y] = again.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
+console.log(gm.code.split('\\n')[3]);
+console.log(y.dtype, y.shape.join('x'), bytes.length > 1000);
+gm.delete();
+again.delete();
+`;
+
 const CONSUMER_TS = `
 import { init, FxError, type Graph } from '%NAME%';
 export async function main(): Promise<string> {
@@ -69,6 +85,11 @@ test('npm pack -> install -> import by package name', () => {
 
     fs.writeFileSync(path.join(app, 'smoke.mjs'), SMOKE.replace('%NAME%', pkg.name));
     expect(run(process.execPath, ['smoke.mjs'], app)).toBe(golden('ref_my_module.graph.txt') + '\n');
+
+    fs.writeFileSync(path.join(app, 'onnx.mjs'), ONNX_SMOKE.replace('%NAME%', pkg.name));
+    expect(run(process.execPath, ['onnx.mjs', path.join(REPO, 'models', 'sample.onnx')], app)).toBe(
+      'def forward(self, input):\nfloat32 2x10 true\n',
+    );
 
     const bin = path.join(app, 'node_modules', '.bin', 'fxwasm');
     expect(run(bin, ['--sample', '--print', 'code'], app)).toBe(golden('ref_my_module.code.py') + '\n');
