@@ -632,7 +632,8 @@ std::unique_ptr<GraphModule> import_model(std::vector<uint8_t>&& bytes,
 
 namespace {
 
-std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model, const ImportOptions& options) {
+std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model,
+                                           const ImportOptions& options) {
   if (!model.has_graph())
     throw Error(ErrorKind::Parse, "the ONNX model has no graph (ModelProto.graph is missing)");
 
