@@ -79,6 +79,10 @@ struct OpCall {
   std::vector<Value> outputs;
   /// The module being run (subgraph bodies, opset).
   const GraphModule* module = nullptr;
+  /// A Relu/Clip the executor fused into this node: the op should clamp its (single, float32)
+  /// output to [clamp_lo, clamp_hi] and set clamp_applied; otherwise the executor clamps after.
+  float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
+  bool clamp_applied = false;
 
   /// inputs[i], or an fx::Error naming the op if it is missing.
   const Value& input(size_t i) const;

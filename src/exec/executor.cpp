@@ -7,6 +7,7 @@
 
 #include "exec/ops.h"
 #include "fx/exec.h"
+#include "kernels/elementwise.h"
 
 namespace fx::exec {
 
@@ -460,9 +461,59 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
     return &r[0];
   };
 
+  // Relu/Clip nodes fused into the node before them: their value is that node's, clamped as it
+  // was produced (Conv applies it in the GEMM's store; other producers right after the op).
+  std::vector<char> fused(bound, 0);
+  auto fusion_bounds = [&](const Node* n, float& lo, float& hi) -> Node* {
+    if (probed[n->id()] || n->users().size() != 1) return nullptr;
+    const std::string& t = n->target().function().qualname();
+    if (t != "onnx.Conv" && t != "onnx.Add" && t != "onnx.BatchNormalization" && t != "onnx.Gemm" &&
+        t != "onnx.MatMul")
+      return nullptr;
+    Node* u = *n->users().begin();
+    if (u->op() != Opcode::CallFunction || u->args().empty() || !u->args()[0].is_node() ||
+        u->args()[0].to_node() != n)
+      return nullptr;
+    const std::string& ut = u->target().function().qualname();
+    lo = -__builtin_inff();
+    hi = __builtin_inff();
+    if (ut == "onnx.Relu") {
+      if (u->args().size() != 1 || !u->kwargs().empty()) return nullptr;
+      lo = 0.0f;
+      return u;
+    }
+    if (ut != "onnx.Clip") return nullptr;
+    for (const auto& kv : u->kwargs()) {  // opset < 11: bounds as attributes
+      if (kv.first != "min" && kv.first != "max") return nullptr;
+      if (kv.second.kind() != Argument::Kind::Float && kv.second.kind() != Argument::Kind::Int)
+        return nullptr;
+      (kv.first == "min" ? lo : hi) = static_cast<float>(kv.second.to_double());
+    }
+    for (size_t k = 1; k < u->args().size(); ++k) {  // opset >= 11: bounds as inputs, known now
+      const Argument& a = u->args()[k];
+      if (a.is_none()) continue;
+      if (!a.is_node() || a.to_node() == n || k > 2) return nullptr;
+      const Results& r = env[a.to_node()->id()];
+      if (r.size() != 1 || r[0].numel() != 1 || r[0].dtype() != Dtype::Float32) return nullptr;
+      (k == 1 ? lo : hi) = r[0].data<float>()[0];
+    }
+    return u;
+  };
+
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node* n = nodes[i];
     Results out;
+    if (fused[n->id()]) {  // a Relu/Clip already applied by its producer
+      out = env[n->args()[0].to_node()->id()];
+      if (probed[n->id()] && !out.empty()) result.probes.emplace_back(n->name(), out[0]);
+      env[n->id()] = std::move(out);
+      for (Node* in : n->all_input_nodes())
+        if (last_use[in->id()] == i) {
+          for (Value& v : env[in->id()]) v.recycle();
+          env[in->id()].clear();
+        }
+      continue;
+    }
     switch (n->op()) {
       case Opcode::Placeholder:
         if (next_input >= inputs.size())
@@ -501,8 +552,24 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
                       n->name());
         OpCall call{*n, {}, n->kwargs(), {}, &gm};
         for (const Argument& a : n->args()) call.inputs.push_back(value_of(n, a));
+        float lo = 0.0f, hi = 0.0f;
+        Node* activation = fusion_bounds(n, lo, hi);
+        if (activation) {
+          call.clamp_lo = lo;
+          call.clamp_hi = hi;
+        }
         fn(call);
         if (call.outputs.empty()) node_error(*n, "the op produced no output");
+        if (activation && call.outputs.size() == 1 && call.outputs[0].dtype() == Dtype::Float32) {
+          if (!call.clamp_applied) {  // the whitelisted producers return fresh buffers
+            Value& v = call.outputs[0];
+            kernels::unary_f32(kernels::UnaryOp::Clip, v.data<float>(), v.mutable_data<float>(),
+                               v.numel(), lo, hi);
+          }
+          fused[activation->id()] = 1;
+        } else if (activation && call.clamp_applied) {
+          node_error(*n, "internal error: a fused activation was applied to a non-float output");
+        }
         // Optional outputs the node does not declare (Dropout's mask...) are dropped.
         if (call.outputs.size() > 1 && call.outputs.size() > call.num_outputs())
           call.outputs.resize(call.num_outputs());

@@ -80,6 +80,9 @@ void depthwise(const Conv2dParams& p, const float* in, const float* weight, cons
             }
           }
         }
+        if (p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff())
+          for (int64_t ow = 0; ow < OW; ++ow)
+            orow[ow] = std::min(std::max(orow[ow], p.clamp_lo), p.clamp_hi);
       }
     }
   }
@@ -103,18 +106,17 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
       const float* x = in + (n * p.C + g * cg) * p.H * p.W;
       float* y = out + (n * p.M + g * mg) * OHW;
       const float* w = weight + g * mg * kdim;
-      float beta = 0.0f;
-      if (bias) {
-        for (int64_t m = 0; m < mg; ++m)
-          std::fill(y + m * OHW, y + (m + 1) * OHW, bias[g * mg + m]);
-        beta = 1.0f;
-      }
+      // Bias and activation are applied as the GEMM stores its results (no extra passes).
+      GemmEpilogue ep;
+      ep.row_bias = bias ? bias + g * mg : nullptr;
+      ep.lo = p.clamp_lo;
+      ep.hi = p.clamp_hi;
       const float* cols = x;  // 1x1, stride 1, no padding: the input already is the matrix
       if (!is_pointwise(p)) {
         im2col(p, x, cg, scratch);
         cols = scratch;
       }
-      sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, cols, OHW, beta, y, OHW);
+      sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, cols, OHW, 0.0f, y, OHW, &ep);
     }
   }
 }
@@ -138,7 +140,8 @@ void conv2d_reference(const Conv2dParams& p, const float* in, const float* weigh
                 acc += static_cast<double>(in[((n * p.C + g * cg + c) * p.H + ih) * p.W + iw]) *
                        weight[((m * cg + c) * p.KH + kh) * p.KW + kw];
               }
-          out[((n * p.M + m) * OH + oh) * OW + ow] = static_cast<float>(acc);
+          out[((n * p.M + m) * OH + oh) * OW + ow] =
+              std::min(std::max(static_cast<float>(acc), p.clamp_lo), p.clamp_hi);
         }
     }
 }

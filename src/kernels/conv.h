@@ -14,6 +14,8 @@ struct Conv2dParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t group = 1;
+  /// Activation fused into the store: out = min(max(out, clamp_lo), clamp_hi) (Relu: 0, inf).
+  float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
 
   int64_t out_h() const {
     return (H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h + 1;

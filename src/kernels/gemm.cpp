@@ -80,8 +80,17 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
 
 // acc = sum_k a[k] (x) b[k] over packed panels; then C = alpha * acc + (first ? beta * C : C)
 // for the mr x nr corner that exists.
+// `ep` (may be null) adds row_bias on the first K block and clamps on the last.
+struct Store {
+  bool first, last;
+  const float* bias;  // bias of this tile's first row, or null
+  float lo, hi;
+  bool clamp;
+};
+
 void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha,
-                  float beta, bool first, int64_t mr, int64_t nr) {
+                  float beta, const Store& st, int64_t mr, int64_t nr) {
+  const bool first = st.first;
   v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
   v4f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
   for (int64_t k = 0; k < kc; ++k) {
@@ -109,15 +118,23 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   }
   const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   const v4f va = splat(alpha), vb = splat(beta);
+  const bool clamp = st.last && st.clamp;
+  const v4f vlo = splat(st.lo), vhi = splat(st.hi);
   if (mr == MR && nr == NR) {
     for (int64_t r = 0; r < MR; ++r) {
       float* row = C + r * ldc;
+      const v4f vbias = splat(first && st.bias ? st.bias[r] : 0.0f);
       for (int h = 0; h < 2; ++h) {
         v4f out = va * acc[r][h];
         if (!first) {
           out += load4(row + 4 * h);
         } else if (beta != 0.0f) {
           out += vb * load4(row + 4 * h);
+        }
+        if (first && st.bias) out += vbias;
+        if (clamp) {
+          out = out < vlo ? vlo : out;
+          out = out > vhi ? vhi : out;
         }
         store4(row + 4 * h, out);
       }
@@ -138,6 +155,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       } else if (beta != 0.0f) {
         out += beta * row[c];
       }
+      if (first && st.bias) out += st.bias[r];
+      if (clamp) out = std::min(std::max(out, st.lo), st.hi);
       row[c] = out;
     }
   }
@@ -147,8 +166,9 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 // The 6 x 16 kernel: 12 ymm accumulators, two B vectors, one broadcast; FMA.
 __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
                                                            const float* b, float* C, int64_t ldc,
-                                                           float alpha, float beta, bool first,
+                                                           float alpha, float beta, const Store& st,
                                                            int64_t mr, int64_t nr) {
+  const bool first = st.first;
   __m256 c[MR][2];
   for (int64_t r = 0; r < MR; ++r) c[r][0] = c[r][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
@@ -162,9 +182,12 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
     b += NR_AVX2;
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const bool clamp = st.last && st.clamp;
+  const __m256 vlo = _mm256_set1_ps(st.lo), vhi = _mm256_set1_ps(st.hi);
   if (mr == MR && nr == NR_AVX2) {
     for (int64_t r = 0; r < MR; ++r) {
       float* row = C + r * ldc;
+      const __m256 vbias = _mm256_set1_ps(first && st.bias ? st.bias[r] : 0.0f);
       for (int h = 0; h < 2; ++h) {
         __m256 out = _mm256_mul_ps(va, c[r][h]);
         if (!first) {
@@ -172,6 +195,8 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
         } else if (beta != 0.0f) {
           out = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8 * h), out);
         }
+        if (first && st.bias) out = _mm256_add_ps(out, vbias);
+        if (clamp) out = _mm256_min_ps(_mm256_max_ps(out, vlo), vhi);
         _mm256_storeu_ps(row + 8 * h, out);
       }
     }
@@ -191,6 +216,8 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
       } else if (beta != 0.0f) {
         out += beta * row[j];
       }
+      if (first && st.bias) out += st.bias[r];
+      if (clamp) out = std::min(std::max(out, st.lo), st.hi);
       row[j] = out;
     }
   }
@@ -203,16 +230,25 @@ bool cpu_has_avx2_fma() {
 #endif
 
 using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
-                             bool, int64_t, int64_t);
+                             const Store&, int64_t, int64_t);
 
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+           const GemmEpilogue* ep) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0 || alpha == 0.0f) {  // C = beta * C
+  const float lo = ep ? ep->lo : -__builtin_inff(), hi = ep ? ep->hi : __builtin_inff();
+  const bool clamp = lo > -__builtin_inff() || hi < __builtin_inff();
+  const float* bias = ep ? ep->row_bias : nullptr;
+  if (K <= 0 || alpha == 0.0f) {  // C = beta * C (+ bias, clamped)
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+      for (int64_t j = 0; j < N; ++j) {
+        float out = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+        if (bias) out += bias[i];
+        if (clamp) out = std::min(std::max(out, lo), hi);
+        C[i * ldc + j] = out;
+      }
     return;
   }
   MicroKernel kernel = micro_kernel;
@@ -231,6 +267,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
       const bool first = k0 == 0;
+      const bool last = k0 + kc >= K;
       pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, packed_b.data());
       for (int64_t i0 = 0; i0 < M; i0 += MC) {
         const int64_t mc = std::min(MC, M - i0);
@@ -239,7 +276,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
           const float* bp = packed_b.data() + (jr / nr_width) * kc * nr_width;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const float* ap = packed_a.data() + (ir / MR) * kc * MR;
-            kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, first,
+            const Store st{first, last, bias ? bias + i0 + ir : nullptr, lo, hi, clamp};
+            kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
                    std::min(MR, mc - ir), std::min(nr_width, nc - jr));
           }
         }

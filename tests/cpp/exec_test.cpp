@@ -600,3 +600,51 @@ TEST(OnnxPasses, LayerNormRefusion) {
 }
 
 }  // namespace
+
+namespace {
+
+// Conv -> Relu, Conv -> Clip(lo, hi) (bounds as get_attr inputs), Add -> Relu, Gemm -> Clip(attrs):
+// the executor fuses each activation into its producer. Probing the producer turns the fusion
+// off, so the fused and the unfused results can be compared on the same graph.
+TEST(Exec, FusedActivationsEqualTheUnfusedOps) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* w = g->get_attr("w");
+  Node* b = g->get_attr("b");
+  Node* lo = g->get_attr("lo");
+  Node* hi = g->get_attr("hi");
+  Node* conv1 = g->call_function(fn("onnx.Conv"), {x, w, b},
+                                 {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* relu = g->call_function(fn("onnx.Relu"), {conv1});
+  Node* conv2 = g->call_function(fn("onnx.Conv"), {relu, w, b},
+                                 {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* clip = g->call_function(fn("onnx.Clip"), {conv2, lo, hi});
+  Node* add = g->call_function(fn("onnx.Add"), {clip, x});
+  Node* relu2 = g->call_function(fn("onnx.Relu"), {add});
+  g->output(relu2);
+  fx::Module root;
+  root.register_parameter("w", tensor_f32({4, 4, 3, 3}, random_floats(144, 5)));
+  root.register_parameter("b", tensor_f32({4}, {0.1f, -0.2f, 0.3f, -0.4f}));
+  root.register_buffer("lo", tensor_f32({}, {-0.25f}));
+  root.register_buffer("hi", tensor_f32({}, {0.5f}));
+  fx::GraphModule gm(&root, std::move(g));
+  const Value in = Value::from_f32({2, 4, 5, 5}, random_floats(200, 6));
+  const fx::exec::RunResult fused = run_with(gm, {in}, {"relu", "clip"});
+  const fx::exec::RunResult plain = run_with(gm, {in}, {"conv", "conv_1", "add", "relu", "clip"});
+  ASSERT_EQ(fused.outputs.size(), 1u);
+  EXPECT_EQ(fused.outputs[0].to_f32(), plain.outputs[0].to_f32());
+  // The probed activations equal clamp(producer) computed by hand from the unfused run.
+  auto probe = [](const fx::exec::RunResult& r, const std::string& name) {
+    for (const auto& [n, v] : r.probes)
+      if (n == name) return v.to_f32();
+    return std::vector<float>{};
+  };
+  const std::vector<float> conv_1 = probe(plain, "conv_1"), clip_fused = probe(fused, "clip");
+  ASSERT_EQ(conv_1.size(), clip_fused.size());
+  for (size_t i = 0; i < conv_1.size(); ++i)
+    EXPECT_EQ(clip_fused[i], std::min(std::max(conv_1[i], -0.25f), 0.5f));
+  EXPECT_EQ(probe(fused, "relu"), probe(plain, "relu"));
+  for (float v : probe(fused, "relu")) EXPECT_GE(v, 0.0f);
+}
+
+}  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/conv.h"
@@ -70,6 +71,32 @@ TEST(Sgemm, BetaZeroIgnoresNaNsInC) {
   std::vector<float> A = {1, 2, 3, 4}, B = {1, 0, 0, 1}, C(4, nan);
   fx::kernels::sgemm(false, false, 2, 2, 2, 1.0f, A.data(), 2, B.data(), 2, 0.0f, C.data(), 2);
   EXPECT_EQ(C, (std::vector<float>{1, 2, 3, 4}));
+}
+
+// The epilogue (row bias + clamp) on shapes with partial tiles and K spanning several KC blocks:
+// equal to the reference GEMM followed by the same bias and clamp.
+TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto [M, N, K] :
+       {std::tuple<int64_t, int64_t, int64_t>{7, 19, 5}, {13, 33, 300}, {6, 16, 600}}) {
+    std::vector<float> A(M * K), B(K * N), bias(M), C(M * N, 123.0f), R(M * N);
+    for (float& v : A) v = d(rng);
+    for (float& v : B) v = d(rng);
+    for (float& v : bias) v = d(rng);
+    fx::kernels::GemmEpilogue ep;
+    ep.row_bias = bias.data();
+    ep.lo = -0.5f;
+    ep.hi = 0.75f;
+    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N,
+                       &ep);
+    fx::kernels::sgemm_reference(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f,
+                                 R.data(), N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        EXPECT_NEAR(C[i * N + j], std::min(std::max(R[i * N + j] + bias[i], -0.5f), 0.75f), 1e-4f)
+            << M << "x" << N << "x" << K << " at " << i << "," << j;
+  }
 }
 
 }  // namespace
