@@ -200,7 +200,7 @@ Value Interpreter::fetch_attr(const std::string& target) {
     throw fx::Error(ErrorKind::Attribute, "Node referenced nonexistent target " + prefix);
   }
   at::Tensor v = from_fx_tensor(*t);
-  if (t->requires_grad && v.is_floating_point()) v.set_requires_grad(true);
+  if (t->requires_grad && !v.requires_grad() && v.is_floating_point()) v.set_requires_grad(true);
   return attr_cache_.emplace(target, Value(v)).first->second;
 }
 

@@ -107,7 +107,38 @@ fx::Tensor to_fx_tensor(const at::Tensor& t) {
   return out;
 }
 
+namespace {
+
+// The reader of a shared tensor; from_fx_tensor() recognises it (std::function::target) and
+// hands back the tensor itself.
+struct TorchTensorReader {
+  at::Tensor tensor;
+  fx::Bytes operator()() const { return to_fx_tensor(tensor).data; }
+};
+
+}  // namespace
+
+fx::Tensor share_fx_tensor(const at::Tensor& t, const std::string& name) {
+  fx::Tensor out;
+  out.dtype = to_fx_dtype(static_cast<int8_t>(t.scalar_type()));
+  out.shape = t.sizes().vec();
+  out.requires_grad = t.requires_grad();
+  auto ext = std::make_shared<fx::ExternalData>();
+  ext->location = "<libtorch>/" + name;
+  ext->length = static_cast<int64_t>(t.nbytes());
+  ext->read = TorchTensorReader{t};
+  out.external = std::move(ext);
+  return out;
+}
+
 at::Tensor from_fx_tensor(const fx::Tensor& t) {
+  if (!t.data && t.external)
+    if (const auto* r = t.external->read.target<TorchTensorReader>()) return r->tensor;
+  if (!t.data && t.has_data()) {
+    fx::Tensor loaded = t;
+    loaded.data = t.bytes();
+    return from_fx_tensor(loaded);
+  }
   if (!t.data)
     throw fx::Error(ErrorKind::Value, "tensor " + t.describe() + " has no data (metadata only)");
   if (t.data->size() != t.nbytes())
@@ -259,10 +290,11 @@ std::shared_ptr<TorchModule> mirror_module(const std::shared_ptr<nn::Module>& ro
   for (const auto& item : root->named_modules()) {
     const std::shared_ptr<nn::Module>& m = item.value();
     auto mirror = std::make_shared<TorchModule>(m);
+    const std::string prefix = item.key().empty() ? "" : item.key() + ".";
     for (const auto& p : m->named_parameters(/*recurse=*/false))
-      mirror->register_parameter(p.key(), to_fx_tensor(p.value()));
+      mirror->register_parameter(p.key(), share_fx_tensor(p.value(), prefix + p.key()));
     for (const auto& b : m->named_buffers(/*recurse=*/false))
-      mirror->register_buffer(b.key(), to_fx_tensor(b.value()));
+      mirror->register_buffer(b.key(), share_fx_tensor(b.value(), prefix + b.key()));
     made[m.get()] = mirror;
     if (item.key().empty()) out = mirror;
   }

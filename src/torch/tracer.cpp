@@ -149,7 +149,7 @@ fx::Argument Tracer::create_arg(const Value& v) {
         }
         a = tensor_attrs_.emplace(key, name).first;
         constants_.push_back(t);
-        if (attributes_) attributes_->register_buffer(name, to_fx_tensor(t));
+        if (attributes_) attributes_->register_buffer(name, share_fx_tensor(t, name));
       }
       return fx::Argument(graph_->get_attr(a->second));
     }

@@ -4,6 +4,7 @@
 // TensorMetadata, and the Interpreter must reproduce the eager output.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -333,6 +334,30 @@ TEST(Tracing, TensorConstantsAreStoredOnTheGraphModule) {
   const fx::Tensor* w = gm->get_tensor("w");
   ASSERT_NE(w, nullptr);
   EXPECT_TRUE(w->requires_grad);
+}
+
+TEST(Tracing, GraphModuleSharesTheLibTorchTensors) {
+  // Like torch.fx, the GraphModule refers to the module's parameters instead of copying them:
+  // bytes() reads the current values and the Interpreter runs on the live tensors.
+  auto m = std::make_shared<MyModule>();
+  auto gm = ft::symbolic_trace(m);
+  const fx::Tensor* p = gm->get_tensor("param");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->data, nullptr);
+  ASSERT_TRUE(p->has_data());
+  {
+    torch::NoGradGuard g;
+    m->param.fill_(0.25);
+  }
+  fx::Bytes b = p->bytes();
+  ASSERT_EQ(b->size(), 12 * sizeof(float));
+  float first;
+  std::memcpy(&first, b->data(), sizeof first);
+  EXPECT_EQ(first, 0.25f);
+  torch::Tensor x = torch::randn({3, 4});
+  Value out = ft::Interpreter(*gm).run({x});
+  EXPECT_TRUE(torch::allclose(out.tensor(), (*m)({x}).tensor()));
+  EXPECT_TRUE(ft::from_fx_tensor(*p).is_same(m->param));
 }
 
 TEST(Tracing, ConcreteArgsGuardsRunInTheInterpreter) {

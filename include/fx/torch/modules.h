@@ -32,7 +32,8 @@ class TorchModule : public fx::Module {
   std::shared_ptr<::torch::nn::Module> impl_;
 };
 
-/// Mirrors `root` and all its submodules, parameters and buffers (tensors copied, contiguous).
+/// Mirrors `root` and all its submodules, parameters and buffers (tensors shared, not copied:
+/// see share_fx_tensor).
 std::shared_ptr<TorchModule> mirror_module(const std::shared_ptr<::torch::nn::Module>& root);
 
 /// Python class name of a LibTorch module: "Linear" for torch::nn::LinearImpl, the name given to
@@ -46,6 +47,11 @@ bool is_container(const ::torch::nn::Module& m);
 
 /// fx::Tensor copy of a tensor (dtype, shape, contiguous CPU bytes, requires_grad).
 fx::Tensor to_fx_tensor(const at::Tensor& t);
+/// An fx::Tensor that refers to `t` instead of copying it: its bytes are read (copied) only when
+/// someone asks (fx::Tensor::bytes(), through ExternalData::read), and from_fx_tensor() returns
+/// `t` itself, so an Interpreter runs on the live LibTorch parameters as torch.fx does.
+/// `name` names the tensor in ExternalData::location ("<libtorch>/layer1.0.conv1.weight").
+fx::Tensor share_fx_tensor(const at::Tensor& t, const std::string& name);
 /// A CPU tensor sharing `t`'s bytes (read-only: do not modify it in place). Throws
 /// fx::Error(Value) for a tensor without data.
 at::Tensor from_fx_tensor(const fx::Tensor& t);
