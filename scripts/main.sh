@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build natively, and run the CLI on the bundled sample
-# model (models/sample.onnx): prints print(graph), print_tabular() and the generated code, as
-# torch.fx does, then runs the model once on seeded random inputs.
-# Usage: scripts/main.sh [fxwasm-cli arguments]   (default: models/sample.onnx --run)
+# The main job: install what is missing, build (native + wasm), print the bundled sample model
+# (models/sample.onnx) as torch.fx does — print(graph), print_tabular(), the generated code — run it
+# once, then serve the browser playground on it (http://127.0.0.1:8080/web/, Ctrl-C stops).
+# Usage: scripts/main.sh                        the above (PORT=N to change the port)
+#        scripts/main.sh [fxwasm-cli arguments]  only the native CLI, e.g. models/zoo/resnet18.onnx --run
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
 bash scripts/build.sh native
 cli=build/native/fxwasm-cli
-if [ ! -x "$cli" ]; then
-  echo "[main] $cli was not built (tools/fxwasm_cli.cpp missing?)" >&2
-  exit 1
+if [ "$#" -gt 0 ]; then
+  echo "[main] $cli $*"
+  exec "$cli" "$@"
 fi
-if [ "$#" -eq 0 ]; then set -- models/sample.onnx --run; fi
-echo "[main] $cli $*"
-exec "$cli" "$@"
+echo "[main] $cli models/sample.onnx --run"
+"$cli" models/sample.onnx --run
+bash scripts/build.sh wasm >/dev/null
+echo "[main] serving the playground (Ctrl-C to stop)"
+exec node scripts/serve.mjs --port "${PORT:-8080}"
