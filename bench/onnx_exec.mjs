@@ -1,0 +1,187 @@
+#!/usr/bin/env node
+// One side of the ONNX execution benchmark (bench/run_onnx_exec.sh): latency of a models/zoo/
+// model under fxwasm's wasm package, onnxruntime-web (wasm backend, SIMD, one thread) or
+// onnxruntime-node (CPU, one intra-op thread), or the start-up cost of a wasm module. One
+// JSON line per invocation; run each side in its own process.
+//
+//   node bench/onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx [--runs 10] [--min-ms 20]
+//                            [--warmup 2] [--warmup-ms 2000]
+//   node bench/onnx_exec.mjs init fxwasm|ortweb
+//
+// Inputs: NAME.json next to the model gives names and shapes; values come from the mulberry32
+// stream of scripts/ort_run.mjs (seed 0, floats uniform in [-1, 1)), so every side sees the
+// same inputs and the output checksums (sum, abs_sum of the first output) can be compared.
+// Timing: warm-up (at least --warmup runs and --warmup-ms, so V8 has tiered up the wasm code),
+// then --runs repetitions of k back-to-back runs each (k chosen so a repetition takes >=
+// --min-ms); median and min of the per-run means. The model bytes are read before timing.
+//
+// `init fxwasm`: time of `await init()` of the fxwasm package in a fresh process (reads,
+// compiles and instantiates dist/fx.wasm). `init ortweb`: time of the first
+// InferenceSession.create of onnxruntime-web in a fresh process on the tiny models/zoo/
+// mymodule.onnx (fetches, compiles and instantiates ort-wasm-simd-threaded.wasm, then builds a
+// 5-node session), and of a second create of the same model (the session alone), so
+// init ~= first - second.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// The fxwasm package to load: FXWASM_PKG (a folder with wasm/index.mjs and dist/fx.{mjs,wasm};
+// the run_*.sh scripts snapshot the package there, so a concurrent rebuild of dist/ cannot mix
+// an old fx.mjs with a new fx.wasm mid-run), else the repository.
+const PKG = process.env.FXWASM_PKG ? path.resolve(process.env.FXWASM_PKG) : ROOT;
+
+// scripts/ort_run.mjs's mulberry32 (copied: importing that file would load onnxruntime-node
+// into the fxwasm and onnxruntime-web processes).
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** [{name, dtype, shape, data}] for the model's inputs (NAME.json), seeded like ort_run.mjs. */
+function makeInputs(model) {
+  const spec = JSON.parse(fs.readFileSync(model.replace(/\.onnx$/, '.json'), 'utf8'));
+  const rand = mulberry32(0);
+  return spec.inputs.map(({ name, dtype, shape }) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    let data;
+    if (dtype === 'float32') {
+      data = new Float32Array(n);
+      for (let i = 0; i < n; ++i) data[i] = 2 * rand() - 1;
+    } else if (dtype === 'int64') {
+      data = new BigInt64Array(n);
+      for (let i = 0; i < n; ++i) data[i] = BigInt(Math.floor(10 * rand()));
+    } else {
+      throw new Error(`unsupported input dtype ${dtype}`);
+    }
+    return { name, dtype, shape, data };
+  });
+}
+
+function checksum(data) {
+  let sum = 0, absSum = 0;
+  for (const v of data) {
+    sum += Number(v);
+    absSum += Math.abs(Number(v));
+  }
+  return { out_sum: sum, out_abs_sum: absSum };
+}
+
+/** Warm-up, then median/min (ms per run) of `runs` repetitions of >= minMs each. */
+async function timeIt(fn, { runs, minMs, warmup, warmupMs }) {
+  const w0 = performance.now();
+  for (let w = 0; w < warmup || performance.now() - w0 < warmupMs; ++w) await fn();
+  const t0 = performance.now();
+  await fn();
+  const once = Math.max(performance.now() - t0, 1e-4);
+  const inner = Math.max(1, Math.ceil(minMs / once));
+  const ts = [];
+  for (let r = 0; r < runs; ++r) {
+    const t = performance.now();
+    for (let i = 0; i < inner; ++i) await fn();
+    ts.push((performance.now() - t) / inner);
+  }
+  ts.sort((a, b) => a - b);
+  return { median_ms: ts[ts.length >> 1], min_ms: ts[0], runs, inner };
+}
+
+async function loadOrtWeb() {
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.simd = true;
+  ort.env.wasm.proxy = false;
+  ort.env.wasm.wasmPaths = path.join(ROOT, 'node_modules/onnxruntime-web/dist/');
+  return ort;
+}
+
+const ORT_WEB_OPTIONS = { executionProviders: ['wasm'], graphOptimizationLevel: 'all',
+                          executionMode: 'sequential', intraOpNumThreads: 1, interOpNumThreads: 1 };
+
+async function runSide(side, model, opts) {
+  const name = path.basename(model, '.onnx');
+  const bytes = new Uint8Array(fs.readFileSync(model));
+  const inputs = makeInputs(model);
+  let run, first, extra = {};
+  if (side === 'fxwasm') {
+    const { default: init } = await import(path.join(PKG, 'wasm/index.mjs'));
+    const fx = await init();
+    const gm = fx.loadONNX(bytes);
+    const feeds = inputs.map(({ dtype, shape, data }) => ({ dtype, shape, data }));
+    run = () => gm.run(feeds);
+    first = (out) => out[0].data;
+    extra = { heap_bytes: fx.heapSize() };
+  } else if (side === 'ortweb' || side === 'ortnode') {
+    let ort, session;
+    if (side === 'ortweb') {
+      ort = await loadOrtWeb();
+      session = await ort.InferenceSession.create(bytes, ORT_WEB_OPTIONS);
+      extra = { onnxruntime_web: ort.env.versions.web };
+    } else {
+      const ortRun = await import(path.join(ROOT, 'scripts/ort_run.mjs'));
+      ort = (await import('onnxruntime-node')).default;
+      session = await ortRun.createSession(bytes, { threads: 1 });
+      extra = { onnxruntime_node: ort.env.versions.node };
+    }
+    const feeds = {};
+    for (const { name: n, dtype, shape, data } of inputs) feeds[n] = new ort.Tensor(dtype, data, shape);
+    run = () => session.run(feeds);
+    first = (out) => out[session.outputNames[0]].data;
+  } else {
+    throw new Error(`unknown side ${side}`);
+  }
+  const out = await run();
+  const sums = checksum(first(out));
+  const t = await timeIt(run, opts);
+  return { impl: side, model: name, ...t, ...sums, ...extra };
+}
+
+async function initSide(side) {
+  if (side === 'fxwasm') {
+    const t0 = performance.now();
+    const { default: init } = await import(path.join(PKG, 'wasm/index.mjs'));
+    const t1 = performance.now();
+    await init();
+    const t2 = performance.now();
+    return { init: 'fxwasm', import_js_ms: t1 - t0, init_ms: t2 - t1 };
+  }
+  if (side === 'ortweb') {
+    const t0 = performance.now();
+    const ort = await loadOrtWeb();
+    const t1 = performance.now();
+    const tiny = fs.readFileSync(path.join(ROOT, 'models/zoo/mymodule.onnx'));
+    await ort.InferenceSession.create(tiny, ORT_WEB_OPTIONS);
+    const t2 = performance.now();
+    await ort.InferenceSession.create(tiny, ORT_WEB_OPTIONS);
+    const t3 = performance.now();
+    return { init: 'ortweb', import_js_ms: t1 - t0, first_session_ms: t2 - t1,
+             second_session_ms: t3 - t2, init_ms: (t2 - t1) - (t3 - t2) };
+  }
+  throw new Error(`unknown init side ${side}`);
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 2000 };
+  const pos = [];
+  const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs' };
+  for (let i = 0; i < argv.length; ++i) {
+    if (argv[i] in valued) opts[valued[argv[i]]] = Number(argv[++i]);
+    else if (argv[i].startsWith('--')) throw new Error(`unknown option ${argv[i]}`);
+    else pos.push(argv[i]);
+  }
+  const [side, what] = pos;
+  if (!side || !what) throw new Error('usage: onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx | init fxwasm|ortweb');
+  const r = side === 'init' ? await initSide(what) : await runSide(side, what, opts);
+  console.log(JSON.stringify(r));
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(`onnx_exec.mjs: ${e.stack ?? e}`);
+  process.exit(1);
+});
