@@ -10,7 +10,8 @@ For every model NAME it writes to tests/golden/torch/:
   NAME.readable.py   what gm.print_readable() prints
   NAME.repr.txt      nn.Module.__repr__(gm) (the attribute tree the GraphModule copied)
   NAME.shapes.txt    ShapeProp: `node: meta['tensor_meta']` per node that has one
-Inputs for ShapeProp are zeros of the shapes in INPUTS (only shapes matter).
+Inputs for ShapeProp are zeros of the shapes in MODELS (only shapes matter; ("long", shape) is
+an int64 input).
 Output is deterministic: rerunning produces identical files.
 """
 import contextlib
@@ -172,6 +173,31 @@ class Ops(nn.Module):
         return torch.where(u, t, x % 3 // 2), t.sum(dim=0, keepdim=True)
 
 
+class Layers(nn.Module):
+    """The other LibTorch layers: Embedding, Conv1d/3d, BatchNorm1d/3d, ModuleList, AvgPool2d,
+    Flatten, GELU, LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.conv1d = nn.Conv1d(8, 8, 3, padding=1)
+        self.bn1d = nn.BatchNorm1d(8)
+        self.blocks = nn.ModuleList([nn.Linear(8, 8), nn.GELU(), nn.LayerNorm(8)])
+        self.conv3d = nn.Conv3d(1, 2, 3, padding=1)
+        self.bn3d = nn.BatchNorm3d(2)
+        self.pool = nn.AvgPool2d(2)
+        self.flat = nn.Flatten()
+
+    def forward(self, idx, vol):
+        h = self.emb(idx)
+        h = self.bn1d(self.conv1d(h.transpose(1, 2))).transpose(1, 2)
+        for blk in self.blocks:
+            h = blk(h)
+        v = self.bn3d(self.conv3d(vol))
+        v = self.pool(v.sum(dim=2))
+        return h.mean(dim=1), self.flat(v)
+
+
 class Concrete(nn.Module):
     def forward(self, x, flag, y):
         out = x + 1 if flag else x * 2
@@ -208,9 +234,16 @@ MODELS = {
     "dict_tuple": (DictTuple, [(2, 4)], None, None),
     "getitem": (GetItem, [(2, 4, 6)], None, None),
     "ops": (Ops, [(4, 4)], None, None),
+    "layers": (Layers, [("long", (2, 5)), (2, 1, 4, 6, 6)], None, None),
     "concrete": (Concrete, None, {"flag": True, "y": None}, None),
     "leafy": (Leafy, [(3, 4)], None, LeafTracer),
 }
+
+
+def make_input(spec):
+    if spec and spec[0] == "long":
+        return torch.zeros(spec[1], dtype=torch.long)
+    return torch.zeros(spec)
 
 
 def printed(f):
@@ -222,9 +255,21 @@ def printed(f):
     return s[:-1]
 
 
+def stable_memory_format(m):
+    """torch 1.13's ShapeProp reports the first memory format a tensor is contiguous in, iterating
+    a *set* whose order changes between runs: a [2, 16, 1, 1] tensor is contiguous_format in one
+    run and channels_last in the next. The goldens (and the C++ ShapeProp) take the first of
+    contiguous_format, channels_last, channels_last_3d."""
+    t = torch.empty_strided(tuple(m.shape), m.stride)
+    for fmt in (torch.contiguous_format, torch.channels_last, torch.channels_last_3d):
+        if t.is_contiguous(memory_format=fmt):
+            return m._replace(memory_format=fmt)
+    return m._replace(memory_format=None)
+
+
 def fmt_meta(m):
     if isinstance(m, TensorMetadata):
-        return repr(m)
+        return repr(stable_memory_format(m))
     if isinstance(m, (tuple, list)):
         inner = ", ".join(fmt_meta(e) for e in m)
         if isinstance(m, tuple):
@@ -255,7 +300,7 @@ def main():
         write(name, "readable.py", printed(gm.print_readable))
         write(name, "repr.txt", nn.Module.__repr__(gm))
         if shapes is not None:
-            ShapeProp(gm).propagate(*[torch.zeros(s) for s in shapes])
+            ShapeProp(gm).propagate(*[make_input(s) for s in shapes])
             lines = [f"{n.name}: {fmt_meta(n.meta['tensor_meta'])}"
                      for n in gm.graph.nodes if "tensor_meta" in n.meta]
             write(name, "shapes.txt", "\n".join(lines) + "\n")

@@ -129,11 +129,15 @@ void expect_close(const Value& expected, const Value& actual, const std::string&
 struct ZooCase {
   std::string name;
   std::function<std::shared_ptr<ft::Module>()> make;
-  std::vector<std::vector<int64_t>> shapes;  // inputs (ShapeProp and execution)
+  // Inputs (ShapeProp and execution); a leading -N makes an int64 input of shape [N, ...]
+  // holding indices in [0, 10).
+  std::vector<std::vector<int64_t>> shapes;
   ft::ConcreteArgs concrete;
   bool leaf_tracer = false;
   bool check_repr = true;
 };
+
+void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<ZooCase> zoo_cases() {
   return {
@@ -146,12 +150,21 @@ std::vector<ZooCase> zoo_cases() {
       {"dict_tuple", [] { return std::make_shared<DictTuple>(); }, {{2, 4}}},
       {"getitem", [] { return std::make_shared<GetItem>(); }, {{2, 4, 6}}},
       {"ops", [] { return std::make_shared<Ops>(); }, {{4, 4}}},
+      {"layers", [] { return std::make_shared<Layers>(); }, {{-2, 5}, {2, 1, 4, 6, 6}}},
       {"concrete",
        [] { return std::make_shared<Concrete>(); },
        {},
        {{"flag", Value(true)}, {"y", Value()}}},
       {"leafy", [] { return std::make_shared<Leafy>(); }, {{3, 4}}, {}, true},
   };
+}
+
+torch::Tensor make_input(std::vector<int64_t> shape, bool random) {
+  if (!shape.empty() && shape[0] < 0) {
+    shape[0] = -shape[0];
+    return random ? torch::randint(10, shape, torch::kLong) : torch::zeros(shape, torch::kLong);
+  }
+  return random ? torch::randn(shape) : torch::zeros(shape);
 }
 
 std::unique_ptr<fx::GraphModule> trace_case(const ZooCase& c,
@@ -185,7 +198,7 @@ TEST_P(Zoo, ShapePropMatchesTorchFx) {
   m->eval();
   auto gm = trace_case(c, m);
   std::vector<Value> inputs;
-  for (const auto& s : c.shapes) inputs.emplace_back(torch::zeros(s));
+  for (const auto& s : c.shapes) inputs.emplace_back(make_input(s, /*random=*/false));
   ft::ShapeProp(*gm).propagate(inputs);
   expect_golden(c.name + ".shapes.txt", shapes_text(*gm));
 }
@@ -198,7 +211,7 @@ TEST_P(Zoo, InterpreterMatchesEager) {
   m->eval();
   auto gm = trace_case(c, m);
   std::vector<Value> inputs;
-  for (const auto& s : c.shapes) inputs.emplace_back(torch::randn(s));
+  for (const auto& s : c.shapes) inputs.emplace_back(make_input(s, /*random=*/true));
   Value eager = (*m)(inputs);
   Value interp = ft::Interpreter(*gm).run(inputs);
   expect_close(eager, interp, c.name);

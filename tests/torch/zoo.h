@@ -297,6 +297,40 @@ struct Ops : ft::Module {
   torch::Tensor w, b;
 };
 
+/// The other LibTorch layers: Embedding, Conv1d/3d, BatchNorm1d/3d, ModuleList, AvgPool2d,
+/// Flatten, GELU, LayerNorm.
+struct Layers : ft::Module {
+  Layers() : Module("Layers") {
+    emb = register_module("emb", nn::Embedding(10, 8));
+    conv1d = register_module("conv1d", nn::Conv1d(nn::Conv1dOptions(8, 8, 3).padding(1)));
+    bn1d = register_module("bn1d", nn::BatchNorm1d(8));
+    blocks = register_module("blocks", nn::ModuleList(nn::Linear(8, 8), nn::GELU(),
+                                                      nn::LayerNorm(nn::LayerNormOptions({8}))));
+    conv3d = register_module("conv3d", nn::Conv3d(nn::Conv3dOptions(1, 2, 3).padding(1)));
+    bn3d = register_module("bn3d", nn::BatchNorm3d(2));
+    pool = register_module("pool", nn::AvgPool2d(2));
+    flat = register_module("flat", nn::Flatten());
+  }
+  std::vector<Param> signature() const override { return {"idx", "vol"}; }
+  Value forward_args(std::vector<Value> args) override {
+    Value h = call(emb, args[0]);
+    h = call(bn1d, call(conv1d, h.transpose(1, 2))).transpose(1, 2);
+    for (const auto& blk : *blocks) h = call(blk, h);
+    Value v = call(bn3d, call(conv3d, args[1]));
+    v = call(pool, v.sum(kw("dim", 2)));
+    Value mean = h.mean(kw("dim", 1));
+    return Value::tuple({mean, call(flat, v)});
+  }
+  nn::Embedding emb{nullptr};
+  nn::Conv1d conv1d{nullptr};
+  nn::BatchNorm1d bn1d{nullptr};
+  nn::ModuleList blocks{nullptr};
+  nn::Conv3d conv3d{nullptr};
+  nn::BatchNorm3d bn3d{nullptr};
+  nn::AvgPool2d pool{nullptr};
+  nn::Flatten flat{nullptr};
+};
+
 struct Concrete : ft::Module {
   Concrete() : Module("Concrete") {}
   std::vector<Param> signature() const override { return {"x", "flag", "y"}; }
