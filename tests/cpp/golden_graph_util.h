@@ -220,7 +220,7 @@ inline std::vector<float> floats_of(const fx::Tensor& t) {
   return v;
 }
 
-// The attribute tree of the "modules" and "tensors" sections (float32 tensors only).
+// The attribute tree of the "modules" and "tensors" sections (values of float32 tensors only).
 inline std::shared_ptr<fx::Module> build_modules(const std::string& modules,
                                                  const std::string& tensors) {
   auto root = std::make_shared<fx::Module>();
@@ -236,21 +236,25 @@ inline std::shared_ptr<fx::Module> build_modules(const std::string& modules,
   }
   for (const std::string& line : lines(tensors)) {
     std::vector<std::string> f = split(line, '\t');
-    if (f.at(2) != "float32") throw std::runtime_error("only float32 tensors: " + line);
     std::vector<int64_t> shape;
     if (!f[3].empty())
       for (const std::string& d : split(f[3], ',')) shape.push_back(std::stoll(d));
     std::vector<float> v;
     std::istringstream in(f.at(4));
     for (std::string x; in >> x;) v.push_back(std::stof(x));
+    fx::Tensor t = float_tensor(shape, v);
+    if (f.at(2) != "float32") {  // other dtypes: metadata only
+      t.dtype = fx::dtype_from_name(f[2]);
+      t.data = nullptr;
+    }
     const size_t dot = f[0].rfind('.');
     fx::Module& parent =
         dot == std::string::npos ? *root : *root->get_submodule(f[0].substr(0, dot));
     const std::string name = f[0].substr(dot == std::string::npos ? 0 : dot + 1);
     if (f[1] == "p") {
-      parent.register_parameter(name, float_tensor(shape, v));
+      parent.register_parameter(name, t);
     } else {
-      parent.register_buffer(name, float_tensor(shape, v));
+      parent.register_buffer(name, t);
     }
   }
   return root;
