@@ -391,7 +391,63 @@ TEST(Tracing, ConcreteArgsGuardsRunInTheInterpreter) {
   }
 }
 
+TEST(Tracing, UnregisteredSubmoduleIsAnError) {
+  struct Stray : ft::Module {
+    Stray() : Module("Stray") {}
+    Value forward(Value x) override { return call(lin, x); }
+    torch::nn::Linear lin{4, 4};  // never registered
+  };
+  try {
+    ft::symbolic_trace(std::make_shared<Stray>());
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Attribute);
+    EXPECT_EQ(std::string(e.what()), "module is not installed as a submodule (Linear)");
+  }
+}
+
+TEST(Values, EagerPythonSemantics) {
+  torch::Tensor t = torch::tensor({1.0f, 2.0f});
+  Value r = 1 - Value(t);  // reflected: 1 - t
+  EXPECT_TRUE(torch::allclose(r.tensor(), torch::tensor({0.0f, -1.0f})));
+  EXPECT_EQ(r.tensor().scalar_type(), torch::kFloat);  // a Python number does not promote
+  Value seven = ft::floordiv_op(-7, 2);
+  EXPECT_EQ(seven.to_int(), -4);  // Python floors
+  EXPECT_EQ((Value(7) / 2).to_double(), 3.5);
+  Value tup = Value::tuple({1, 2, 3});
+  EXPECT_EQ(tup[-1].to_int(), 3);
+  EXPECT_EQ(tup[ft::slice(1)].repr(), "(2, 3)");
+  EXPECT_EQ(Value(t).size().repr(), "(2,)");
+  EXPECT_THROW(static_cast<bool>(Value(torch::ones({2}))), fx::Error);
+  EXPECT_FALSE(static_cast<bool>(Value()));
+  try {
+    Value(t).call_method("no_such_method");
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("no_such_method"), std::string::npos);
+  }
+}
+
 // ---- Interpreter ----
+
+TEST(Interpreter, CallModuleNeedsALibTorchModule) {
+  // A GraphModule built by hand (no LibTorch module behind `lin`) cannot run call_module.
+  fx::Module root;
+  root.add_module("lin", std::make_shared<fx::Module>("Linear", "in_features=4"));
+  auto graph = std::make_unique<fx::Graph>();
+  fx::Node* x = graph->placeholder("x");
+  graph->output(graph->call_module("lin", {x}));
+  fx::GraphModule gm(&root, std::move(graph));
+  try {
+    ft::Interpreter(gm).run({torch::ones({4})});
+    FAIL();
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Unsupported);
+    EXPECT_EQ(e.node(), "lin");
+    EXPECT_NE(std::string(e.what()).find("module of type Linear"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Interpreter, ErrorsNameTheNodeLikeTorchFx) {
   auto gm = ft::symbolic_trace(std::make_shared<MyModule>());

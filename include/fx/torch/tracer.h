@@ -133,7 +133,7 @@ class Tracer {
                      std::optional<std::string> type = std::nullopt);
   /// Whether `t` is a parameter of the traced root (a Proxy in torch.fx, unlike buffers).
   bool is_parameter(const at::Tensor& t) const;
-  /// The graph being built (valid during and after trace()).
+  /// The graph being built (valid during trace(); trace() hands it to the caller).
   fx::Graph& graph() { return *graph_; }
 
   /// The tracer tracing on this thread, or nullptr.
