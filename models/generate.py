@@ -165,6 +165,9 @@ class Spec:
     outputs: List[str]
     opset: int = DEFAULT_OPSET
     training: bool = False  # export with TrainingMode.TRAINING (model in train mode)
+    # export with TrainingMode.PRESERVE (model in eval mode): the exporter's eval peephole, which
+    # folds BatchNormalization into Conv even without constant folding, does not run
+    preserve: bool = False
     small: bool = True  # exports quickly; part of --small
     bench_only: bool = False  # not in the default zoo: only with --bench or --only NAME
 
@@ -179,6 +182,9 @@ ZOO: List[Spec] = [
     Spec("cnn_bn_train", "conv-bn-relu x2, max pool, global average pool, Linear; exported in "
          "training mode so BatchNormalization (training_mode=1) survives",
          ConvBnReluCNN, {"input": (2, 3, 32, 32)}, ["logits"], opset=15, training=True),
+    Spec("cnn_bn_eval", "the same CNN in eval mode, exported with TrainingMode.PRESERVE so that "
+         "inference BatchNormalization follows each Conv unfused (for the fuse-conv-bn pass)",
+         ConvBnReluCNN, {"input": (2, 3, 32, 32)}, ["logits"], opset=15, preserve=True),
     Spec("resnet18", "torchvision ResNet-18 (BN folded into Conv by the exporter)",
          lambda: torchvision.models.resnet18(weights=None), IMAGE, ["logits"], small=False),
     Spec("mobilenet_v2", "torchvision MobileNetV2 (BN folded, Clip for ReLU6)",
@@ -221,7 +227,9 @@ def export(spec: Spec) -> onnx.ModelProto:
         opset_version=spec.opset,
         input_names=list(spec.inputs),
         output_names=spec.outputs,
-        training=torch.onnx.TrainingMode.TRAINING if spec.training else torch.onnx.TrainingMode.EVAL,
+        training=(torch.onnx.TrainingMode.TRAINING if spec.training else
+                  torch.onnx.TrainingMode.PRESERVE if spec.preserve else
+                  torch.onnx.TrainingMode.EVAL),
         do_constant_folding=not spec.training,
         verbose=False,
     )
