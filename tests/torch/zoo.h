@@ -14,9 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fx/torch/interpreter.h"
-#include "fx/torch/tracer.h"
-#include "fx/torch/value.h"
+#include "fx/torch/torch.h"
 
 namespace zoo {
 
