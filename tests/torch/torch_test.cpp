@@ -429,6 +429,25 @@ TEST(Values, EagerPythonSemantics) {
   }
 }
 
+TEST(Tracing, UmbrellaHeaderTutorial) {
+  struct Net : fx::torch::Module {
+    Net() : Module("Net") { fc = register_module("fc", torch::nn::Linear(4, 2)); }
+    Value forward(Value x) override { return fx::torch::F::relu(call(fc, x + 1)); }
+    torch::nn::Linear fc{nullptr};
+  };
+  auto net = std::make_shared<Net>();
+  torch::Tensor x = torch::randn({3, 4});
+  Value eager = (*net)({x});
+  auto gm = fx::torch::symbolic_trace(net);
+  EXPECT_EQ(
+      gm->code(),
+      "\n\n\ndef forward(self, x):\n    add = x + 1;  x = None\n    fc = self.fc(add);  add = "
+      "None\n    relu = torch.nn.functional.relu(fc, inplace = False);  fc = None\n    return "
+      "relu\n    ");
+  Value same = fx::torch::Interpreter(*gm).run({x});
+  EXPECT_TRUE(torch::allclose(eager.tensor(), same.tensor()));
+}
+
 // ---- Interpreter ----
 
 TEST(Interpreter, CallModuleNeedsALibTorchModule) {
