@@ -131,6 +131,31 @@ fx::Tensor share_fx_tensor(const at::Tensor& t, const std::string& name) {
   return out;
 }
 
+void materialize_tensors(fx::Module& root) {
+  // Iterative walk; a module reachable twice is materialised once.
+  std::vector<fx::Module*> stack{&root};
+  std::unordered_map<const fx::Module*, bool> seen;
+  auto loaded = [](const fx::Tensor& t) {
+    fx::Tensor c = t;
+    if (!c.data && c.external && c.external->read.target<TorchTensorReader>()) {
+      c.data = t.bytes();
+      c.external.reset();
+    }
+    return c;
+  };
+  while (!stack.empty()) {
+    fx::Module* m = stack.back();
+    stack.pop_back();
+    if (seen[m]) continue;
+    seen[m] = true;
+    std::vector<std::pair<std::string, fx::Tensor>> params = m->parameters();
+    std::vector<std::pair<std::string, fx::Tensor>> buffers = m->buffers();
+    for (const auto& kv : params) m->register_parameter(kv.first, loaded(kv.second));
+    for (const auto& kv : buffers) m->register_buffer(kv.first, loaded(kv.second));
+    for (const auto& kv : m->children()) stack.push_back(kv.second.get());
+  }
+}
+
 at::Tensor from_fx_tensor(const fx::Tensor& t) {
   if (!t.data && t.external)
     if (const auto* r = t.external->read.target<TorchTensorReader>()) return r->tensor;

@@ -371,6 +371,19 @@ TEST(Tracing, GraphModuleSharesTheLibTorchTensors) {
   Value out = ft::Interpreter(*gm).run({x});
   EXPECT_TRUE(torch::allclose(out.tensor(), (*m)({x}).tensor()));
   EXPECT_TRUE(ft::from_fx_tensor(*p).is_same(m->param));
+  // materialize_tensors() snapshots the bytes: later changes no longer show.
+  ft::materialize_tensors(*gm);
+  p = gm->get_tensor("param");
+  ASSERT_NE(p->data, nullptr);
+  EXPECT_EQ(p->external, nullptr);
+  {
+    torch::NoGradGuard g;
+    m->param.fill_(2.0);
+  }
+  std::memcpy(&first, gm->get_tensor("param")->data->data(), sizeof first);
+  EXPECT_EQ(first, 0.25f);
+  EXPECT_NE(gm->get_tensor("linear.weight"), nullptr);
+  EXPECT_NE(gm->get_submodule("linear")->parameter("weight")->data, nullptr);
 }
 
 TEST(Tracing, ConcreteArgsGuardsRunInTheInterpreter) {

@@ -52,6 +52,12 @@ fx::Tensor to_fx_tensor(const at::Tensor& t);
 /// `t` itself, so an Interpreter runs on the live LibTorch parameters as torch.fx does.
 /// `name` names the tensor in ExternalData::location ("<libtorch>/layer1.0.conv1.weight").
 fx::Tensor share_fx_tensor(const at::Tensor& t, const std::string& name);
+/// Replaces every shared tensor (share_fx_tensor) of `root` and its submodules with a copy of its
+/// current bytes, so its tensors no longer refer to LibTorch memory: do this before handing a
+/// traced GraphModule to code that writes ExternalData references (ONNX export without
+/// embedding) or that must not see later changes. (The Interpreter's call_module still runs the
+/// mirrored LibTorch layer.)
+void materialize_tensors(fx::Module& root);
 /// A CPU tensor sharing `t`'s bytes (read-only: do not modify it in place). Throws
 /// fx::Error(Value) for a tensor without data.
 at::Tensor from_fx_tensor(const fx::Tensor& t);
