@@ -493,9 +493,20 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
       const Argument& a = u->args()[k];
       if (a.is_none()) continue;
       if (!a.is_node() || a.to_node() == n || k > 2) return nullptr;
-      const Results& r = env[a.to_node()->id()];
-      if (r.size() != 1 || r[0].numel() != 1 || r[0].dtype() != Dtype::Float32) return nullptr;
-      (k == 1 ? lo : hi) = r[0].data<float>()[0];
+      const Node* bound_node = a.to_node();
+      float v;
+      if (const Results& r = env[bound_node->id()];
+          r.size() == 1 && r[0].numel() == 1 && r[0].dtype() == Dtype::Float32) {
+        v = r[0].data<float>()[0];  // computed already
+      } else if (const Tensor* t = bound_node->op() == Opcode::GetAttr
+                                       ? gm.get_tensor(bound_node->target().str())
+                                       : nullptr;
+                 t && t->data && t->dtype == Dtype::Float32 && t->numel() == 1) {
+        v = *reinterpret_cast<const float*>(t->data->data());  // a constant read later
+      } else {
+        return nullptr;
+      }
+      (k == 1 ? lo : hi) = v;
     }
     return u;
   };

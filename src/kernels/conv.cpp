@@ -38,10 +38,17 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
             std::memcpy(dst, src + off, static_cast<size_t>(OW) * sizeof(float));
             continue;
           }
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t iw = ow * p.stride_w + off;
-            dst[ow] = (iw >= 0 && iw < p.W) ? src[iw] : 0.0f;
+          // Columns whose input is inside the row: [lo, hi); zeros (padding) around them.
+          const int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w);
+          const int64_t hi = std::max(
+              lo, std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1));
+          std::fill(dst, dst + lo, 0.0f);
+          if (p.stride_w == 2) {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[2 * ow + off];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * p.stride_w + off];
           }
+          std::fill(dst + hi, dst + OW, 0.0f);
         }
         col += OH * OW;
       }
@@ -73,8 +80,7 @@ void depthwise(const Conv2dParams& p, const float* in, const float* weight, cons
             int64_t hi = (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1;
             hi = std::min(hi, OW);
             if (p.stride_w == 1) {
-              const float* src = irow + off;
-              for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * src[ow];
+              for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow + off];
             } else {
               for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow * p.stride_w + off];
             }
@@ -147,26 +153,39 @@ void conv2d_reference(const Conv2dParams& p, const float* in, const float* weigh
 }
 
 void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  // Row at a time: for each window offset (kh, kw) the output columns whose input is inside the
+  // row form one range, so the inner loop has no bounds checks and no branches (a select that
+  // lets NaN win and stay).
   const int64_t OH = p.out_h(), OW = p.out_w();
   for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
     const float* plane = in + nc * p.H * p.W;
     float* o = out + nc * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        float best = -std::numeric_limits<float>::infinity();
-        for (int64_t kh = 0; kh < p.KH; ++kh) {
-          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-          if (ih < 0 || ih >= p.H) continue;
-          for (int64_t kw = 0; kw < p.KW; ++kw) {
-            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-            if (iw < 0 || iw >= p.W) continue;
-            const float v = plane[ih * p.W + iw];
-            if (v > best || v != v) best = v;  // NaN propagates
-            if (best != best) break;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      float* orow = o + oh * OW;
+      std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+      for (int64_t kh = 0; kh < p.KH; ++kh) {
+        const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+        if (ih < 0 || ih >= p.H) continue;
+        const float* irow = plane + ih * p.W;
+        for (int64_t kw = 0; kw < p.KW; ++kw) {
+          const int64_t off = kw * p.dilation_w - p.pad_left;
+          const int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
+          const int64_t hi =
+              std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1);
+          if (p.stride_w == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) {
+              const float v = irow[ow + off], b = orow[ow];
+              orow[ow] = (v > b || v != v) ? v : b;
+            }
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) {
+              const float v = irow[ow * p.stride_w + off], b = orow[ow];
+              orow[ow] = (v > b || v != v) ? v : b;
+            }
           }
         }
-        o[oh * OW + ow] = best;
       }
+    }
   }
 }
 

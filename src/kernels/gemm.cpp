@@ -3,7 +3,8 @@
 // register-blocked MR x NR micro-kernel then runs over contiguous panel memory. MR x NR = 6 x 8
 // keeps 12 four-lane accumulators plus two B vectors and one broadcast in registers (16 xmm
 // natively, V8's 16 simd registers in wasm). On x86-64 CPUs with AVX2 and FMA (checked at run
-// time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds replaces it.
+// time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds replaces it, and a
+// 6 x 32 kernel on zmm registers where AVX-512F is there.
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -24,7 +25,8 @@ typedef float v4f __attribute__((vector_size(16)));
 constexpr int64_t MR = 6;
 constexpr int64_t NR = 8;  // panel width of the portable kernel
 #ifdef FXWASM_GEMM_AVX2
-constexpr int64_t NR_AVX2 = 16;  // panel width of the AVX2 kernel
+constexpr int64_t NR_AVX2 = 16;    // panel width of the AVX2 kernel
+constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
 #endif
 constexpr int64_t KC = 256;  // a KC x NR panel of B (8 KB) stays in L1 across the A panels
 constexpr int64_t MC = 96;   // an MC x KC block of A (96 KB) stays in L2
@@ -163,64 +165,108 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 }
 
 #ifdef FXWASM_GEMM_AVX2
-// The 6 x 16 kernel: 12 ymm accumulators, two B vectors, one broadcast; FMA.
-__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
-                                                           const float* b, float* C, int64_t ldc,
-                                                           float alpha, float beta, const Store& st,
-                                                           int64_t mr, int64_t nr) {
-  const bool first = st.first;
-  __m256 c[MR][2];
-  for (int64_t r = 0; r < MR; ++r) c[r][0] = c[r][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    for (int64_t r = 0; r < MR; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
-      c[r][0] = _mm256_fmadd_ps(ar, b0, c[r][0]);
-      c[r][1] = _mm256_fmadd_ps(ar, b1, c[r][1]);
-    }
-    a += MR;
-    b += NR_AVX2;
+// The x86 kernels: MR x (2 vectors) accumulators kept in named locals (an accumulator array would
+// be spilled to the stack on every k step, because the edge path takes its address), FMA, then
+// the shared store with the epilogue.
+#define FXWASM_X86_KERNEL(NAME, TARGET, VEC, LANES, SETZERO, LOADU, STOREU, BCAST, FMADD, MUL,     \
+                          ADD, SET1, MAXP, MINP)                                                   \
+  __attribute__((target(TARGET))) void NAME(int64_t kc, const float* a, const float* b, float* C,  \
+                                            int64_t ldc, float alpha, float beta, const Store& st, \
+                                            int64_t mr, int64_t nr) {                              \
+    VEC c00 = SETZERO(), c01 = SETZERO(), c10 = SETZERO(), c11 = SETZERO();                        \
+    VEC c20 = SETZERO(), c21 = SETZERO(), c30 = SETZERO(), c31 = SETZERO();                        \
+    VEC c40 = SETZERO(), c41 = SETZERO(), c50 = SETZERO(), c51 = SETZERO();                        \
+    for (int64_t k = 0; k < kc; ++k) {                                                             \
+      const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                              \
+      VEC ar = BCAST(a + 0);                                                                       \
+      c00 = FMADD(ar, b0, c00);                                                                    \
+      c01 = FMADD(ar, b1, c01);                                                                    \
+      ar = BCAST(a + 1);                                                                           \
+      c10 = FMADD(ar, b0, c10);                                                                    \
+      c11 = FMADD(ar, b1, c11);                                                                    \
+      ar = BCAST(a + 2);                                                                           \
+      c20 = FMADD(ar, b0, c20);                                                                    \
+      c21 = FMADD(ar, b1, c21);                                                                    \
+      ar = BCAST(a + 3);                                                                           \
+      c30 = FMADD(ar, b0, c30);                                                                    \
+      c31 = FMADD(ar, b1, c31);                                                                    \
+      ar = BCAST(a + 4);                                                                           \
+      c40 = FMADD(ar, b0, c40);                                                                    \
+      c41 = FMADD(ar, b1, c41);                                                                    \
+      ar = BCAST(a + 5);                                                                           \
+      c50 = FMADD(ar, b0, c50);                                                                    \
+      c51 = FMADD(ar, b1, c51);                                                                    \
+      a += MR;                                                                                     \
+      b += 2 * LANES;                                                                              \
+    }                                                                                              \
+    const bool first = st.first;                                                                   \
+    const bool clamp = st.last && st.clamp;                                                        \
+    if (mr == MR && nr == 2 * LANES) {                                                             \
+      const VEC va = SET1(alpha), vb = SET1(beta), vlo = SET1(st.lo), vhi = SET1(st.hi);           \
+      const VEC acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},                                  \
+                              {c30, c31}, {c40, c41}, {c50, c51}};                                 \
+      for (int64_t r = 0; r < MR; ++r) {                                                           \
+        float* row = C + r * ldc;                                                                  \
+        const VEC vbias = SET1(first && st.bias ? st.bias[r] : 0.0f);                              \
+        for (int h = 0; h < 2; ++h) {                                                              \
+          VEC out = MUL(va, acc[r][h]);                                                            \
+          if (!first) {                                                                            \
+            out = ADD(out, LOADU(row + LANES * h));                                                \
+          } else if (beta != 0.0f) {                                                               \
+            out = FMADD(vb, LOADU(row + LANES * h), out);                                          \
+          }                                                                                        \
+          if (first && st.bias) out = ADD(out, vbias);                                             \
+          if (clamp) out = MINP(MAXP(out, vlo), vhi);                                              \
+          STOREU(row + LANES * h, out);                                                            \
+        }                                                                                          \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    float tile[MR][2 * LANES];                                                                     \
+    STOREU(tile[0], c00);                                                                          \
+    STOREU(tile[0] + LANES, c01);                                                                  \
+    STOREU(tile[1], c10);                                                                          \
+    STOREU(tile[1] + LANES, c11);                                                                  \
+    STOREU(tile[2], c20);                                                                          \
+    STOREU(tile[2] + LANES, c21);                                                                  \
+    STOREU(tile[3], c30);                                                                          \
+    STOREU(tile[3] + LANES, c31);                                                                  \
+    STOREU(tile[4], c40);                                                                          \
+    STOREU(tile[4] + LANES, c41);                                                                  \
+    STOREU(tile[5], c50);                                                                          \
+    STOREU(tile[5] + LANES, c51);                                                                  \
+    for (int64_t r = 0; r < mr; ++r) {                                                             \
+      float* row = C + r * ldc;                                                                    \
+      for (int64_t j = 0; j < nr; ++j) {                                                           \
+        float out = alpha * tile[r][j];                                                            \
+        if (!first) {                                                                              \
+          out += row[j];                                                                           \
+        } else if (beta != 0.0f) {                                                                 \
+          out += beta * row[j];                                                                    \
+        }                                                                                          \
+        if (first && st.bias) out += st.bias[r];                                                   \
+        if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                    \
+        row[j] = out;                                                                              \
+      }                                                                                            \
+    }                                                                                              \
   }
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  const bool clamp = st.last && st.clamp;
-  const __m256 vlo = _mm256_set1_ps(st.lo), vhi = _mm256_set1_ps(st.hi);
-  if (mr == MR && nr == NR_AVX2) {
-    for (int64_t r = 0; r < MR; ++r) {
-      float* row = C + r * ldc;
-      const __m256 vbias = _mm256_set1_ps(first && st.bias ? st.bias[r] : 0.0f);
-      for (int h = 0; h < 2; ++h) {
-        __m256 out = _mm256_mul_ps(va, c[r][h]);
-        if (!first) {
-          out = _mm256_add_ps(out, _mm256_loadu_ps(row + 8 * h));
-        } else if (beta != 0.0f) {
-          out = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8 * h), out);
-        }
-        if (first && st.bias) out = _mm256_add_ps(out, vbias);
-        if (clamp) out = _mm256_min_ps(_mm256_max_ps(out, vlo), vhi);
-        _mm256_storeu_ps(row + 8 * h, out);
-      }
-    }
-    return;
-  }
-  float tile[MR][NR_AVX2];
-  for (int64_t r = 0; r < MR; ++r) {
-    _mm256_storeu_ps(tile[r], c[r][0]);
-    _mm256_storeu_ps(tile[r] + 8, c[r][1]);
-  }
-  for (int64_t r = 0; r < mr; ++r) {
-    float* row = C + r * ldc;
-    for (int64_t j = 0; j < nr; ++j) {
-      float out = alpha * tile[r][j];
-      if (!first) {
-        out += row[j];
-      } else if (beta != 0.0f) {
-        out += beta * row[j];
-      }
-      if (first && st.bias) out += st.bias[r];
-      if (clamp) out = std::min(std::max(out, st.lo), st.hi);
-      row[j] = out;
-    }
-  }
+
+// 6 x 16 on ymm registers (AVX2 + FMA).
+FXWASM_X86_KERNEL(micro_kernel_avx2, "avx2,fma", __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps,
+                  _mm256_storeu_ps, _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_mul_ps,
+                  _mm256_add_ps, _mm256_set1_ps, _mm256_max_ps, _mm256_min_ps)
+// 6 x 32 on zmm registers (AVX-512F).
+inline __attribute__((target("avx512f"))) __m512 bcast512(const float* p) {
+  return _mm512_set1_ps(*p);
+}
+FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
+                  _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps,
+                  _mm512_set1_ps, _mm512_max_ps, _mm512_min_ps)
+#undef FXWASM_X86_KERNEL
+
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
 }
 
 bool cpu_has_avx2_fma() {
@@ -251,10 +297,48 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       }
     return;
   }
+  if (M == 1 && !trans_a) {
+    // A row vector times B: no packing (which would cost as much as the product itself).
+    // C[j] = alpha * sum_k A[k] * op(B)[k, j] (+ beta * C[j] + bias[0], clamped).
+    thread_local std::vector<float> acc;
+    acc.assign(static_cast<size_t>(N), 0.0f);
+    if (trans_b) {  // B is N x K: one dot product per output, along contiguous rows
+      for (int64_t j = 0; j < N; ++j) {
+        const float* b = B + j * ldb;
+        v4f s0 = splat(0.0f), s1 = splat(0.0f);
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+          s0 += load4(A + k) * load4(b + k);
+          s1 += load4(A + k + 4) * load4(b + k + 4);
+        }
+        const v4f s = s0 + s1;
+        float t = s[0] + s[1] + s[2] + s[3];
+        for (; k < K; ++k) t += A[k] * b[k];
+        acc[j] = t;
+      }
+    } else {  // B is K x N: accumulate scaled rows
+      for (int64_t k = 0; k < K; ++k) {
+        const float a = A[k];
+        const float* b = B + k * ldb;
+        for (int64_t j = 0; j < N; ++j) acc[j] += a * b[j];
+      }
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      float out = alpha * acc[j];
+      if (beta != 0.0f) out += beta * C[j];
+      if (bias) out += bias[0];
+      if (clamp) out = std::min(std::max(out, lo), hi);
+      C[j] = out;
+    }
+    return;
+  }
   MicroKernel kernel = micro_kernel;
   int64_t nr_width = NR;
 #ifdef FXWASM_GEMM_AVX2
-  if (cpu_has_avx2_fma()) {
+  if (cpu_has_avx512()) {
+    kernel = micro_kernel_avx512;
+    nr_width = NR_AVX512;
+  } else if (cpu_has_avx2_fma()) {
     kernel = micro_kernel_avx2;
     nr_width = NR_AVX2;
   }
