@@ -1575,9 +1575,24 @@ val load_onnx(val data, val reader) {
         return std::make_shared<const std::vector<uint8_t>>(bytes_from_js(r, "external data"));
       };
     }
-    // import_model frees the copy of the file as soon as protobuf has parsed it.
-    std::unique_ptr<fx::GraphModule> gm =
-        fx::onnx::import_model(bytes_from_js(data, "loadONNX"), opts);
+    // The file is streamed in from JS in 1 MB chunks (never copied whole into the heap), and
+    // each initializer's parsed bytes are released once its tensor holds them.
+    if (data.isNull() || data.isUndefined() || data["byteLength"].isUndefined() ||
+        data["buffer"].isUndefined())
+      throw Error(ErrorKind::Type, "loadONNX: expected a Uint8Array or ArrayBuffer view");
+    const size_t total = data["byteLength"].as<size_t>();
+    const val base = val::global("Uint8Array").new_(data["buffer"], data["byteOffset"], total);
+    size_t offset = 0;
+    const fx::onnx::ChunkReader read = [&](uint8_t* buffer, size_t size) -> size_t {
+      const size_t n = std::min(size, total - offset);
+      if (n == 0) return 0;
+      val(emscripten::typed_memory_view(n, buffer))
+          .call<void>("set", base.call<val>("subarray", static_cast<double>(offset),
+                                            static_cast<double>(offset + n)));
+      offset += n;
+      return n;
+    };
+    std::unique_ptr<fx::GraphModule> gm = fx::onnx::import_model_stream(read, opts);
     return register_graph_module(std::move(gm));
   });
 }

@@ -61,6 +61,16 @@ inline std::unique_ptr<GraphModule> import_model(const std::vector<uint8_t>& byt
 std::unique_ptr<GraphModule> import_model(std::vector<uint8_t>&& bytes,
                                           const ImportOptions& options = {});
 
+/// Reads the next bytes of a serialized model into `buffer` (at most `size`); returns how many it
+/// wrote, 0 at the end. Throws fx::Error when it cannot read.
+using ChunkReader = std::function<size_t(uint8_t* buffer, size_t size)>;
+
+/// Parses a model read in chunks through `read`, so that the file's bytes never need to be in
+/// memory as a whole: with the per-initializer release of parsed data, the peak stays near one
+/// copy of the weights (what the wasm build's loadONNX uses).
+std::unique_ptr<GraphModule> import_model_stream(const ChunkReader& read,
+                                                 const ImportOptions& options = {});
+
 /// Reads a model file; external data is read from files next to it (no `..`, no absolute paths).
 std::unique_ptr<GraphModule> load_model(const std::string& path);
 

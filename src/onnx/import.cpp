@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "fx/error.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "onnx/common.h"
 
 namespace fx::onnx {
@@ -627,6 +628,43 @@ std::unique_ptr<GraphModule> import_model(std::vector<uint8_t>&& bytes,
   ::onnx::ModelProto model;
   parse_model(bytes.data(), bytes.size(), model);
   std::vector<uint8_t>().swap(bytes);  // the file's bytes are no longer needed
+  return import_parsed(model, options);
+}
+
+// protobuf's view of a ChunkReader.
+namespace {
+
+class ChunkStream : public google::protobuf::io::CopyingInputStream {
+ public:
+  explicit ChunkStream(const ChunkReader& read) : read_(read) {}
+  int Read(void* buffer, int size) override {
+    const size_t n = read_(static_cast<uint8_t*>(buffer), static_cast<size_t>(size));
+    total_ += n;
+    return static_cast<int>(n);
+  }
+  size_t total() const { return total_; }
+
+ private:
+  const ChunkReader& read_;
+  size_t total_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphModule> import_model_stream(const ChunkReader& read,
+                                                 const ImportOptions& options) {
+  ::onnx::ModelProto model;
+  ChunkStream stream(read);
+  bool ok;
+  {
+    google::protobuf::io::CopyingInputStreamAdaptor input(&stream, 1 << 20);
+    ok = model.ParseFromZeroCopyStream(&input);
+  }
+  if (stream.total() == 0) throw Error(ErrorKind::Parse, "not an ONNX model: the input is empty");
+  if (!ok)
+    throw Error(ErrorKind::Parse,
+                "not an ONNX model: protobuf cannot parse the " + std::to_string(stream.total()) +
+                    " bytes as onnx.ModelProto (truncated, corrupted or another format)");
   return import_parsed(model, options);
 }
 

@@ -589,3 +589,40 @@ TEST(OnnxImport, BundledSampleModelRoundTrips) {
 #endif
 
 }  // namespace
+
+namespace {
+
+// Streamed import (the wasm loadONNX path): chunks of any size give the same module; a stream
+// that ends early is a ParseError.
+TEST(OnnxImport, StreamedImportEqualsImportFromBytes) {
+  const std::string bytes = conv_split_model().SerializeAsString();
+  auto whole = fx::onnx::import_model(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}}) {
+    size_t at = 0;
+    auto gm = fx::onnx::import_model_stream([&](uint8_t* buf, size_t size) {
+      const size_t n = std::min({size, chunk, bytes.size() - at});
+      std::memcpy(buf, bytes.data() + at, n);
+      at += n;
+      return n;
+    });
+    EXPECT_EQ(gm->code(), whole->code());
+    EXPECT_EQ(gm->graph().str(), whole->graph().str());
+  }
+  size_t at = 0;
+  const size_t cut = bytes.size() / 2;
+  try {
+    fx::onnx::import_model_stream([&](uint8_t* buf, size_t size) {
+      const size_t n = std::min(size, cut - at);
+      std::memcpy(buf, bytes.data() + at, n);
+      at += n;
+      return n;
+    });
+    ADD_FAILURE() << "a truncated stream imported";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), fx::ErrorKind::Parse) << e.what();
+  }
+  EXPECT_THROW(fx::onnx::import_model_stream([](uint8_t*, size_t) { return size_t{0}; }),
+               fx::Error);
+}
+
+}  // namespace
