@@ -43,7 +43,7 @@ using QualnameMap = std::vector<std::pair<std::string, std::string>>;
 /// `qualname_map` (if given) receives "submod_<id>.a_b" -> "a.b". `root` is unused, like in
 /// torch. Throws fx::Error(Runtime) "cycle exists between partitions!" when partitions depend on
 /// each other circularly, and fx::Error(Attribute) naming a node whose target is missing.
-/// Unlike 1.13 (an IndexError), a partition whose values nobody uses returns None.
+/// Unlike 1.13 (an IndexError), a partition whose values nobody uses returns ().
 std::unique_ptr<GraphModule> split_module(const GraphModule& gm, const Module* root,
                                           const SplitCallback& split_callback,
                                           QualnameMap* qualname_map = nullptr,

@@ -140,3 +140,23 @@ TEST(SplitModule, NullCallbackIsAValueError) {
 }
 
 }  // namespace
+
+namespace {
+
+// A partition whose value nobody uses (1.13: IndexError) returns () and is still called.
+TEST(SplitModule, PartitionWithoutUsedValuesReturnsAnEmptyTuple) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  g->call_function(fx::fn("torch.neg"), {x});  // dead
+  g->output(g->call_function(fx::fn("torch.relu"), {x}));
+  fx::GraphModule gm(nullptr, std::move(g));
+  auto out =
+      fx::split_module(gm, nullptr, [](const fx::Node* n) { return n->name() == "neg" ? 1 : 0; });
+  auto* s1 = dynamic_cast<fx::GraphModule*>(out->child("submod_1").get());
+  ASSERT_NE(s1, nullptr);
+  EXPECT_EQ(s1->graph().output_node()->args()[0].repr(), "()");
+  EXPECT_NE(out->code().find("submod_1 = self.submod_1(x)"), std::string::npos) << out->code();
+  out->graph().lint();
+}
+
+}  // namespace
