@@ -187,8 +187,8 @@ std::vector<NodeCost> profile_nodes(const fx::GraphModule& gm,
     fx::Argument::Items outs;
     for (const fx::Node* u : n->users())
       if (is_getitem(*u))
-        outs.emplace_back(
-            g->node_copy(u, [&](fx::Node* x) -> fx::Argument { return x == n ? copy : map.at(x); }));
+        outs.emplace_back(g->node_copy(
+            u, [&](fx::Node* x) -> fx::Argument { return x == n ? copy : map.at(x); }));
     g->output(outs.empty() ? fx::Argument(copy) : fx::Argument::tuple(std::move(outs)));
     fx::GraphModule one(nullptr, std::move(g), "OneNode");
     for (const auto& [k, v] : gm.meta()) one.meta().set(k, v);
@@ -215,17 +215,25 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--input") specs.push_back(parse_input(next()));
-    else if (a == "--runs") runs = std::atoi(next().c_str());
-    else if (a == "--warmup") warmup = std::atoi(next().c_str());
-    else if (a == "--min-ms") min_ms = std::atof(next().c_str());
-    else if (a == "--warmup-ms") warmup_ms = std::atof(next().c_str());
-    else if (a == "--profile") profile = true;
-    else if (a == "--profile-json") profile_json = next();
+    if (a == "--input")
+      specs.push_back(parse_input(next()));
+    else if (a == "--runs")
+      runs = std::atoi(next().c_str());
+    else if (a == "--warmup")
+      warmup = std::atoi(next().c_str());
+    else if (a == "--min-ms")
+      min_ms = std::atof(next().c_str());
+    else if (a == "--warmup-ms")
+      warmup_ms = std::atof(next().c_str());
+    else if (a == "--profile")
+      profile = true;
+    else if (a == "--profile-json")
+      profile_json = next();
     else if (a.rfind("--", 0) == 0) {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
-    } else model = a;
+    } else
+      model = a;
   }
   if (model.empty() || specs.empty()) {
     std::fprintf(stderr, "usage: onnx_exec MODEL.onnx --input float32:1,3,224,224 [...]\n");
@@ -267,7 +275,8 @@ int main(int argc, char** argv) {
         by_op[c.op].second += 1;
         total += c.median;
       }
-      std::vector<std::pair<std::string, std::pair<double, int>>> sorted(by_op.begin(), by_op.end());
+      std::vector<std::pair<std::string, std::pair<double, int>>> sorted(by_op.begin(),
+                                                                         by_op.end());
       std::sort(sorted.begin(), sorted.end(),
                 [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
       for (const auto& [op, v] : sorted)

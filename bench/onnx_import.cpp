@@ -40,9 +40,12 @@ int main(int argc, char** argv) {
   double min_ms = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
-    else if (a == "--min-ms" && i + 1 < argc) min_ms = std::atof(argv[++i]);
-    else models.push_back(a);
+    if (a == "--runs" && i + 1 < argc)
+      runs = std::atoi(argv[++i]);
+    else if (a == "--min-ms" && i + 1 < argc)
+      min_ms = std::atof(argv[++i]);
+    else
+      models.push_back(a);
   }
   for (const std::string& path : models) {
     std::ifstream in(path, std::ios::binary);

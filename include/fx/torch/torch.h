@@ -14,7 +14,7 @@
 //   auto net = std::make_shared<Net>();
 //   Value eager = (*net)({torch::randn({3, 4})});                   // LibTorch, now
 //   auto gm = fx::torch::symbolic_trace(net);                       // fx::GraphModule
-//   gm->code();        // def forward(self, x):\n    add = x + 1;  x = None\n    fc = self.fc(add) ...
+//   gm->code();  // "def forward(self, x):\n    add = x + 1;  x = None\n    fc = self.fc(add)..."
 //   Value same = fx::torch::Interpreter(*gm).run({torch::randn({3, 4})});
 //   fx::torch::ShapeProp(*gm).propagate({torch::randn({3, 4})});   // node meta "tensor_meta"
 //

@@ -140,15 +140,14 @@ class Value {
   Value shape() const { return attr("shape"); }
 
 // Tensor methods recorded as call_method[target=NAME]; arguments as in Python.
-#define FX_TORCH_VALUE_METHODS(X)                                                             \
-  X(abs)                                                                                      \
-  X(add)                                                                                      \
-  X(argmax)                                                                                   \
-  X(chunk) X(clamp) X(contiguous) X(cos) X(dim) X(div) X(exp) X(expand) X(flatten) X(float_)  \
-      X(log) X(log_softmax) X(masked_fill) X(matmul) X(max) X(mean) X(min) X(mul) X(numel)    \
-          X(permute) X(pow) X(relu) X(repeat) X(reshape) X(sigmoid) X(sin) X(size) X(softmax) \
-              X(split) X(sqrt) X(squeeze) X(sub) X(sum) X(t) X(tanh) X(to) X(transpose)       \
-                  X(unsqueeze) X(view)
+// clang-format off
+#define FX_TORCH_VALUE_METHODS(X)                                                                  \
+  X(abs) X(add) X(argmax) X(chunk) X(clamp) X(contiguous) X(cos) X(dim) X(div) X(exp) X(expand)    \
+  X(flatten) X(float_) X(log) X(log_softmax) X(masked_fill) X(matmul) X(max) X(mean) X(min)        \
+  X(mul) X(numel) X(permute) X(pow) X(relu) X(repeat) X(reshape) X(sigmoid) X(sin) X(size)         \
+  X(softmax) X(split) X(sqrt) X(squeeze) X(sub) X(sum) X(t) X(tanh) X(to) X(transpose)             \
+  X(unsqueeze) X(view)
+// clang-format on
 #define FX_TORCH_DECLARE_METHOD(name)                                     \
   template <class... A>                                                   \
   Value name(A&&... a) const {                                            \
@@ -240,13 +239,12 @@ Value invoke_function(const fx::Function& target, const std::vector<Value>& args
 Value call_function(const std::string& target, std::vector<Arg> args = {});
 
 // torch.* functions recorded as call_function[target=torch.NAME]; arguments as in Python.
-#define FX_TORCH_FUNCTIONS(X)                                                                    \
-  X(abs)                                                                                         \
-  X(add)                                                                                         \
-  X(argmax)                                                                                      \
-  X(cat) X(clamp) X(cos) X(exp) X(flatten) X(log) X(matmul) X(max) X(mean) X(mul) X(ones)        \
-      X(permute) X(relu) X(reshape) X(sigmoid) X(sin) X(softmax) X(sqrt) X(stack) X(sum) X(tanh) \
-          X(topk) X(transpose) X(unsqueeze) X(where) X(zeros)
+// clang-format off
+#define FX_TORCH_FUNCTIONS(X)                                                                      \
+  X(abs) X(add) X(argmax) X(cat) X(clamp) X(cos) X(exp) X(flatten) X(log) X(matmul) X(max)         \
+  X(mean) X(mul) X(ones) X(permute) X(relu) X(reshape) X(sigmoid) X(sin) X(softmax) X(sqrt)        \
+  X(stack) X(sum) X(tanh) X(topk) X(transpose) X(unsqueeze) X(where) X(zeros)
+// clang-format on
 #define FX_TORCH_DECLARE_FUNCTION(name)                                 \
   template <class... A>                                                 \
   Value name(A&&... a) {                                                \
