@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds fxwasm twice:
-#   build/native  host compiler, Ninja, Release (fxcore, fxwasm-cli, fx_tests)
+#   build/native  host compiler, Ninja, Release (fxcore, fxwasm-cli, fx_tests; with LibTorch
+#                 installed (Debian libtorch-dev) also fxtorch + fx_torch_tests, FXWASM_WITH_TORCH=ON)
 #   build/wasm    Emscripten (emcmake), Ninja, Release (fxcore, fx_tests.js, dist/fx.mjs + fx.wasm)
 # Usage: scripts/build.sh [native|wasm|all]   (default: all)
 # Env:   BUILD_TYPE (default Release), JOBS (default: number of cores),
@@ -17,8 +18,14 @@ read -r -a extra <<< "${FXWASM_CMAKE_ARGS:-}"
 log() { printf '[build] %s\n' "$*"; }
 
 build_native() {
-  log "native: configure + build (build/native, $build_type)"
-  cmake -S "$root" -B "$root/build/native" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "${extra[@]}"
+  # The LibTorch layer (src/torch/) is built whenever LibTorch's CMake package is installed
+  # (scripts/setup.sh installs libtorch-dev); FXWASM_WITH_TORCH=OFF in FXWASM_CMAKE_ARGS wins.
+  local torch=OFF
+  if compgen -G "/usr/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null ||
+     compgen -G "/usr/share/cmake/Torch/TorchConfig.cmake" >/dev/null; then torch=ON; fi
+  log "native: configure + build (build/native, $build_type, LibTorch layer $torch)"
+  cmake -S "$root" -B "$root/build/native" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
+    -DFXWASM_WITH_TORCH="$torch" "${extra[@]}"
   cmake --build "$root/build/native" --parallel "$jobs"
 }
 
