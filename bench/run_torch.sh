@@ -4,7 +4,7 @@
 # Usage: bench/run_torch.sh [runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build/torch
+BUILD=build/native  # scripts/build.sh configures it with the LibTorch layer when LibTorch is installed
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFXWASM_WITH_TORCH=ON >/dev/null
 cmake --build "$BUILD" --target fx_torch_bench
 ours=$("$BUILD/fx_torch_bench" "$@")
