@@ -148,7 +148,8 @@ std::string Value::describe() const {
 
 namespace {
 struct BufferPool {
-  std::multimap<size_t, std::shared_ptr<const std::vector<uint8_t>>> free;
+  // Size -> free buffers of that size (a stack: vectors, so steady state allocates no nodes).
+  std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<uint8_t>>>> free;
   size_t bytes = 0;
 };
 BufferPool& pool() {
@@ -172,10 +173,10 @@ Value new_value(Dtype dtype, std::vector<int64_t> shape) {
   }
   const size_t nbytes = static_cast<size_t>(n) * dtype_size(dtype);
   BufferPool& p = pool();
-  auto it = p.free.find(nbytes);
-  if (it == p.free.end() || nbytes == 0) return Value::zeros(dtype, std::move(shape));
-  std::shared_ptr<const std::vector<uint8_t>> buf = std::move(it->second);
-  p.free.erase(it);
+  auto it = nbytes == 0 ? p.free.end() : p.free.find(nbytes);
+  if (it == p.free.end() || it->second.empty()) return Value::zeros(dtype, std::move(shape));
+  std::shared_ptr<const std::vector<uint8_t>> buf = std::move(it->second.back());
+  it->second.pop_back();
   p.bytes -= nbytes;
   return Value::wrap(dtype, std::move(shape), std::move(buf));
 }
@@ -190,7 +191,7 @@ void Value::recycle() {
   // Only a buffer nobody else holds (not a weight, not an output, not a view) can be reused.
   if (bytes_ && bytes_.use_count() == 1 && !bytes_->empty()) {
     const size_t n = bytes_->size();
-    pool().free.emplace(n, std::move(bytes_));
+    pool().free[n].push_back(std::move(bytes_));
     pool().bytes += n;
   }
   bytes_.reset();
@@ -310,7 +311,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::map<std::string, OpFn> ops;
+  std::unordered_map<std::string, OpFn> ops;  // node-based: element addresses are stable
 };
 
 Registry& raw_registry() {
@@ -357,16 +358,19 @@ std::vector<std::string> registered_ops() {
   std::lock_guard<std::mutex> lock(r.mu);
   std::vector<std::string> out;
   for (const auto& kv : r.ops) out.push_back(kv.first);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
 namespace {
 
-OpFn find_op(const std::string& target) {
+// The registered function, or nullptr. The pointer stays valid until the target is registered
+// again (register_op replaces the function in place).
+const OpFn* find_op(const std::string& target) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.ops.find(target);
-  return it == r.ops.end() ? OpFn() : it->second;
+  return it == r.ops.end() ? nullptr : &it->second;
 }
 
 bool is_getitem(const Node& n) {
@@ -555,8 +559,8 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
           break;
         }
         const std::string& target = n->target().function().qualname();
-        OpFn fn = find_op(target);
-        if (!fn)
+        const OpFn* fn = find_op(target);
+        if (!fn || !*fn)
           throw Error(ErrorKind::Unsupported,
                       "node '" + n->name() + "': no implementation of " + target +
                           " (check coverage() before running)",
@@ -569,7 +573,7 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
           call.clamp_lo = lo;
           call.clamp_hi = hi;
         }
-        fn(call);
+        (*fn)(call);
         if (call.outputs.empty()) node_error(*n, "the op produced no output");
         if (activation && call.outputs.size() == 1 && call.outputs[0].dtype() == Dtype::Float32) {
           if (!call.clamp_applied) {  // the whitelisted producers return fresh buffers

@@ -253,15 +253,32 @@ void slice(OpCall& c) {
   const size_t es = dtype_size(x.dtype());
   std::vector<int64_t> istride(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d) istride[d] = istride[d + 1] * x.shape()[d + 1];
-  const int64_t n = out.numel();
-  std::vector<int64_t> idx(rank, 0);
+  if (out.numel() == 0) {
+    c.outputs.push_back(out);
+    return;
+  }
+  // Copy in contiguous runs: trailing dims taken whole, plus the next one if its step is 1.
+  int64_t run = 1, lead = rank - 1;
+  while (lead >= 0 && sp[lead] == 1 && st[lead] == 0 && os[lead] == x.shape()[lead])
+    run *= os[lead--];
+  int64_t base = 0;
+  if (lead >= 0 && sp[lead] == 1) {
+    run *= os[lead];
+    base = st[lead] * istride[lead];
+    --lead;
+  }
+  const int64_t outer_rank = lead + 1;  // dims [0, outer_rank) are iterated
+  int64_t n = 1;
+  for (int64_t d = 0; d < outer_rank; ++d) n *= os[d];
+  std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
   uint8_t* dst = out.mutable_data<uint8_t>();
   const uint8_t* src = x.data<uint8_t>();
+  const size_t run_bytes = static_cast<size_t>(run) * es;
   for (int64_t o = 0; o < n; ++o) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) off += (st[d] + idx[d] * sp[d]) * istride[d];
-    std::memcpy(dst + o * es, src + off * es, es);
-    for (int64_t d = rank - 1; d >= 0; --d) {
+    int64_t off = base;
+    for (int64_t d = 0; d < outer_rank; ++d) off += (st[d] + idx[d] * sp[d]) * istride[d];
+    std::memcpy(dst + o * run_bytes, src + off * es, run_bytes);
+    for (int64_t d = outer_rank - 1; d >= 0; --d) {
       if (++idx[d] < os[d]) break;
       idx[d] = 0;
     }

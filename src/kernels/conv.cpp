@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/gemm.h"
 
@@ -56,8 +57,96 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
   }
 }
 
+typedef float v4f __attribute__((vector_size(16)));
+
+inline v4f load4(const float* p) {
+  v4f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
+inline v4f splat4(float x) { return v4f{x, x, x, x}; }
+
+// Depthwise 3x3, dilation 1, stride 1 or 2 (MobileNet, EfficientNet, ShuffleNet): each output
+// row is accumulated in registers from the three input rows it reads (rows outside the image
+// read a zero row), four columns at a time in the interior, scalar at the borders; bias and
+// the fused activation are applied as the row is stored.
+void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+                  float* out) {
+  const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  thread_local std::vector<float> zero_row;
+  zero_row.assign(static_cast<size_t>(p.W + 16), 0.0f);
+  // Interior columns: every tap inside the row, and (for the vector loads) the 4 or 8 floats
+  // read from the last tap's start too.
+  const int64_t reach = sw == 1 ? 4 : 8;  // floats one vector load covers from a tap's column
+  int64_t v_lo = (pl + sw - 1) / sw;      // first ow with ow * sw - pl >= 0
+  int64_t v_hi = v_lo;                    // one past the last ow starting a full vector
+  while (v_hi + 3 < OW && (v_hi * sw - pl) + 2 + reach - 1 <= p.W - 1) v_hi += 4;
+  if (v_lo > OW) v_lo = v_hi = OW;
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * p.H * p.W;
+      const float* w = weight + c * 9;
+      float* o = out + (n * p.C + c) * OH * OW;
+      const float b = bias ? bias[c] : 0.0f;
+      const v4f w0 = splat4(w[0]), w1 = splat4(w[1]), w2 = splat4(w[2]), w3 = splat4(w[3]),
+                w4 = splat4(w[4]), w5 = splat4(w[5]), w6 = splat4(w[6]), w7 = splat4(w[7]),
+                w8 = splat4(w[8]);
+      const v4f lo4 = splat4(p.clamp_lo), hi4 = splat4(p.clamp_hi), b4 = splat4(b);
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* r[3];
+        for (int64_t kh = 0; kh < 3; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh;
+          r[kh] = ih < 0 || ih >= p.H ? zero_row.data() : plane + ih * p.W;
+        }
+        float* orow = o + oh * OW;
+        auto scalar = [&](int64_t ow) {
+          float acc = b;
+          for (int64_t kw = 0; kw < 3; ++kw) {
+            const int64_t iw = ow * sw - pl + kw;
+            if (iw < 0 || iw >= p.W) continue;
+            acc += w[kw] * r[0][iw] + w[3 + kw] * r[1][iw] + w[6 + kw] * r[2][iw];
+          }
+          if (clamp) acc = std::min(std::max(acc, p.clamp_lo), p.clamp_hi);
+          orow[ow] = acc;
+        };
+        for (int64_t ow = 0; ow < v_lo; ++ow) scalar(ow);
+        if (sw == 1) {
+          for (int64_t ow = v_lo; ow < v_hi; ow += 4) {
+            const int64_t i = ow - pl;
+            v4f acc =
+                b4 + w0 * load4(r[0] + i) + w1 * load4(r[0] + i + 1) + w2 * load4(r[0] + i + 2);
+            acc += w3 * load4(r[1] + i) + w4 * load4(r[1] + i + 1) + w5 * load4(r[1] + i + 2);
+            acc += w6 * load4(r[2] + i) + w7 * load4(r[2] + i + 1) + w8 * load4(r[2] + i + 2);
+            if (clamp) acc = acc < lo4 ? lo4 : (acc > hi4 ? hi4 : acc);
+            store4(orow + ow, acc);
+          }
+        } else {
+          // Stride 2: the even lanes of 8 consecutive floats.
+          auto even = [](const float* q) {
+            return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
+          };
+          for (int64_t ow = v_lo; ow < v_hi; ow += 4) {
+            const int64_t i = ow * 2 - pl;
+            v4f acc = b4 + w0 * even(r[0] + i) + w1 * even(r[0] + i + 1) + w2 * even(r[0] + i + 2);
+            acc += w3 * even(r[1] + i) + w4 * even(r[1] + i + 1) + w5 * even(r[1] + i + 2);
+            acc += w6 * even(r[2] + i) + w7 * even(r[2] + i + 1) + w8 * even(r[2] + i + 2);
+            if (clamp) acc = acc < lo4 ? lo4 : (acc > hi4 ? hi4 : acc);
+            store4(orow + ow, acc);
+          }
+        }
+        for (int64_t ow = v_hi; ow < OW; ++ow) scalar(ow);
+      }
+    }
+  }
+}
+
 void depthwise(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
                float* out) {
+  if (p.KH == 3 && p.KW == 3 && p.dilation_h == 1 && p.dilation_w == 1 &&
+      (p.stride_w == 1 || p.stride_w == 2))
+    return depthwise3x3(p, in, weight, bias, out);
   const int64_t OH = p.out_h(), OW = p.out_w();
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {

@@ -105,6 +105,51 @@ void for_each_reduced(const Shape& in, const std::vector<int64_t>& axes, F&& f) 
   }
 }
 
+// Reduction whose reduced axes are consecutive, seen as (outer, n, inner): acc[o * inner + j]
+// = step(...step(acc, x[o][0][j])..., x[o][n-1][j]). Contiguous loops, no index arithmetic.
+template <class Step>
+void reduce_block(const float* in, int64_t outer, int64_t n, int64_t inner, double* acc,
+                  Step step) {
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* x = in + o * n;
+      double a = acc[o];
+      for (int64_t k = 0; k < n; ++k) a = step(a, static_cast<double>(x[k]));
+      acc[o] = a;
+    }
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    double* ac = acc + o * inner;
+    for (int64_t k = 0; k < n; ++k) {
+      const float* x = in + (o * n + k) * inner;
+      for (int64_t j = 0; j < inner; ++j) ac[j] = step(ac[j], static_cast<double>(x[j]));
+    }
+  }
+}
+
+// The (outer, n, inner) split when the reduced axes are consecutive dims; false otherwise.
+bool consecutive_block(const Shape& in, const std::vector<int64_t>& axes, int64_t& outer,
+                       int64_t& n, int64_t& inner) {
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<bool> reduced(in.size(), axes.empty());
+  for (int64_t a : axes) reduced[a] = true;
+  int64_t first = -1, last = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d]) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  if (first < 0) return false;
+  for (int64_t d = first; d <= last; ++d)
+    if (!reduced[d]) return false;
+  outer = n = inner = 1;
+  for (int64_t d = 0; d < first; ++d) outer *= in[d];
+  for (int64_t d = first; d <= last; ++d) n *= in[d];
+  for (int64_t d = last + 1; d < rank; ++d) inner *= in[d];
+  return true;
+}
+
 }  // namespace
 
 void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
@@ -127,34 +172,65 @@ void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
     for (int64_t o = 0; o < on; ++o) out[o] = static_cast<float>(mx[o] + std::log(acc[o]));
     return;
   }
-  for_each_reduced(in_shape, axes, [&](int64_t o, int64_t i) {
-    const double x = in[i];
-    double& a = acc[o];
+  int64_t bo = 1, bn = 1, bi = 1;
+  if (on > 0 && consecutive_block(in_shape, axes, bo, bn, bi)) {
+    double* a = acc.data();
     switch (op) {
       case ReduceOp::Sum:
       case ReduceOp::Mean:
-        a += x;
+        reduce_block(in, bo, bn, bi, a, [](double s, double x) { return s + x; });
         break;
       case ReduceOp::Max:
-        a = (x != x || a != a) ? NAN : std::max(a, x);
+        reduce_block(in, bo, bn, bi, a,
+                     [](double s, double x) { return (x != x || s != s) ? NAN : std::max(s, x); });
         break;
       case ReduceOp::Min:
-        a = (x != x || a != a) ? NAN : std::min(a, x);
+        reduce_block(in, bo, bn, bi, a,
+                     [](double s, double x) { return (x != x || s != s) ? NAN : std::min(s, x); });
         break;
       case ReduceOp::Prod:
-        a *= x;
+        reduce_block(in, bo, bn, bi, a, [](double s, double x) { return s * x; });
         break;
       case ReduceOp::L1:
-        a += std::fabs(x);
+        reduce_block(in, bo, bn, bi, a, [](double s, double x) { return s + std::fabs(x); });
         break;
       case ReduceOp::L2:
       case ReduceOp::SumSquare:
-        a += x * x;
+        reduce_block(in, bo, bn, bi, a, [](double s, double x) { return s + x * x; });
         break;
       case ReduceOp::LogSumExp:
         break;
     }
-  });
+  } else {
+    for_each_reduced(in_shape, axes, [&](int64_t o, int64_t i) {
+      const double x = in[i];
+      double& a = acc[o];
+      switch (op) {
+        case ReduceOp::Sum:
+        case ReduceOp::Mean:
+          a += x;
+          break;
+        case ReduceOp::Max:
+          a = (x != x || a != a) ? NAN : std::max(a, x);
+          break;
+        case ReduceOp::Min:
+          a = (x != x || a != a) ? NAN : std::min(a, x);
+          break;
+        case ReduceOp::Prod:
+          a *= x;
+          break;
+        case ReduceOp::L1:
+          a += std::fabs(x);
+          break;
+        case ReduceOp::L2:
+        case ReduceOp::SumSquare:
+          a += x * x;
+          break;
+        case ReduceOp::LogSumExp:
+          break;
+      }
+    });
+  }
   for (int64_t o = 0; o < on; ++o) {
     double v = acc[o];
     if (op == ReduceOp::Mean) v = count ? v / static_cast<double>(count) : NAN;

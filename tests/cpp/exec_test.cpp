@@ -648,3 +648,102 @@ TEST(Exec, FusedActivationsEqualTheUnfusedOps) {
 }
 
 }  // namespace
+
+namespace {
+
+// Slice and the reductions have contiguous fast paths (whole trailing dims, step-1 runs,
+// consecutive reduced axes); random cases against index-by-index references.
+TEST(ExecOps, SliceAndReduceFastPathsMatchNaiveIndexing) {
+  std::mt19937 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t rank = pick(1, 4);
+    std::vector<int64_t> shape(rank);
+    int64_t n = 1;
+    for (int64_t& d : shape) n *= (d = pick(1, 5));
+    std::vector<float> xv(n);
+    for (int64_t i = 0; i < n; ++i) xv[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    const Value x = Value::from_f32(shape, xv);
+    std::vector<int64_t> stride(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+
+    // Slice on a random subset of axes (full, offset, negative and strided ranges).
+    std::vector<int64_t> starts, ends, axes, steps, lo(rank, 0), step(rank, 1), len = shape;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (pick(0, 2) == 0) continue;  // axis left whole
+      const int64_t dim = shape[d];
+      const int64_t s = pick(0, 3) == 0 ? -pick(1, 2) : pick(1, 2) == 1 ? 1 : 2;
+      int64_t b = pick(0, dim - 1), e = s > 0 ? pick(b, dim) : pick(-1, b);
+      len[d] = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
+      lo[d] = b;
+      step[d] = s;
+      starts.push_back(b);
+      ends.push_back(s < 0 && e == -1 ? -dim - 1 : e);
+      axes.push_back(pick(0, 1) ? d : d - rank);
+      steps.push_back(s);
+    }
+    if (axes.empty()) continue;
+    const int64_t k = static_cast<int64_t>(axes.size());
+    std::vector<Value> got =
+        run_op("Slice", {x, Value::from_i64({k}, starts), Value::from_i64({k}, ends),
+                         Value::from_i64({k}, axes), Value::from_i64({k}, steps)});
+    ASSERT_EQ(got[0].shape(), len) << "trial " << trial;
+    std::vector<float> want;
+    std::vector<int64_t> idx(rank, 0);
+    int64_t total = 1;
+    for (int64_t d : len) total *= d;
+    for (int64_t o = 0; o < total; ++o) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < rank; ++d) off += (lo[d] + idx[d] * step[d]) * stride[d];
+      want.push_back(xv[off]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < len[d]) break;
+        idx[d] = 0;
+      }
+    }
+    EXPECT_EQ(got[0].to_f32(), want) << "slice trial " << trial;
+
+    // ReduceSum/ReduceMax over a random axis set (consecutive or not), keepdims=1.
+    std::vector<int64_t> raxes;
+    for (int64_t d = 0; d < rank; ++d)
+      if (pick(0, 1)) raxes.push_back(d);
+    if (raxes.empty()) raxes.push_back(pick(0, rank - 1));
+    std::vector<bool> red(rank, false);
+    for (int64_t a : raxes) red[a] = true;
+    std::vector<int64_t> os = shape, ost(rank, 0);
+    int64_t on = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (red[d]) {
+        os[d] = 1;
+      } else {
+        ost[d] = on;
+        on *= shape[d];
+      }
+    }
+    std::vector<double> sum(on, 0.0), mx(on, -INFINITY);
+    std::fill(idx.begin(), idx.end(), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t oi = 0;
+      for (int64_t d = 0; d < rank; ++d) oi += idx[d] * ost[d];
+      sum[oi] += xv[i];
+      mx[oi] = std::max<double>(mx[oi], xv[i]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    const Value ra = Value::from_i64({static_cast<int64_t>(raxes.size())}, raxes);
+    std::vector<Value> rs = run_op("ReduceSum", {x, ra});
+    std::vector<Value> rm = run_op("ReduceMax", {x}, {{"axes", ints(raxes)}});
+    ASSERT_EQ(rs[0].shape(), os);
+    ASSERT_EQ(rm[0].shape(), os);
+    for (int64_t o = 0; o < on; ++o) {
+      EXPECT_FLOAT_EQ(rs[0].to_f32()[o], static_cast<float>(sum[o])) << "trial " << trial;
+      EXPECT_FLOAT_EQ(rm[0].to_f32()[o], static_cast<float>(mx[o])) << "trial " << trial;
+    }
+  }
+}
+
+}  // namespace

@@ -146,6 +146,16 @@ TEST_P(Conv2d, MatchesDirectLoops) {
   fx::kernels::conv2d_reference(p, x.data(), w.data(), c.bias ? b.data() : nullptr, want.data());
   const float tol = 1e-5f * static_cast<float>((p.C / p.group) * p.KH * p.KW + 1);
   for (int64_t i = 0; i < out_size; ++i) ASSERT_NEAR(got[i], want[i], tol) << c.what << " at " << i;
+  // With a fused activation (Relu6-like clamp to [0, 0.5]): the clamped reference.
+  Conv2dParams pc = p;
+  pc.clamp_lo = 0.0f;
+  pc.clamp_hi = 0.5f;
+  std::fill(got.begin(), got.end(), -7.0f);
+  fx::kernels::conv2d(pc, x.data(), w.data(), c.bias ? b.data() : nullptr, got.data(),
+                      scratch.data());
+  for (int64_t i = 0; i < out_size; ++i)
+    ASSERT_NEAR(got[i], std::min(std::max(want[i], 0.0f), 0.5f), tol)
+        << c.what << " (clamped) at " << i;
 }
 
 Conv2dParams asymmetric() {
@@ -164,6 +174,13 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{"pointwise stride 2", conv(1, 8, 9, 9, 4, 1, 2, 0), true},
                       ConvCase{"depthwise 3x3", conv(2, 8, 12, 12, 8, 3, 1, 1, 8), true},
                       ConvCase{"depthwise 5x5/2", conv(1, 6, 15, 14, 6, 5, 2, 2, 6), false},
+                      ConvCase{"depthwise 3x3/2", conv(1, 8, 17, 23, 8, 3, 2, 1, 8), true},
+                      ConvCase{"depthwise 3x3/2 even", conv(2, 3, 16, 32, 3, 3, 2, 1, 3), true},
+                      ConvCase{"depthwise 3x3 wide", conv(1, 4, 5, 37, 4, 3, 1, 1, 4), true},
+                      ConvCase{"depthwise 3x3 unpadded", conv(1, 4, 9, 30, 4, 3, 1, 0, 4), false},
+                      ConvCase{"depthwise 3x3/2 unpadded", conv(1, 4, 9, 30, 4, 3, 2, 0, 4), true},
+                      ConvCase{"depthwise 3x3 narrow", conv(1, 5, 4, 3, 5, 3, 1, 1, 5), true},
+                      ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
                       ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
                       ConvCase{"dilated", conv(1, 4, 16, 16, 4, 3, 1, 2, 1, 2), true},
                       ConvCase{"asymmetric pads, 3x2 kernel", asymmetric(), true}));
