@@ -194,9 +194,28 @@ Value Interpreter::fetch_attr(const std::string& target) {
       m = c.get();
       start = dot + 1;
     }
-    if (module_.attr_kind(target) == 'm')
-      throw fx::Error(ErrorKind::Unsupported,
-                      "get_attr " + target + " is a module, not a tensor; not supported");
+    if (module_.attr_kind(target) == 'm') {
+      // A ParameterList (const folding's _FX_CONST_FOLDED_ATTRS) reads as a list of tensors,
+      // indexed by operator.getitem nodes.
+      std::shared_ptr<fx::Module> list = module_.get_submodule(target);
+      if (list->type_name() == "ParameterList" && list->children().empty() &&
+          list->buffers().empty()) {
+        Value::Items items;
+        for (size_t i = 0; i < list->parameters().size(); ++i) {
+          const fx::Tensor* p = list->parameter(std::to_string(i));
+          if (!p)
+            throw fx::Error(ErrorKind::Attribute, "ParameterList " + target + " has no entry " +
+                                                      std::to_string(i) + " but " +
+                                                      std::to_string(list->parameters().size()) +
+                                                      " parameters");
+          items.emplace_back(from_fx_tensor(*p));
+        }
+        return attr_cache_.emplace(target, Value::list(std::move(items))).first->second;
+      }
+      throw fx::Error(ErrorKind::Unsupported, "get_attr " + target + " is a module of type " +
+                                                  list->type_name() +
+                                                  ", not a tensor or ParameterList; not supported");
+    }
     throw fx::Error(ErrorKind::Attribute, "Node referenced nonexistent target " + prefix);
   }
   at::Tensor v = from_fx_tensor(*t);
@@ -222,24 +241,71 @@ Value Interpreter::call_method(const std::string& target, const std::vector<Valu
 Value Interpreter::call_module(const std::string& target, const std::vector<Value>& args,
                                const ValueKwargs& kwargs) {
   std::shared_ptr<fx::Module> m = module_.get_submodule(target);
-  if (auto* tm = dynamic_cast<TorchModule*>(m.get())) {
-    if (!kwargs.empty())
-      throw fx::Error(ErrorKind::Unsupported,
-                      "call_module " + target + ": keyword arguments are not supported");
-    return run_module(*tm->impl(), args);
-  }
   if (auto* gm = dynamic_cast<fx::GraphModule*>(m.get())) {
     Interpreter inner(*gm);
     return inner.run(args);
   }
-  throw fx::Error(ErrorKind::Unsupported,
-                  "call_module " + target + ": module of type " + m->type_name() +
-                      " has no LibTorch implementation (it was not traced from a LibTorch module)");
+  if (!kwargs.empty())
+    throw fx::Error(ErrorKind::Unsupported,
+                    "call_module " + target + ": keyword arguments are not supported");
+  // The live LibTorch module while the mirror still matches it, else the layer rebuilt from
+  // the fx::Module (a pass such as fuse_conv_bn_modules made it, or its tensors changed).
+  try {
+    return run_fx_module(*m, args);
+  } catch (const fx::Error& e) {
+    if (e.kind() != ErrorKind::Unsupported) throw;
+    throw fx::Error(e.kind(), "call_module " + target + ": " + e.what());
+  }
 }
 
 Value Interpreter::output(const std::string&, const std::vector<Value>& args, const ValueKwargs&) {
   if (args.empty()) throw fx::Error(ErrorKind::Runtime, "output node without a value");
   return args[0];
+}
+
+// ---- const folding ----
+
+namespace {
+
+// const_fold's _create_param: a tensor as is (detached), a number as torch.Tensor([i]) (float32).
+fx::Tensor folded_tensor(const Value& v, const std::string& name) {
+  at::Tensor t;
+  if (v.is_tensor()) {
+    t = v.tensor().detach();
+  } else if (v.is_constant() && (v.constant().kind() == fx::Argument::Kind::Int ||
+                                 v.constant().kind() == fx::Argument::Kind::Float)) {
+    t = at::tensor({v.to_double()}, at::kFloat);
+  } else {
+    throw fx::Error(ErrorKind::Type, "run_folding: the folded value " + name + " is " + v.repr() +
+                                         ", not a tensor or a number");
+  }
+  fx::Tensor out = share_fx_tensor(t, name);
+  out.requires_grad = v.is_tensor() && v.tensor().requires_grad();
+  return out;
+}
+
+}  // namespace
+
+bool run_folding(fx::FoldedGraphModule& folded) {
+  if (!folded.const_subgraph_module) return false;
+  if (!folded.module)
+    throw fx::Error(ErrorKind::Value, "run_folding: the FoldedGraphModule has no module");
+  const std::string& name = folded.fx_const_folded_attrs_name;
+  Value out = Interpreter(*folded.const_subgraph_module).run({});
+  if (folded.module->attr_kind(name) == 'm') {
+    std::shared_ptr<fx::Module> list = folded.module->get_submodule(name);
+    if (!out.is_sequence())
+      throw fx::Error(ErrorKind::Type, "run_folding: " + name +
+                                           " is a ParameterList but the constant subgraph "
+                                           "returned " +
+                                           out.repr());
+    for (size_t i = 0; i < out.elements().size(); ++i)
+      list->register_parameter(std::to_string(i),
+                               folded_tensor(out.elements()[i], name + "." + std::to_string(i)));
+  } else {
+    folded.module->register_parameter(name, folded_tensor(out, name));
+  }
+  return true;
 }
 
 // ---- Transformer ----

@@ -1,13 +1,17 @@
 // LibTorch layers: mirroring into fx::Module (Python type names and extra_repr), tensor copies,
-// and eager execution of the built-in layers (the only TU that includes the layer headers).
+// eager execution of the built-in layers, and their execution from an fx::Module alone (the only
+// TU that includes the layer headers).
 #include "fx/torch/modules.h"
 
 #include <torch/nn.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
 
+#include "fx/torch/interpreter.h"
 #include "fx/torch/tracer.h"
 
 namespace fx {
@@ -223,17 +227,21 @@ std::string conv_repr(const Impl& m) {
     for (int64_t p : **pad) zero = zero && p == 0;
     if (!zero) s += ", padding=" + py_tuple(**pad);
   } else if (c10::get_if<::torch::enumtype::kSame>(&o.padding())) {
-    s += ", padding='same'";
+    s += ", padding=same";  // PyTorch formats the string with str(), no quotes
   } else {
-    s += ", padding='valid'";
+    s += ", padding=valid";
   }
   bool one = true;
   for (int64_t d : *o.dilation()) one = one && d == 1;
   if (!one) s += ", dilation=" + py_tuple(*o.dilation());
   if (o.groups() != 1) s += ", groups=" + std::to_string(o.groups());
   if (!o.bias()) s += ", bias=False";
-  if (!c10::get_if<::torch::enumtype::kZeros>(&o.padding_mode()))
-    s += ", padding_mode='" + ::torch::enumtype::get_enum_name(o.padding_mode()) + "'";
+  if (!c10::get_if<::torch::enumtype::kZeros>(&o.padding_mode())) {
+    std::string mode = ::torch::enumtype::get_enum_name(o.padding_mode());  // "kReflect"
+    if (mode.size() > 1 && mode[0] == 'k')
+      mode = static_cast<char>(std::tolower(static_cast<unsigned char>(mode[1]))) + mode.substr(2);
+    s += ", padding_mode=" + mode;  // "reflect", unquoted like PyTorch
+  }
   return s;
 }
 
@@ -306,7 +314,54 @@ std::string python_extra_repr(const nn::Module& m) {
 // ---- mirror ----
 
 TorchModule::TorchModule(std::shared_ptr<nn::Module> impl)
-    : fx::Module(python_type_name(*impl), python_extra_repr(*impl)), impl_(std::move(impl)) {}
+    : fx::Module(python_type_name(*impl), python_extra_repr(*impl)), impl_(std::move(impl)) {
+  for (const auto& p : impl_->named_parameters(/*recurse=*/false))
+    impl_params_.emplace_back(p.key(), p.value().unsafeGetTensorImpl());
+  for (const auto& b : impl_->named_buffers(/*recurse=*/false))
+    impl_buffers_.emplace_back(b.key(), b.value().unsafeGetTensorImpl());
+  for (const auto& c : impl_->named_children())
+    impl_children_.emplace_back(c.key(), c.value().get());
+}
+
+namespace {
+
+// The TensorImpl a shared tensor (share_fx_tensor) refers to, or nullptr for any other tensor.
+const void* shared_impl(const fx::Tensor& t) {
+  if (t.data || !t.external) return nullptr;
+  const auto* r = t.external->read.target<TorchTensorReader>();
+  return r ? r->tensor.unsafeGetTensorImpl() : nullptr;
+}
+
+}  // namespace
+
+bool TorchModule::mirrors_impl() const {
+  auto same_tensors = [](const std::vector<std::pair<std::string, fx::Tensor>>& have,
+                         const std::vector<std::pair<std::string, const void*>>& want) {
+    if (have.size() != want.size()) return false;
+    for (size_t i = 0; i < have.size(); ++i)
+      if (have[i].first != want[i].first || shared_impl(have[i].second) != want[i].second)
+        return false;
+    return true;
+  };
+  // Iterative walk of the mirror's subtree against what each LibTorch module held.
+  std::vector<const TorchModule*> stack{this};
+  while (!stack.empty()) {
+    const TorchModule* m = stack.back();
+    stack.pop_back();
+    if (!same_tensors(m->parameters(), m->impl_params_) ||
+        !same_tensors(m->buffers(), m->impl_buffers_) ||
+        m->children().size() != m->impl_children_.size())
+      return false;
+    for (size_t i = 0; i < m->children().size(); ++i) {
+      const auto* c = dynamic_cast<const TorchModule*>(m->children()[i].second.get());
+      if (!c || m->children()[i].first != m->impl_children_[i].first ||
+          c->impl().get() != m->impl_children_[i].second)
+        return false;
+      stack.push_back(c);
+    }
+  }
+  return true;
+}
 
 std::shared_ptr<TorchModule> mirror_module(const std::shared_ptr<nn::Module>& root) {
   std::unordered_map<const nn::Module*, std::shared_ptr<TorchModule>> made;
@@ -382,6 +437,287 @@ Value run_module(nn::Module& m, std::vector<Value> args) {
   throw fx::Error(ErrorKind::Unsupported,
                   "cannot run module of type " + type +
                       ": not a LibTorch layer fxwasm knows nor an fx::torch::Module");
+}
+
+// ---- execution from the fx::Module alone ----
+
+namespace {
+
+// An extra_repr as python_extra_repr prints it: positional items and key=value items, split at
+// top-level commas ("3, 8, kernel_size=(3, 3), padding=same").
+class ReprFields {
+ public:
+  ReprFields(const std::string& type, const std::string& repr) : type_(type), repr_(repr) {
+    std::string cur;
+    int depth = 0;
+    char quote = 0;
+    auto flush = [&] {
+      size_t b = cur.find_first_not_of(' '), e = cur.find_last_not_of(' ');
+      std::string item = b == std::string::npos ? "" : cur.substr(b, e - b + 1);
+      cur.clear();
+      if (item.empty()) return;
+      size_t eq = item.find('=');
+      size_t open = item.find_first_of("('\"");
+      if (eq != std::string::npos && (open == std::string::npos || eq < open))
+        named_.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      else
+        positional_.push_back(item);
+    };
+    for (char c : repr) {
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '(' || c == '[') {
+        ++depth;
+      } else if (c == ')' || c == ']') {
+        --depth;
+      } else if (c == ',' && depth == 0) {
+        flush();
+        continue;
+      }
+      cur += c;
+    }
+    flush();
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw fx::Error(ErrorKind::Unsupported, "module of type " + type_ + " (" + repr_ +
+                                                ") cannot run from its fx::Module: " + what);
+  }
+  const std::string* find(const std::string& key) const {
+    for (const auto& kv : named_)
+      if (kv.first == key) return &kv.second;
+    return nullptr;
+  }
+  const std::string* positional(size_t i) const {
+    return i < positional_.size() ? &positional_[i] : nullptr;
+  }
+  int64_t to_int(const std::string& s) const {
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end) fail("cannot read an int from '" + s + "'");
+    return v;
+  }
+  // An int or a tuple of ints ("2", "(1, 2)", "(8,)"); an int is repeated `n` times.
+  std::vector<int64_t> ints(const std::string& key, size_t n, int64_t dflt) const {
+    const std::string* s = find(key);
+    if (!s) return std::vector<int64_t>(n, dflt);
+    return parse_ints(*s, n);
+  }
+  std::vector<int64_t> parse_ints(const std::string& s, size_t n) const {
+    if (s.empty() || s[0] != '(') return std::vector<int64_t>(n, to_int(s));
+    std::vector<int64_t> out;
+    std::string cur;
+    for (size_t i = 1; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c == ',' || c == ')') {
+        size_t b = cur.find_first_not_of(' ');
+        if (b != std::string::npos) out.push_back(to_int(cur.substr(b)));
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    return out;
+  }
+  double number(const std::string& key, double dflt) const {
+    const std::string* s = find(key);
+    if (!s || *s == "None") return dflt;
+    char* end = nullptr;
+    const double v = std::strtod(s->c_str(), &end);
+    if (s->empty() || *end) fail("cannot read " + key + " from '" + *s + "'");
+    return v;
+  }
+  bool flag(const std::string& key, bool dflt) const {
+    const std::string* s = find(key);
+    if (!s) return dflt;
+    if (*s == "True") return true;
+    if (*s == "False") return false;
+    fail("cannot read " + key + " from '" + *s + "'");
+  }
+  std::string str(const std::string& key, const std::string& dflt) const {
+    const std::string* s = find(key);
+    if (!s) return dflt;
+    if (s->size() < 2 || ((*s)[0] != '\'' && (*s)[0] != '"')) return *s;
+    return s->substr(1, s->size() - 2);
+  }
+
+ private:
+  std::string type_, repr_;
+  std::vector<std::string> positional_;
+  std::vector<std::pair<std::string, std::string>> named_;
+};
+
+// A parameter or buffer of `m` as a tensor; undefined when absent and not `required`.
+at::Tensor weight(const fx::Module& m, const ReprFields& f, const std::string& name,
+                  bool required) {
+  const fx::Tensor* t = m.parameter(name);
+  if (!t) t = m.buffer(name);
+  if (!t) {
+    if (required) f.fail("it has no tensor '" + name + "'");
+    return at::Tensor();
+  }
+  if (!t->has_data()) f.fail("tensor '" + name + "' (" + t->describe() + ") has no data");
+  return from_fx_tensor(*t);
+}
+
+Value run_conv(const fx::Module& m, const ReprFields& f, size_t dims, const at::Tensor& x) {
+  const at::Tensor w = weight(m, f, "weight", true);
+  const at::Tensor b = weight(m, f, "bias", false);
+  if (w.dim() != static_cast<int64_t>(dims) + 2)
+    f.fail("its weight has " + std::to_string(w.dim()) + " dimensions, a " + std::to_string(dims) +
+           "-d convolution needs " + std::to_string(dims + 2));
+  const std::vector<int64_t> stride = f.ints("stride", dims, 1);
+  const std::vector<int64_t> dilation = f.ints("dilation", dims, 1);
+  const int64_t groups = f.find("groups") ? f.to_int(*f.find("groups")) : 1;
+  const std::string mode = f.str("padding_mode", "zeros");
+  // padding: an int, a tuple, or same/valid (quoted or not).
+  const std::string* pad_s = f.find("padding");
+  std::string pad_name;
+  if (pad_s && !pad_s->empty() && (*pad_s)[0] != '(' && (*pad_s)[0] != '-' &&
+      !std::isdigit(static_cast<unsigned char>((*pad_s)[0])))
+    pad_name = f.str("padding", "");
+  std::vector<int64_t> pad =
+      pad_name.empty() ? f.ints("padding", dims, 0) : std::vector<int64_t>(dims, 0);
+  if (stride.size() != dims || dilation.size() != dims || pad.size() != dims)
+    f.fail("stride, padding and dilation need " + std::to_string(dims) + " entries");
+  at::Tensor in = x;
+  if (mode != "zeros") {
+    // LibTorch's _conv_forward: pad explicitly in the given mode, then convolve unpadded.
+    std::vector<int64_t> twice;  // last dimension first, (left, right) per dimension
+    for (size_t i = dims; i-- > 0;) {
+      int64_t left = pad[i], right = pad[i];
+      if (pad_name == "same") {
+        const int64_t total = dilation[i] * (w.size(static_cast<int64_t>(i) + 2) - 1);
+        left = total / 2;
+        right = total - left;
+      }
+      twice.push_back(left);
+      twice.push_back(right);
+    }
+    namespace F = ::torch::nn::functional;
+    F::PadFuncOptions::mode_t pm;
+    if (mode == "reflect")
+      pm = ::torch::kReflect;
+    else if (mode == "replicate")
+      pm = ::torch::kReplicate;
+    else if (mode == "circular")
+      pm = ::torch::kCircular;
+    else
+      f.fail("unknown padding_mode '" + mode + "'");
+    in = F::pad(x, F::PadFuncOptions(twice).mode(pm));
+    pad_name.clear();
+    pad.assign(dims, 0);
+  }
+  const c10::optional<at::Tensor> bias = b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt;
+  if (!pad_name.empty()) {
+    if (dims == 1) return Value(at::conv1d(in, w, bias, stride, pad_name, dilation, groups));
+    if (dims == 2) return Value(at::conv2d(in, w, bias, stride, pad_name, dilation, groups));
+    return Value(at::conv3d(in, w, bias, stride, pad_name, dilation, groups));
+  }
+  if (dims == 1) return Value(at::conv1d(in, w, bias, stride, pad, dilation, groups));
+  if (dims == 2) return Value(at::conv2d(in, w, bias, stride, pad, dilation, groups));
+  return Value(at::conv3d(in, w, bias, stride, pad, dilation, groups));
+}
+
+Value run_layer(const fx::Module& m, const at::Tensor& x, bool training) {
+  const std::string& type = m.type_name();
+  const ReprFields f(type, m.extra_repr());
+  if (type == "Identity") return Value(x);
+  if (type == "Linear")
+    return Value(at::linear(x, weight(m, f, "weight", true), weight(m, f, "bias", false)));
+  if (type == "Conv1d") return run_conv(m, f, 1, x);
+  if (type == "Conv2d") return run_conv(m, f, 2, x);
+  if (type == "Conv3d") return run_conv(m, f, 3, x);
+  if (type == "BatchNorm1d" || type == "BatchNorm2d" || type == "BatchNorm3d") {
+    at::Tensor rm = weight(m, f, "running_mean", false);
+    at::Tensor rv = weight(m, f, "running_var", false);
+    // Batch statistics when training or without running ones; the running statistics are
+    // never updated (they may be bytes shared with other modules).
+    const bool batch_stats = training || !rm.defined() || !rv.defined();
+    if (batch_stats) rm = rv = at::Tensor();
+    return Value(at::batch_norm(x, weight(m, f, "weight", false), weight(m, f, "bias", false), rm,
+                                rv, batch_stats, f.number("momentum", 0.1), f.number("eps", 1e-5),
+                                /*cudnn_enabled=*/false));
+  }
+  if (type == "LayerNorm") {
+    const std::string* shape = f.positional(0);
+    if (!shape) f.fail("no normalized_shape");
+    return Value(at::layer_norm(x, f.parse_ints(*shape, 1), weight(m, f, "weight", false),
+                                weight(m, f, "bias", false), f.number("eps", 1e-5)));
+  }
+  if (type == "Embedding") {
+    const int64_t pad = f.find("padding_idx") ? f.to_int(*f.find("padding_idx")) : -1;
+    return Value(at::embedding(weight(m, f, "weight", true), x, pad));
+  }
+  if (type == "ReLU") return Value(at::relu(x));
+  if (type == "GELU") return Value(at::gelu(x, f.str("approximate", "none")));
+  if (type == "Sigmoid") return Value(at::sigmoid(x));
+  if (type == "Tanh") return Value(at::tanh(x));
+  if (type == "Softmax") {
+    if (!f.find("dim") || *f.find("dim") == "None") f.fail("Softmax needs dim");
+    return Value(at::softmax(x, f.to_int(*f.find("dim"))));
+  }
+  if (type == "Dropout")
+    return Value(training ? at::dropout(x, f.number("p", 0.5), /*train=*/true) : x);
+  if (type == "MaxPool2d") {
+    const std::vector<int64_t> k = f.ints("kernel_size", 2, 1);
+    return Value(at::max_pool2d(x, k, f.find("stride") ? f.ints("stride", 2, 1) : k,
+                                f.ints("padding", 2, 0), f.ints("dilation", 2, 1),
+                                f.flag("ceil_mode", false)));
+  }
+  if (type == "AvgPool2d") {
+    const std::vector<int64_t> k = f.ints("kernel_size", 2, 1);
+    return Value(at::avg_pool2d(x, k, f.find("stride") ? f.ints("stride", 2, 1) : k,
+                                f.ints("padding", 2, 0)));
+  }
+  if (type == "AdaptiveAvgPool2d") {
+    const std::string* s = f.find("output_size");
+    if (!s) f.fail("no output_size");
+    // "(1, None)": None keeps the input's size.
+    std::vector<int64_t> size;
+    std::string cur;
+    const std::string body = (*s)[0] == '(' ? s->substr(1) : *s + ")";
+    for (char c : body) {
+      if (c != ',' && c != ')') {
+        if (c != ' ') cur += c;
+        continue;
+      }
+      if (cur.empty()) continue;
+      const int64_t dim = x.dim() - 2 + static_cast<int64_t>(size.size());
+      size.push_back(cur == "None" ? x.size(dim) : f.to_int(cur));
+      cur.clear();
+    }
+    if (size.size() == 1) size.push_back(size[0]);
+    return Value(at::adaptive_avg_pool2d(x, size));
+  }
+  if (type == "Flatten") {
+    const int64_t start = f.find("start_dim") ? f.to_int(*f.find("start_dim")) : 1;
+    const int64_t end = f.find("end_dim") ? f.to_int(*f.find("end_dim")) : -1;
+    return Value(x.flatten(start, end));
+  }
+  f.fail(
+      "not a LibTorch layer fxwasm can rebuild (the LibTorch module is gone or no longer "
+      "matches its fx::Module)");
+}
+
+}  // namespace
+
+Value run_fx_module(const fx::Module& m, std::vector<Value> args) {
+  if (const auto* tm = dynamic_cast<const TorchModule*>(&m))
+    if (tm->mirrors_impl()) return run_module(*tm->impl(), std::move(args));
+  if (const auto* gm = dynamic_cast<const fx::GraphModule*>(&m))
+    return Interpreter(*gm).run(std::move(args));
+  if (m.type_name() == "Sequential") {
+    if (args.size() != 1) throw fx::Error(ErrorKind::Type, "Sequential takes exactly one input");
+    Value x = std::move(args[0]);
+    for (const auto& child : m.children()) x = run_fx_module(*child.second, {std::move(x)});
+    return x;
+  }
+  const auto* tm = dynamic_cast<const TorchModule*>(&m);
+  const bool training = tm && tm->impl()->is_training();
+  return run_layer(m, one_tensor(args, m.type_name()), training);
 }
 
 }  // namespace torch

@@ -9,8 +9,10 @@
 #include <torch/nn.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -356,5 +358,57 @@ struct LeafTracer : ft::Tracer {
     return qualname == "block" || ft::Tracer::is_leaf_module(m, qualname);
   }
 };
+
+// ---- the zoo as test cases (fx_torch_tests: torch_test.cpp, passes_test.cpp) ----
+
+struct ZooCase {
+  std::string name;
+  std::function<std::shared_ptr<ft::Module>()> make;
+  // Inputs (ShapeProp and execution); a leading -N makes an int64 input of shape [N, ...]
+  // holding indices in [0, 10).
+  std::vector<std::vector<int64_t>> shapes;
+  ft::ConcreteArgs concrete = {};
+  bool leaf_tracer = false;
+  bool check_repr = true;
+};
+
+inline void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::vector<ZooCase> zoo_cases() {
+  return {
+      {"my_module", [] { return std::make_shared<MyModule>(); }, {{3, 4}}},
+      {"topk", [] { return std::make_shared<TopkModule>(); }, {{5, 4}}},
+      {"mlp", [] { return std::make_shared<MLP>(); }, {{8, 16}}},
+      {"cnn", [] { return std::make_shared<CNN>(); }, {{2, 3, 16, 16}}},
+      {"resnet18", [] { return std::make_shared<ResNet18>(); }, {{1, 3, 64, 64}}},
+      {"encoder_block", [] { return std::make_shared<EncoderBlock>(); }, {{2, 10, 64}}},
+      {"dict_tuple", [] { return std::make_shared<DictTuple>(); }, {{2, 4}}},
+      {"getitem", [] { return std::make_shared<GetItem>(); }, {{2, 4, 6}}},
+      {"ops", [] { return std::make_shared<Ops>(); }, {{4, 4}}},
+      {"layers", [] { return std::make_shared<Layers>(); }, {{-2, 5}, {2, 1, 4, 6, 6}}},
+      {"concrete",
+       [] { return std::make_shared<Concrete>(); },
+       {},
+       {{"flag", Value(true)}, {"y", Value()}}},
+      {"leafy", [] { return std::make_shared<Leafy>(); }, {{3, 4}}, {}, true},
+  };
+}
+
+inline torch::Tensor make_input(std::vector<int64_t> shape, bool random) {
+  if (!shape.empty() && shape[0] < 0) {
+    shape[0] = -shape[0];
+    return random ? torch::randint(10, shape, torch::kLong) : torch::zeros(shape, torch::kLong);
+  }
+  return random ? torch::randn(shape) : torch::zeros(shape);
+}
+
+inline std::unique_ptr<fx::GraphModule> trace_case(const ZooCase& c,
+                                                   const std::shared_ptr<ft::Module>& m) {
+  if (c.leaf_tracer) {
+    LeafTracer tracer;
+    return ft::symbolic_trace(tracer, m, c.concrete);
+  }
+  return ft::symbolic_trace(m, c.concrete);
+}
 
 }  // namespace zoo

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fx/passes.h"
 #include "fx/torch/tracer.h"
 #include "fx/torch/value.h"
 
@@ -66,12 +67,15 @@ class Interpreter {
                               const ValueKwargs& kwargs);
   virtual Value call_method(const std::string& target, const std::vector<Value>& args,
                             const ValueKwargs& kwargs);
+  /// A GraphModule target runs through a nested Interpreter, any other through run_fx_module
+  /// (the live LibTorch module, or the layer rebuilt from the fx::Module after a pass).
   virtual Value call_module(const std::string& target, const std::vector<Value>& args,
                             const ValueKwargs& kwargs);
   virtual Value output(const std::string& target, const std::vector<Value>& args,
                        const ValueKwargs& kwargs);
 
-  /// A parameter/buffer of the module by qualified name, as a tensor (cached).
+  /// A parameter/buffer of the module by qualified name, as a tensor (cached); a ParameterList
+  /// module as a list of its tensors.
   Value fetch_attr(const std::string& target);
   /// The node's args and kwargs with nodes replaced by their values.
   void fetch_args_kwargs_from_env(const fx::Node& n, std::vector<Value>& args,
@@ -100,6 +104,13 @@ class Interpreter {
   const fx::Node* current_ = nullptr;
   std::unordered_map<std::string, Value> attr_cache_;
 };
+
+/// torch.fx.experimental.const_fold's run_folding: runs `folded.const_subgraph_module` and
+/// installs its result in `folded.module` under `fx_const_folded_attrs_name` (one parameter, or
+/// the entries "0", "1", ... of the ParameterList there), so the folded module can run. Returns
+/// false (and does nothing) when nothing was folded. Throws fx::Error(Type) for a folded value
+/// that is neither a tensor nor a number.
+bool run_folding(fx::FoldedGraphModule& folded);
 
 /// torch.fx.Transformer: re-records the graph through the handlers, which may return new
 /// values/Proxies to rewrite it. transform() returns the new GraphModule (same attributes).
