@@ -266,6 +266,20 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
               const float v = irow[ow + off], b = orow[ow];
               orow[ow] = (v > b || v != v) ? v : b;
             }
+          } else if (p.stride_w == 2) {
+            // Four outputs at a time from the even lanes of eight consecutive inputs, while
+            // those eight floats are inside the row; the rest one by one.
+            int64_t ow = lo;
+            for (; ow + 3 < hi && ow * 2 + off + 7 <= p.W - 1; ow += 4) {
+              const float* q = irow + ow * 2 + off;
+              const v4f v = __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
+              const v4f b = load4(orow + ow);
+              store4(orow + ow, (v > b) | (v != v) ? v : b);
+            }
+            for (; ow < hi; ++ow) {
+              const float v = irow[ow * 2 + off], b = orow[ow];
+              orow[ow] = (v > b || v != v) ? v : b;
+            }
           } else {
             for (int64_t ow = lo; ow < hi; ++ow) {
               const float v = irow[ow * p.stride_w + off], b = orow[ow];

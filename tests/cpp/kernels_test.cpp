@@ -441,3 +441,54 @@ TEST(TensorOps, TransposeAnyPermutation) {
 }
 
 }  // namespace
+
+namespace {
+
+// max_pool2d's row paths (stride 1, the 4-wide stride-2 path, other strides) against a window-
+// by-window reference, with NaNs that must win, padding, dilation and ceil_mode.
+TEST(Pool2d, MaxPoolMatchesWindowByWindowReference) {
+  std::mt19937 rng(3);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    Pool2dParams p;
+    p.N = pick(1, 2), p.C = pick(1, 3), p.H = pick(3, 12), p.W = pick(3, 40);
+    p.KH = pick(1, 3), p.KW = pick(1, 3);
+    p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
+    p.pad_top = pick(0, p.KH - 1), p.pad_bottom = pick(0, p.KH - 1);
+    p.pad_left = pick(0, p.KW - 1), p.pad_right = pick(0, p.KW - 1);
+    p.dilation_w = pick(0, 3) == 0 ? 2 : 1;
+    p.ceil_mode = pick(0, 1) == 1;
+    if (p.out_h() <= 0 || p.out_w() <= 0) continue;
+    std::vector<float> x(p.N * p.C * p.H * p.W);
+    for (float& v : x) v = dist(rng);
+    if (pick(0, 3) == 0) x[pick(0, static_cast<int64_t>(x.size()) - 1)] = NAN;
+    const int64_t OH = p.out_h(), OW = p.out_w();
+    std::vector<float> got(p.N * p.C * OH * OW, 7.0f);
+    fx::kernels::max_pool2d(p, x.data(), got.data());
+    for (int64_t nc = 0; nc < p.N * p.C; ++nc)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          float want = -INFINITY;
+          for (int64_t kh = 0; kh < p.KH; ++kh)
+            for (int64_t kw = 0; kw < p.KW; ++kw) {
+              const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+              const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+              if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+              const float v = x[(nc * p.H + ih) * p.W + iw];
+              if (v > want || v != v) want = v;
+              if (want != want) break;
+            }
+          const float g = got[(nc * OH + oh) * OW + ow];
+          if (want != want) {
+            EXPECT_TRUE(g != g) << "trial " << trial << " at " << nc << "," << oh << "," << ow;
+          } else {
+            EXPECT_EQ(g, want) << "trial " << trial << " at " << nc << "," << oh << "," << ow;
+          }
+        }
+  }
+}
+
+}  // namespace
