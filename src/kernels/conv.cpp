@@ -274,7 +274,7 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
               const float* q = irow + ow * 2 + off;
               const v4f v = __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
               const v4f b = load4(orow + ow);
-              store4(orow + ow, (v > b) | (v != v) ? v : b);
+              store4(orow + ow, ((v > b) | (v != v)) ? v : b);
             }
             for (; ow < hi; ++ow) {
               const float v = irow[ow * 2 + off], b = orow[ow];

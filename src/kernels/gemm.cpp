@@ -1,10 +1,10 @@
 // SGEMM in the GotoBLAS/BLIS layout: for each KC-deep slice of K, B's slice is packed into
 // NR-wide column panels and, per MC-high block of rows, A's block into MR-high row panels; a
-// register-blocked MR x NR micro-kernel then runs over contiguous panel memory. MR x NR = 6 x 8
-// keeps 12 four-lane accumulators plus two B vectors and one broadcast in registers (16 xmm
-// natively, V8's 16 simd registers in wasm). On x86-64 CPUs with AVX2 and FMA (checked at run
-// time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds replaces it, and a
-// 6 x 32 kernel on zmm registers where AVX-512F is there.
+// register-blocked MR x NR micro-kernel then runs over contiguous panel memory. Natively MR x NR
+// = 6 x 8 keeps 12 four-lane accumulators plus two B vectors and one broadcast in the 16 xmm
+// registers; in wasm 4 x 8 (V8 spills the 6 x 8 tile, see MR). On x86-64 CPUs with AVX2 and FMA
+// (checked at run time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds
+// replaces it, and a 6 x 32 kernel on zmm registers where AVX-512F is there.
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -22,7 +22,14 @@ namespace {
 
 typedef float v4f __attribute__((vector_size(16)));
 
+// Rows of a micro-tile. V8 allocates wasm SIMD values to x64's 16 xmm registers: a 6x8 tile (12
+// accumulators + 2 B vectors + 1 splat) spills there and runs at half speed (26 vs 49 GFLOP/s
+// at 512^3), a 4x8 tile does not. Native compilers keep 6x8 (and the AVX kernels' 6 rows).
+#ifdef __wasm__
+constexpr int64_t MR = 4;
+#else
 constexpr int64_t MR = 6;
+#endif
 constexpr int64_t NR = 8;  // panel width of the portable kernel
 #ifdef FXWASM_GEMM_AVX2
 constexpr int64_t NR_AVX2 = 16;    // panel width of the AVX2 kernel
@@ -94,7 +101,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
                   float beta, const Store& st, int64_t mr, int64_t nr) {
   const bool first = st.first;
   v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-  v4f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+  v4f c30 = {0}, c31 = {0};
+#ifndef __wasm__
+  v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+#endif
   for (int64_t k = 0; k < kc; ++k) {
     const v4f b0 = load4(b), b1 = load4(b + 4);
     v4f ar = splat(a[0]);
@@ -109,16 +119,22 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     ar = splat(a[3]);
     c30 += ar * b0;
     c31 += ar * b1;
+#ifndef __wasm__
     ar = splat(a[4]);
     c40 += ar * b0;
     c41 += ar * b1;
     ar = splat(a[5]);
     c50 += ar * b0;
     c51 += ar * b1;
+#endif
     a += MR;
     b += NR;
   }
+#ifdef __wasm__
+  const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+#else
   const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+#endif
   const v4f va = splat(alpha), vb = splat(beta);
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
