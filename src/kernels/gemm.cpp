@@ -8,6 +8,7 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -46,6 +47,13 @@ inline v4f load4(const float* p) {
 }
 inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
 inline v4f splat(float x) { return v4f{x, x, x, x}; }
+
+// n floats at a 64-byte boundary inside `buf` (grown as needed).
+float* aligned_floats(std::vector<float>& buf, int64_t n) {
+  buf.resize(static_cast<size_t>(n) + 16);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + ((64 - p % 64) % 64) / sizeof(float);
+}
 
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int64_t lda, bool trans, int64_t i, int64_t k) {
@@ -359,23 +367,25 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     nr_width = NR_AVX2;
   }
 #endif
-  thread_local std::vector<float> packed_a, packed_b;
-  packed_a.resize(static_cast<size_t>(((MC + MR - 1) / MR) * MR * KC));
-  packed_b.resize(static_cast<size_t>(((NC + nr_width - 1) / nr_width) * nr_width * KC));
+  // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
+  // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
+  thread_local std::vector<float> packed_a_buf, packed_b_buf;
+  float* packed_a = aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
+  float* packed_b = aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
   for (int64_t j0 = 0; j0 < N; j0 += NC) {
     const int64_t nc = std::min(NC, N - j0);
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
       const bool first = k0 == 0;
       const bool last = k0 + kc >= K;
-      pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, packed_b.data());
+      pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, packed_b);
       for (int64_t i0 = 0; i0 < M; i0 += MC) {
         const int64_t mc = std::min(MC, M - i0);
-        pack_a(A, lda, trans_a, i0, mc, k0, kc, packed_a.data());
+        pack_a(A, lda, trans_a, i0, mc, k0, kc, packed_a);
         for (int64_t jr = 0; jr < nc; jr += nr_width) {
-          const float* bp = packed_b.data() + (jr / nr_width) * kc * nr_width;
+          const float* bp = packed_b + (jr / nr_width) * kc * nr_width;
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            const float* ap = packed_a.data() + (ir / MR) * kc * MR;
+            const float* ap = packed_a + (ir / MR) * kc * MR;
             const Store st{first, last, bias ? bias + i0 + ir : nullptr, lo, hi, clamp};
             kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
                    std::min(MR, mc - ir), std::min(nr_width, nc - jr));
