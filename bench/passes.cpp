@@ -4,7 +4,7 @@
 // Chains (as bench/ir_chain.cpp): placeholder x, N/2 steps of add = operator.add(prev, 1),
 // relu = torch.relu(add), output. Ops, each on a fresh copy (building it is not timed):
 //   cse            fx::cse (nothing to merge: the cost of hashing and comparing every node)
-//   dce            fx::eliminate_dead_code with one dead operator.mul(add, 2) per 10 steps
+//   dce            Graph::eliminate_dead_code with one dead operator.mul(add, 2) per 10 steps
 //   replace_pattern  relu(x + 1) -> sigmoid(x), N/2 matches
 //   split_module   partition = node index / 1000 (N/1000 submodules)
 // ONNX passes (--model PATH): each of fx::exec::pass_names() and shape_prop on a fresh copy of
@@ -121,7 +121,9 @@ int main(int argc, char** argv) {
       s = sample(
           runs, [&] { return chain(steps, 10); },
           [&](fx::GraphModule& gm) {
-            fx::eliminate_dead_code(gm);
+            // Graph-level, like the twin's Graph.eliminate_dead_code() (fx::eliminate_dead_code
+            // on the GraphModule also recompiles, which torch.fx's graph method does not).
+            gm.graph().eliminate_dead_code();
             after = gm.graph().size();
           });
       emit_chain(n, "dce", s, runs, after);
