@@ -84,7 +84,11 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
     const int64_t cols = std::min(width, nc - p);
     for (int64_t k = 0; k < kc; ++k) {
       if (!trans && cols == width) {
-        std::memcpy(out + k * width, B + (k0 + k) * ldb + j0 + p, width * sizeof(float));
+        // Vector copies: a memcpy of this run-time size became `rep movsq`, whose start-up
+        // cost made packing take half as long as the multiply-adds on conv shapes.
+        const float* src = B + (k0 + k) * ldb + j0 + p;
+        float* dst = out + k * width;
+        for (int64_t c = 0; c < width; c += 4) store4(dst + c, load4(src + c));
         continue;
       }
       for (int64_t c = 0; c < cols; ++c)
