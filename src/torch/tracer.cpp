@@ -255,5 +255,31 @@ std::unique_ptr<fx::GraphModule> symbolic_trace(const std::shared_ptr<Module>& r
   return symbolic_trace(tracer, root, concrete_args);
 }
 
+namespace {
+// The module torch.fx would not need: a function's forward and signature, no attributes.
+class FunctionModule : public Module {
+ public:
+  FunctionModule(std::string name, std::vector<Param> signature, TracedFunction fn)
+      : Module(std::move(name)), signature_(std::move(signature)), fn_(std::move(fn)) {}
+  Value forward_args(std::vector<Value> args) override { return fn_(std::move(args)); }
+  std::vector<Param> signature() const override { return signature_; }
+
+ private:
+  std::vector<Param> signature_;
+  TracedFunction fn_;
+};
+}  // namespace
+
+std::unique_ptr<fx::GraphModule> symbolic_trace_function(std::string name,
+                                                         std::vector<Param> signature,
+                                                         TracedFunction fn,
+                                                         const ConcreteArgs& concrete_args) {
+  if (!fn)
+    throw fx::Error(fx::ErrorKind::Value,
+                    "symbolic_trace_function: '" + name + "' has no function");
+  auto m = std::make_shared<FunctionModule>(std::move(name), std::move(signature), std::move(fn));
+  return symbolic_trace(m, concrete_args);
+}
+
 }  // namespace torch
 }  // namespace fx

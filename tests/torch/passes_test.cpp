@@ -631,3 +631,60 @@ TEST(RunFxModule, UnknownLayerIsAnErrorNamingTheNode) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace zoo;
+
+// Two relu(x + 1) sites, the second on a traced sub-expression.
+struct TwoSites : ft::Module {
+  TwoSites() : Module("TwoSites") {}
+  Value forward(Value x) override {
+    Value a = ft::relu(x + 1);
+    Value b = ft::relu(x * 3 + 1);
+    return a * 2 + b;
+  }
+};
+
+// replace_pattern with pattern and replacement traced from C++ functions (torch.fx traces
+// Python functions for them): the same rewrite, and the same code, as with hand-built Graphs;
+// the rewritten module computes sigmoid where relu(. + 1) was.
+TEST(Rewriting, TracedFunctionsArePatternsAndReplacements) {
+  auto pattern = ft::symbolic_trace_function(
+      "pattern", {"x"}, [](std::vector<Value> a) { return ft::relu(a[0] + 1); });
+  auto replacement = ft::symbolic_trace_function(
+      "replacement", {"x"}, [](std::vector<Value> a) { return ft::sigmoid(a[0]); });
+  EXPECT_EQ(pattern->type_name(), "pattern");
+  EXPECT_EQ(pattern->code(),
+            "\n\n\ndef forward(self, x):\n    add = x + 1;  x = None\n"
+            "    relu = torch.relu(add);  add = None\n    return relu\n    ")
+      << pattern->code();
+
+  fx::Graph hand_pattern, hand_replacement;
+  {
+    fx::Node* x = hand_pattern.placeholder("x");
+    hand_pattern.output(hand_pattern.call_function(
+        fx::fn("torch.relu"), {hand_pattern.call_function(fx::fn("operator.add"), {x, 1})}));
+    fx::Node* y = hand_replacement.placeholder("x");
+    hand_replacement.output(hand_replacement.call_function(fx::fn("torch.sigmoid"), {y}));
+  }
+
+  auto m = std::make_shared<TwoSites>();
+  auto traced = ft::symbolic_trace(m);
+  auto by_hand = ft::symbolic_trace(m);
+  EXPECT_EQ(fx::replace_pattern(*traced, pattern->graph(), replacement->graph()).size(), 2u);
+  EXPECT_EQ(fx::replace_pattern(*by_hand, hand_pattern, hand_replacement).size(), 2u);
+  traced->graph().lint();
+  EXPECT_EQ(traced->code(), by_hand->code());
+  EXPECT_EQ(traced->code().find("relu"), std::string::npos) << traced->code();
+
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({3, 4});
+  const torch::Tensor want = torch::sigmoid(x) * 2 + torch::sigmoid(x * 3);
+  const torch::Tensor got = ft::Interpreter(*traced).run({Value(x)}).tensor();
+  EXPECT_TRUE(torch::allclose(got, want)) << got << want;
+
+  EXPECT_THROW(ft::symbolic_trace_function("nothing", {"x"}, nullptr), fx::Error);
+}
+
+}  // namespace

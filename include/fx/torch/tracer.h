@@ -28,6 +28,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -163,6 +164,19 @@ std::unique_ptr<fx::GraphModule> symbolic_trace(const std::shared_ptr<Module>& r
 /// The same with a custom tracer (e.g. one overriding is_leaf_module).
 std::unique_ptr<fx::GraphModule> symbolic_trace(Tracer& tracer, const std::shared_ptr<Module>& root,
                                                 const ConcreteArgs& concrete_args = {});
+
+/// A free function of Values, traced like torch.fx.symbolic_trace(fn): placeholders named by
+/// `signature` (Python reads them from fn's parameters; C++ cannot), the GraphModule's class
+/// named `name` (fn.__name__ in Python). Used for replace_pattern patterns and replacements:
+///
+///   auto pattern = fx::torch::symbolic_trace_function(
+///       "pattern", {"x"}, [](std::vector<Value> a) { return F::relu(a[0] + 1); });
+///   fx::replace_pattern(*gm, pattern->graph(), replacement->graph());
+using TracedFunction = std::function<Value(std::vector<Value>)>;
+std::unique_ptr<fx::GraphModule> symbolic_trace_function(std::string name,
+                                                         std::vector<Param> signature,
+                                                         TracedFunction fn,
+                                                         const ConcreteArgs& concrete_args = {});
 
 }  // namespace torch
 }  // namespace fx
