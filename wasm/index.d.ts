@@ -627,8 +627,37 @@ export interface PatternMatch {
 export declare const passNames: readonly PassName[];
 /** Runs passes in order with lint after each (C++ `fx::PassManager`); see {@link RunPassesOptions}. */
 export declare function runPasses(gm: GraphModule, names: PassName[], options?: RunPassesOptions): PassReport[];
-/** torch.fx `replace_pattern` with Graphs as pattern and replacement (C++ `fx::replace_pattern`). */
-export declare function replacePattern(gm: GraphModule, pattern: Graph, replacement: Graph): PatternMatch[];
+/** A match as {@link ReplacePatternOptions.filters} see it (torch.fx `InternalMatch`). */
+export interface InternalMatch {
+  /** Names of the pattern's anchors (the pattern nodes its output returns), as in torch.fx. */
+  anchors: string[];
+  /** [pattern node name, graph node name or the literal a placeholder bound]. */
+  nodesMap: Array<[string, unknown]>;
+  /** What each pattern placeholder matched, in pattern order (node name or literal). */
+  placeholderNodes: unknown[];
+  /** Names of the graph nodes matched by the nodes the pattern returns. */
+  returningNodes: string[];
+}
+
+/** Options of {@link replacePattern}. */
+export interface ReplacePatternOptions {
+  /**
+   * torch.fx `replace_pattern_with_filters`: a match is replaced only if every filter returns
+   * `true`. A filter that throws stops the call with its error before anything is replaced.
+   */
+  filters?: Array<(match: InternalMatch, originalGraph: Graph, patternGraph: Graph) => boolean>;
+}
+
+/**
+ * torch.fx `replace_pattern` (with `options.filters`: `replace_pattern_with_filters`) with Graphs
+ * as pattern and replacement (C++ `fx::replace_pattern_with_filters`).
+ */
+export declare function replacePattern(
+  gm: GraphModule,
+  pattern: Graph,
+  replacement: Graph,
+  options?: ReplacePatternOptions,
+): PatternMatch[];
 
 /** Options of {@link GraphModule.toONNX}. */
 export interface ToONNXOptions {

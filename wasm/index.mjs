@@ -1133,13 +1133,46 @@ export function runPasses(gm, names, options = {}) {
 /**
  * torch.fx.subgraph_rewriter.replace_pattern with Graphs as pattern and replacement. Returns one
  * `{ anchor, nodesMap }` per replaced match (`nodesMap`: [patternNodeName, graphNodeName or
- * literal value]).
+ * literal value]). `options.filters` (replace_pattern_with_filters): functions
+ * `(match, originalGraph, patternGraph) => boolean`; a match is replaced when every filter
+ * returns true. `match` is `{ anchors, nodesMap, placeholderNodes, returningNodes }` (anchors:
+ * pattern node names; the rest graph node names;
+ * a literal a placeholder bound is given as its value). A filter that throws stops the call with
+ * its error before anything is replaced.
  */
-export function replacePattern(gm, pattern, replacement) {
+export function replacePattern(gm, pattern, replacement, options = {}) {
   requireModule();
   if (!(gm instanceof GraphModule) || !(pattern instanceof Graph) || !(replacement instanceof Graph))
     throw typeError('replacePattern: expected (GraphModule, Graph, Graph)');
-  const r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid));
+  const filters = options?.filters ?? [];
+  if (!Array.isArray(filters) || filters.some((f) => typeof f !== 'function'))
+    throw typeError('replacePattern: options.filters must be an array of functions');
+  let thrown = null;
+  const value = ([v, isNode]) => (isNode ? v : decode(v, null));
+  const filter =
+    filters.length === 0
+      ? undefined
+      : (m) => {
+          const match = {
+            anchors: Array.from(m.anchors),
+            nodesMap: Array.from(m.nodesMap, ([p, v, isNode]) => [p, value([v, isNode])]),
+            placeholderNodes: Array.from(m.placeholderNodes, value),
+            returningNodes: Array.from(m.returningNodes),
+          };
+          try {
+            return filters.every((f) => f(match, gm.graph, pattern) === true);
+          } catch (e) {
+            thrown = e;
+            return null;
+          }
+        };
+  let r;
+  try {
+    r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid, filter));
+  } catch (e) {
+    if (thrown) throw thrown;
+    throw e;
+  }
   return Array.from(r, (m) => ({
     anchor: m.anchor,
     nodesMap: Array.from(m.nodesMap, ([p, g, isNode]) => [p, isNode ? g : decode(g, null)]),

@@ -108,3 +108,50 @@ test('replacePattern rewrites with Graph patterns', () => {
   replacement.delete();
   gm.delete();
 });
+
+test('replacePattern filters select matches; a throwing filter replaces nothing', () => {
+  const build = () => {
+    const g = new Graph();
+    const x = g.placeholder('x');
+    const r1 = g.callFunction('torch.relu', [x]);
+    const n = g.callFunction('torch.neg', [r1]);
+    g.output(g.callFunction('torch.relu', [n]));
+    return new GraphModule(g);
+  };
+  const pattern = new Graph();
+  pattern.output(pattern.callFunction('torch.relu', [pattern.placeholder('a')]));
+  const replacement = new Graph();
+  replacement.output(replacement.callFunction('torch.sigmoid', [replacement.placeholder('a')]));
+
+  const gm = build();
+  const seen = [];
+  const matches = replacePattern(gm, pattern, replacement, {
+    filters: [
+      (m, original, pat) => {
+        seen.push(m);
+        expect(original).toBe(gm.graph);
+        expect(pat).toBe(pattern);
+        return m.placeholderNodes[0] === 'neg';
+      },
+    ],
+  });
+  expect(seen).toEqual([
+    { anchors: ['relu'], nodesMap: [['relu', 'relu'], ['a', 'x']], placeholderNodes: ['x'], returningNodes: ['relu'] },
+    { anchors: ['relu'], nodesMap: [['relu', 'relu_1'], ['a', 'neg']], placeholderNodes: ['neg'], returningNodes: ['relu_1'] },
+  ]);
+  expect(matches).toEqual([{ anchor: 'relu', nodesMap: [['relu', 'relu_1'], ['a', 'neg']] }]);
+  expect(gm.code).toContain('relu = torch.relu(x)');
+  expect(gm.code).toContain('sigmoid = torch.sigmoid(neg)');
+  gm.delete();
+
+  const gm2 = build();
+  const before = gm2.code;
+  const boom = new RangeError('filter failed');
+  expect(() => replacePattern(gm2, pattern, replacement, { filters: [() => true, () => { throw boom; }] })).toThrow(boom);
+  expect(gm2.code).toBe(before);
+  expectFxError(() => replacePattern(gm2, pattern, replacement, { filters: [1] }), 'TypeError');
+  expect(replacePattern(gm2, pattern, replacement, { filters: [() => true] })).toHaveLength(2);
+  gm2.delete();
+  pattern.delete();
+  replacement.delete();
+});

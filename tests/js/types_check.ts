@@ -132,6 +132,9 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   const gaps: CoverageGap[] = gm.coverage();
   const reports = fx.runPasses(gm, ['fold', 'dce'], { checkEquivalence: [{ data: new Float32Array(4), shape: [4] }] });
   const matches = fx.replacePattern(gm, new fx.Graph(), new fx.Graph());
+  const filtered = fx.replacePattern(gm, new fx.Graph(), new fx.Graph(), {
+    filters: [(m, original, pattern) => m.anchors.length > 0 && original.nodes.length > pattern.nodes.length && m.returningNodes[0] !== m.placeholderNodes[0]],
+  });
   const imported: GraphModule = fx.loadONNX(new Uint8Array(0), { externalData: (loc, off, len) => new Uint8Array(len + off + loc.length) });
   const fromDir = fx.loadONNX(new ArrayBuffer(0), { externalData: '/models' });
   const bytes: Uint8Array = imported.toONNX({ embedExternalData: true, defaultOpset: 13 });
@@ -140,5 +143,5 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   const t = fx.tensorFromONNX(fx.tensorToONNX({ data: new Float32Array(1), shape: [1] }, 'x'));
   // @ts-expect-error externalData is not a number
   fx.loadONNX(bytes, { externalData: 1 });
-  return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, fromDir, opsets, body, t.name];
+  return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name];
 }
