@@ -69,6 +69,24 @@ void pack_a(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int
             float* out) {
   for (int64_t p = 0; p < mc; p += MR) {
     const int64_t rows = std::min(MR, mc - p);
+    if (!trans && rows == MR) {
+      // A full panel of a row-major A: read MR rows four k at a time and transpose in
+      // registers (scalar element-by-element gathers were a third of the packing time).
+      const float* row[MR];
+      for (int64_t r = 0; r < MR; ++r) row[r] = A + (i0 + p + r) * lda + k0;
+      int64_t k = 0;
+      for (; k + 4 <= kc; k += 4) {
+        v4f v[MR];
+        for (int64_t r = 0; r < MR; ++r) v[r] = load4(row[r] + k);
+        float* o = out + k * MR;  // o[kk * MR + r] = v[r][kk]
+        for (int64_t kk = 0; kk < 4; ++kk)
+          for (int64_t r = 0; r < MR; ++r) o[kk * MR + r] = v[r][kk];
+      }
+      for (; k < kc; ++k)
+        for (int64_t r = 0; r < MR; ++r) out[k * MR + r] = row[r][k];
+      out += kc * MR;
+      continue;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       for (int64_t r = 0; r < rows; ++r) out[k * MR + r] = at_a(A, lda, trans, i0 + p + r, k0 + k);
       for (int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
