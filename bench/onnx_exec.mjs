@@ -25,24 +25,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { mulberry32 } from '../scripts/mulberry32.mjs';
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The fxwasm package to load: FXWASM_PKG (a folder with wasm/index.mjs and dist/fx.{mjs,wasm};
 // the run_*.sh scripts snapshot the package there, so a concurrent rebuild of dist/ cannot mix
 // an old fx.mjs with a new fx.wasm mid-run), else the repository.
 const PKG = process.env.FXWASM_PKG ? path.resolve(process.env.FXWASM_PKG) : ROOT;
-
-// scripts/ort_run.mjs's mulberry32 (copied: importing that file would load onnxruntime-node
-// into the fxwasm and onnxruntime-web processes).
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** [{name, dtype, shape, data}] for the model's inputs (NAME.json), seeded like ort_run.mjs. */
 function makeInputs(model) {

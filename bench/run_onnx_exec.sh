@@ -60,27 +60,11 @@ if [ -n "$PROFILE_MODELS" ]; then
   fi
 fi
 
-# Snapshot of the npm package (wasm/*.mjs + dist/fx.{mjs,wasm}) that the JS sides load
-# (FXWASM_PKG): other builds may rewrite dist/ while this runs.
-PKG="$OUT/pkg"
-export FXWASM_PKG="$PKG"
-for try in 1 2 3 4; do
-  rm -rf "$PKG" && mkdir -p "$PKG/wasm" "$PKG/dist"
-  cp wasm/*.mjs "$PKG/wasm/" && cp dist/fx.mjs dist/fx.wasm "$PKG/dist/"
-  node bench/onnx_exec.mjs init fxwasm >/dev/null 2>&1 && break
-  [ "$try" = 4 ] && { log "dist/fx.{mjs,wasm} do not load (a build in progress?)"; exit 1; }
-  log "dist/ does not load (a build in progress?); retrying in 30 s"
-  sleep 30
-done
+source bench/onnx_common.sh
+snapshot_package
 
 # ---- models ----
-IFS=, read -r -a models <<<"$MODELS"
-missing=()
-for m in "${models[@]}"; do [ -f "models/zoo/$m.onnx" ] || missing+=("$m"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "exporting ${missing[*]} (models/generate.py)"
-  "$TORCH_PY" models/generate.py --only "$(IFS=,; echo "${missing[*]}")" >&2
-fi
+ensure_models
 
 # --input DTYPE:SHAPE flags of the native driver, from NAME.json.
 input_flags() {

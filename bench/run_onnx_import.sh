@@ -38,27 +38,11 @@ cmake --build build/native --target bench_onnx_import >"$OUT/build_onnx_import_n
 cmake --build build/wasm --target fxwasm >"$OUT/build_onnx_import_wasm.log" 2>&1 ||
   { cat "$OUT/build_onnx_import_wasm.log" >&2; exit 1; }
 
-# Snapshot of the npm package (wasm/*.mjs + dist/fx.{mjs,wasm}) that the JS sides load
-# (FXWASM_PKG): other builds may rewrite dist/ while this runs.
-PKG="$OUT/pkg"
-export FXWASM_PKG="$PKG"
-for try in 1 2 3 4; do
-  rm -rf "$PKG" && mkdir -p "$PKG/wasm" "$PKG/dist"
-  cp wasm/*.mjs "$PKG/wasm/" && cp dist/fx.mjs dist/fx.wasm "$PKG/dist/"
-  node bench/onnx_exec.mjs init fxwasm >/dev/null 2>&1 && break
-  [ "$try" = 4 ] && { log "dist/fx.{mjs,wasm} do not load (a build in progress?)"; exit 1; }
-  log "dist/ does not load (a build in progress?); retrying in 30 s"
-  sleep 30
-done
+source bench/onnx_common.sh
+snapshot_package
 
 # ---- models ----
-IFS=, read -r -a models <<<"$MODELS"
-missing=()
-for m in "${models[@]}"; do [ -f "models/zoo/$m.onnx" ] || missing+=("$m"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "exporting ${missing[*]} (models/generate.py; resnet50 takes ~20 s)"
-  "$TORCH_PY" models/generate.py --only "$(IFS=,; echo "${missing[*]}")" >&2
-fi
+ensure_models
 
 JSONL="$OUT/onnx_import.jsonl"
 : >"$JSONL"

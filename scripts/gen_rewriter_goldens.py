@@ -21,38 +21,12 @@ import torch
 import torch.fx
 from torch.fx import subgraph_rewriter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from fx_golden_util import ROOT, lit, target
+
 OUT = os.path.join(ROOT, "tests", "golden", "rewriter")
 
 
-def lit(v):
-    if isinstance(v, torch.fx.Node):
-        return "%" + v.name
-    if isinstance(v, tuple):
-        inner = ", ".join(lit(e) for e in v)
-        return "(" + inner + ("," if len(v) == 1 else "") + ")"
-    if isinstance(v, list):
-        return "[" + ", ".join(lit(e) for e in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(repr(k) + ": " + lit(e) for k, e in v.items()) + "}"
-    if isinstance(v, torch.dtype):
-        return str(v)
-    if v is Ellipsis:
-        return "Ellipsis"
-    if isinstance(v, slice):
-        return f"slice({lit(v.start)}, {lit(v.stop)}, {lit(v.step)})"
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return repr(v)
-    raise SystemExit(f"cannot write {v!r} ({type(v).__name__})")
-
-
-def target(n):
-    if n.op == "call_function":
-        return n._pretty_print_target(n.target)
-    return str(n.target)
-
-
-def graph_lines(g):
+def graph_lines(g):  # five fields: the rewriter goldens carry no node types
     return "\n".join("\t".join([n.op, n.name, target(n), lit(tuple(n.args)), lit(dict(n.kwargs))])
                      for n in g.nodes)
 

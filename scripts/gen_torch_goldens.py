@@ -26,30 +26,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
+# The twins scripts/gen_goldens.py already defines (the C++ zoo mirrors the same classes).
+from gen_goldens import CNN, GetItem, MyModule, TopkModule
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden", "torch")
 
 warnings.filterwarnings("ignore")
-
-
-class MyModule(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.param = nn.Parameter(torch.rand(3, 4))
-        self.linear = nn.Linear(4, 5)
-
-    def forward(self, x):
-        return self.linear(x + self.param).clamp(min=0.0, max=1.0)
-
-
-class TopkModule(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.param = nn.Parameter(torch.rand(3, 4))
-        self.linear = nn.Linear(4, 5)
-
-    def forward(self, x):
-        return torch.topk(torch.sum(self.linear(x + self.linear.weight).relu(), dim=-1), 3)
 
 
 class MLP(nn.Module):
@@ -66,26 +49,6 @@ class MLP(nn.Module):
         x = torch.relu(self.fc2(x))
         x = F.dropout(x, p=0.2, training=self.training)
         return self.fc3(x).softmax(dim=-1)
-
-
-class CNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
-            nn.MaxPool2d(2))
-        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, bias=False)
-        self.bn2 = nn.BatchNorm2d(16)
-        self.drop = nn.Dropout(0.5)
-        self.fc = nn.Linear(16, 10)
-
-    def forward(self, x):
-        x = self.features(x)
-        x = F.relu(self.bn2(self.conv2(x)))
-        x = F.adaptive_avg_pool2d(x, (1, 1))
-        x = torch.flatten(x, 1)
-        x = self.drop(x)
-        return F.log_softmax(self.fc(x), dim=1)
 
 
 def resnet18():
@@ -137,18 +100,6 @@ class DictTuple(nn.Module):
         d = torch.clamp(x, min=-math.inf, max=float("inf"))
         e = (x * self.scale, self.lin(x))
         return {"cat": a, "zeros": b, "tup": (c, d), "lst": [e[0], e[1], None], "n": 3}, (a, e[1])
-
-
-class GetItem(nn.Module):
-    def forward(self, x):
-        b = x.size(0)
-        c = x.shape[1]
-        y = x.view(b, -1)
-        z = x[:, 1:3]
-        w = x[..., None, 0]
-        s = y[0]
-        n = x.size()[-1]
-        return y.reshape(b, c, -1) + z.sum() + w.mean() + s.max() * n, x.dim()
 
 
 class Ops(nn.Module):

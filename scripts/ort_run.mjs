@@ -33,6 +33,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
 
+import { mulberry32 } from './mulberry32.mjs';
+
 const ARRAYS = {
   float32: Float32Array,
   float64: Float64Array,
@@ -46,17 +48,7 @@ const ARRAYS = {
 /** Number of elements of a shape. */
 export const numel = (shape) => shape.reduce((a, b) => a * b, 1);
 
-/** A deterministic PRNG in [0, 1) (mulberry32). */
-export function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 };
 
 /** Seeded random ort.Tensor of `dtype` and `shape` (see the header for the distributions). */
 export function randomTensor(rand, dtype, shape) {

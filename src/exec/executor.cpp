@@ -515,18 +515,22 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
     return u;
   };
 
+  // Records node i's results (and its probe), then frees the inputs whose last use it was.
+  auto finish = [&](size_t i, const Node* n, Results out) {
+    if (probed[n->id()] && !out.empty()) result.probes.emplace_back(n->name(), out[0]);
+    env[n->id()] = std::move(out);
+    for (Node* in : n->all_input_nodes())
+      if (last_use[in->id()] == i) {
+        for (Value& v : env[in->id()]) v.recycle();
+        env[in->id()].clear();
+      }
+  };
+
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node* n = nodes[i];
     Results out;
     if (fused[n->id()]) {  // a Relu/Clip already applied by its producer
-      out = env[n->args()[0].to_node()->id()];
-      if (probed[n->id()] && !out.empty()) result.probes.emplace_back(n->name(), out[0]);
-      env[n->id()] = std::move(out);
-      for (Node* in : n->all_input_nodes())
-        if (last_use[in->id()] == i) {
-          for (Value& v : env[in->id()]) v.recycle();
-          env[in->id()].clear();
-        }
+      finish(i, n, env[n->args()[0].to_node()->id()]);
       continue;
     }
     switch (n->op()) {
@@ -609,13 +613,7 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
       case Opcode::Root:
         break;
     }
-    if (probed[n->id()] && !out.empty()) result.probes.emplace_back(n->name(), out[0]);
-    env[n->id()] = std::move(out);
-    for (Node* in : n->all_input_nodes())
-      if (last_use[in->id()] == i) {
-        for (Value& v : env[in->id()]) v.recycle();
-        env[in->id()].clear();
-      }
+    finish(i, n, std::move(out));
   }
   if (next_input != inputs.size())
     throw Error(ErrorKind::Value, "run: " + std::to_string(inputs.size()) +

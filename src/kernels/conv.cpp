@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/simd.h"
 
 namespace fx::kernels {
 
@@ -57,16 +58,6 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
   }
 }
 
-typedef float v4f __attribute__((vector_size(16)));
-
-inline v4f load4(const float* p) {
-  v4f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
-inline v4f splat4(float x) { return v4f{x, x, x, x}; }
-
 // Depthwise 3x3, dilation 1, stride 1 or 2 (MobileNet, EfficientNet, ShuffleNet): each output
 // row is accumulated in registers from the three input rows it reads (rows outside the image
 // read a zero row), four columns at a time in the interior, scalar at the borders; bias and
@@ -90,10 +81,10 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
       const float* w = weight + c * 9;
       float* o = out + (n * p.C + c) * OH * OW;
       const float b = bias ? bias[c] : 0.0f;
-      const v4f w0 = splat4(w[0]), w1 = splat4(w[1]), w2 = splat4(w[2]), w3 = splat4(w[3]),
-                w4 = splat4(w[4]), w5 = splat4(w[5]), w6 = splat4(w[6]), w7 = splat4(w[7]),
-                w8 = splat4(w[8]);
-      const v4f lo4 = splat4(p.clamp_lo), hi4 = splat4(p.clamp_hi), b4 = splat4(b);
+      const v4f w0 = splat(w[0]), w1 = splat(w[1]), w2 = splat(w[2]), w3 = splat(w[3]),
+                w4 = splat(w[4]), w5 = splat(w[5]), w6 = splat(w[6]), w7 = splat(w[7]),
+                w8 = splat(w[8]);
+      const v4f lo4 = splat(p.clamp_lo), hi4 = splat(p.clamp_hi), b4 = splat(b);
       for (int64_t oh = 0; oh < OH; ++oh) {
         const float* r[3];
         for (int64_t kh = 0; kh < 3; ++kh) {

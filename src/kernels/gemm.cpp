@@ -6,6 +6,7 @@
 // (checked at run time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds
 // replaces it, and a 6 x 32 kernel on zmm registers where AVX-512F is there.
 #include "kernels/gemm.h"
+#include "kernels/simd.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,8 +21,6 @@
 namespace fx::kernels {
 
 namespace {
-
-typedef float v4f __attribute__((vector_size(16)));
 
 // Rows of a micro-tile. V8 allocates wasm SIMD values to x64's 16 xmm registers: a 6x8 tile (12
 // accumulators + 2 B vectors + 1 splat) spills there and runs at half speed (26 vs 49 GFLOP/s
@@ -39,14 +38,6 @@ constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
 constexpr int64_t KC = 256;  // a KC x NR panel of B (8 KB) stays in L1 across the A panels
 constexpr int64_t MC = 96;   // an MC x KC block of A (96 KB) stays in L2
 constexpr int64_t NC = 2048;
-
-inline v4f load4(const float* p) {
-  v4f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
-inline v4f splat(float x) { return v4f{x, x, x, x}; }
 
 // n floats at a 64-byte boundary inside `buf` (grown as needed).
 float* aligned_floats(std::vector<float>& buf, int64_t n) {
@@ -305,9 +296,17 @@ FXWASM_X86_KERNEL(micro_kernel_avx2, "avx2,fma", __m256, 8, _mm256_setzero_ps, _
 inline __attribute__((target("avx512f"))) __m512 bcast512(const float* p) {
   return _mm512_set1_ps(*p);
 }
+// GCC 12's _mm512_max_ps/_mm512_min_ps pass _mm512_undefined_ps() as the masked-off source, which
+// -Wmaybe-uninitialized reports; the all-lanes masked forms compute the same without it.
+inline __attribute__((target("avx512f"))) __m512 max512(__m512 a, __m512 b) {
+  return _mm512_mask_max_ps(a, 0xFFFF, a, b);
+}
+inline __attribute__((target("avx512f"))) __m512 min512(__m512 a, __m512 b) {
+  return _mm512_mask_min_ps(a, 0xFFFF, a, b);
+}
 FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
                   _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps,
-                  _mm512_set1_ps, _mm512_max_ps, _mm512_min_ps)
+                  _mm512_set1_ps, max512, min512)
 #undef FXWASM_X86_KERNEL
 
 bool cpu_has_avx512() {

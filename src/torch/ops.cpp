@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "fx/torch/interpreter.h"
@@ -150,11 +151,33 @@ Value int_tuple(at::IntArrayRef r) {
 // Python arithmetic on two numbers (sizes, scalars).
 enum class Bin { Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor };
 
+// Python's comparison operators, for both number types; nullopt for the other operators.
+template <class T>
+std::optional<Value> compare(Bin op, T x, T y) {
+  switch (op) {
+    case Bin::Eq:
+      return Value(x == y);
+    case Bin::Ne:
+      return Value(x != y);
+    case Bin::Lt:
+      return Value(x < y);
+    case Bin::Le:
+      return Value(x <= y);
+    case Bin::Gt:
+      return Value(x > y);
+    case Bin::Ge:
+      return Value(x >= y);
+    default:
+      return std::nullopt;
+  }
+}
+
 Value number_op(Bin op, const Value& a, const Value& b) {
   const bool fl = is_float(a) || is_float(b);
   if (op == Bin::TrueDiv) return Value(a.to_double() / b.to_double());
   if (fl) {
     double x = a.to_double(), y = b.to_double();
+    if (auto c = compare(op, x, y)) return *c;
     switch (op) {
       case Bin::Add:
         return Value(x + y);
@@ -168,18 +191,6 @@ Value number_op(Bin op, const Value& a, const Value& b) {
         return Value(x - std::floor(x / y) * y);
       case Bin::Pow:
         return Value(std::pow(x, y));
-      case Bin::Eq:
-        return Value(x == y);
-      case Bin::Ne:
-        return Value(x != y);
-      case Bin::Lt:
-        return Value(x < y);
-      case Bin::Le:
-        return Value(x <= y);
-      case Bin::Gt:
-        return Value(x > y);
-      case Bin::Ge:
-        return Value(x >= y);
       default:
         throw fx::Error(ErrorKind::Type, "unsupported operand types for a bitwise operator: " +
                                              a.repr() + ", " + b.repr());
@@ -192,6 +203,7 @@ Value number_op(Bin op, const Value& a, const Value& b) {
     if ((p % q != 0) && ((p < 0) != (q < 0))) --d;
     return d;
   };
+  if (auto c = compare(op, x, y)) return *c;
   switch (op) {
     case Bin::Add:
       return Value(static_cast<long>(x + y));
@@ -206,25 +218,13 @@ Value number_op(Bin op, const Value& a, const Value& b) {
     case Bin::Pow:
       if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
       return Value(static_cast<long>(std::llround(std::pow(x, y))));
-    case Bin::Eq:
-      return Value(x == y);
-    case Bin::Ne:
-      return Value(x != y);
-    case Bin::Lt:
-      return Value(x < y);
-    case Bin::Le:
-      return Value(x <= y);
-    case Bin::Gt:
-      return Value(x > y);
-    case Bin::Ge:
-      return Value(x >= y);
     case Bin::And:
       return Value(static_cast<long>(x & y));
     case Bin::Or:
       return Value(static_cast<long>(x | y));
     case Bin::Xor:
       return Value(static_cast<long>(x ^ y));
-    case Bin::TrueDiv:
+    default:  // TrueDiv and the comparisons are handled above
       break;
   }
   FX_CHECK(false, "number_op");

@@ -1,190 +1,24 @@
 // fx::replace_pattern against torch.fx 1.13's subgraph_rewriter (goldens written by
 // scripts/gen_rewriter_goldens.py): each golden holds the original, pattern and replacement
-// graphs in a line format this file parses, the matches, and the resulting code and graph text.
-// Plus the matcher's semantics the goldens cannot show (cycles, filters, long chains, errors).
+// graphs in the line format golden_graph_util.h parses, the matches, and the resulting code and
+// graph text. Plus the matcher's semantics the goldens cannot show (cycles, filters, long chains,
+// errors).
 #include <gtest/gtest.h>
 
-#include <cctype>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "fx/fx.h"
+#include "golden_graph_util.h"
 
 namespace {
 
 using fx::Argument;
 using fx::fn;
 using fx::Node;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Parses the Python-literal notation of the golden lines (%name refers to a node).
-class LiteralParser {
- public:
-  LiteralParser(const std::string& s, const std::unordered_map<std::string, Node*>& nodes)
-      : s_(s), nodes_(nodes) {}
-
-  Argument parse() {
-    Argument a = value();
-    skip();
-    if (i_ != s_.size()) throw std::runtime_error("trailing text in '" + s_ + "'");
-    return a;
-  }
-
- private:
-  void skip() {
-    while (i_ < s_.size() && s_[i_] == ' ') ++i_;
-  }
-  bool eat(char c) {
-    skip();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  bool eat_word(const char* w) {
-    skip();
-    const size_t n = std::char_traits<char>::length(w);
-    if (s_.compare(i_, n, w) == 0) {
-      i_ += n;
-      return true;
-    }
-    return false;
-  }
-  std::vector<Argument> items(char close, bool* trailing_comma = nullptr) {
-    std::vector<Argument> out;
-    bool comma = false;
-    while (!eat(close)) {
-      out.push_back(value());
-      comma = eat(',');
-    }
-    if (trailing_comma) *trailing_comma = comma;
-    return out;
-  }
-  Argument value() {
-    skip();
-    const char c = s_.at(i_);
-    if (c == '%') {
-      size_t j = ++i_;
-      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
-        ++i_;
-      return nodes_.at(s_.substr(j, i_ - j));
-    }
-    if (c == '(') {
-      ++i_;
-      return Argument::tuple(items(')'));
-    }
-    if (c == '[') {
-      ++i_;
-      return Argument::list(items(']'));
-    }
-    if (c == '{') {
-      ++i_;
-      Argument::DictItems d;
-      while (!eat('}')) {
-        Argument k = value();
-        eat(':');
-        d.emplace_back(std::move(k), value());
-        eat(',');
-      }
-      return Argument::dict(std::move(d));
-    }
-    if (c == '\'' || c == '"') {
-      std::string out;
-      for (++i_; s_[i_] != c; ++i_) {
-        if (s_[i_] == '\\') {
-          ++i_;
-          out += s_[i_] == 'n' ? '\n' : s_[i_] == 't' ? '\t' : s_[i_];
-        } else {
-          out += s_[i_];
-        }
-      }
-      ++i_;
-      return out;
-    }
-    if (eat_word("None")) return Argument();
-    if (eat_word("True")) return true;
-    if (eat_word("False")) return false;
-    if (eat_word("Ellipsis")) return Argument::ellipsis();
-    if (eat_word("slice(")) {
-      std::vector<Argument> p = items(')');
-      return Argument::slice(p.at(0), p.at(1), p.at(2));
-    }
-    if (eat_word("torch.")) {
-      size_t j = i_;
-      while (i_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[i_]))) ++i_;
-      return fx::dtype_from_name(s_.substr(j, i_ - j));
-    }
-    size_t j = i_;
-    while (i_ < s_.size() &&
-           (std::isdigit(static_cast<unsigned char>(s_[i_])) || std::strchr("+-.eE", s_[i_])))
-      ++i_;
-    const std::string num = s_.substr(j, i_ - j);
-    if (num.empty()) throw std::runtime_error("cannot parse '" + s_.substr(j) + "'");
-    if (num.find_first_of(".eE") != std::string::npos) return std::stod(num);
-    return static_cast<long long>(std::stoll(num));
-  }
-
-  const std::string& s_;
-  const std::unordered_map<std::string, Node*>& nodes_;
-  size_t i_ = 0;
-};
-
-// Builds a graph from golden lines: op \t name \t target \t args \t kwargs.
-std::unique_ptr<fx::Graph> build(const std::string& text) {
-  auto g = std::make_unique<fx::Graph>();
-  std::unordered_map<std::string, Node*> nodes;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    std::vector<std::string> f;
-    std::istringstream cols(line);
-    std::string col;
-    while (std::getline(cols, col, '\t')) f.push_back(col);
-    if (f.size() != 5) throw std::runtime_error("bad graph line: " + line);
-    const fx::Opcode op = fx::opcode_from_name(f[0]);
-    Argument args = LiteralParser(f[3], nodes).parse();
-    Argument kw = LiteralParser(f[4], nodes).parse();
-    fx::Kwargs kwargs;
-    for (const auto& kv : kw.dict_items()) kwargs.set(kv.first.to_string(), kv.second);
-    fx::Target target = op == fx::Opcode::CallFunction ? fx::Target(fn(f[2])) : fx::Target(f[2]);
-    Node* n = op == fx::Opcode::Output ? g->output(args.elements().at(0))
-                                       : g->create_node(op, target, args.elements(), kwargs, f[1]);
-    EXPECT_EQ(n->name(), f[1]);
-    nodes[f[1]] = n;
-  }
-  return g;
-}
-
-// The sections of a golden ("-- name\n...").
-std::unordered_map<std::string, std::string> sections(const std::string& text) {
-  std::unordered_map<std::string, std::string> out;
-  size_t pos = 0;
-  while ((pos = text.find("-- ", pos)) != std::string::npos) {
-    const size_t nl = text.find('\n', pos);
-    const std::string name = text.substr(pos + 3, nl - pos - 3);
-    const size_t end = text.find("\n-- ", nl);  // == nl for an empty section
-    if (end == std::string::npos) {
-      out[name] = text.substr(nl + 1, text.size() - nl - 2);  // without the file's last newline
-      break;
-    }
-    out[name] = end == nl ? std::string() : text.substr(nl + 1, end - nl - 1);
-    pos = end + 1;
-  }
-  return out;
-}
+using fxtest::build_graph;
+using fxtest::read_file;
+using fxtest::sections;
 
 std::string describe(const std::vector<fx::Match>& matches) {
   std::string s;
@@ -206,9 +40,9 @@ TEST_P(RewriterGolden, MatchesTorch113) {
   const std::string text =
       read_file(std::string(FXWASM_GOLDEN_DIR) + "/rewriter/" + GetParam() + ".txt");
   auto sec = sections(text);
-  auto original = build(sec.at("original"));
-  auto pattern = build(sec.at("pattern"));
-  auto replacement = build(sec.at("replacement"));
+  auto original = build_graph(sec.at("original"));
+  auto pattern = build_graph(sec.at("pattern"));
+  auto replacement = build_graph(sec.at("replacement"));
   fx::GraphModule gm(nullptr, std::move(original));
   const std::vector<fx::Match> matches = fx::replace_pattern(gm, *pattern, *replacement);
   std::string want_matches = sec.at("matches");
@@ -220,14 +54,7 @@ TEST_P(RewriterGolden, MatchesTorch113) {
   gm.graph().lint();
 }
 
-std::vector<std::string> golden_cases() {
-  std::vector<std::string> out;
-  std::istringstream in(read_file(std::string(FXWASM_GOLDEN_DIR) + "/rewriter/INDEX.txt"));
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(line);
-  return out;
-}
+std::vector<std::string> golden_cases() { return fxtest::golden_index("rewriter"); }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, RewriterGolden, ::testing::ValuesIn(golden_cases()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
