@@ -126,14 +126,24 @@ void expect_close(const Value& expected, const Value& actual, const std::string&
   }
 }
 
+// The case's module (seeded, eval mode) and its trace.
+struct Traced {
+  std::shared_ptr<ft::Module> module;
+  std::unique_ptr<fx::GraphModule> gm;
+};
+Traced traced(const ZooCase& c) {
+  torch::manual_seed(0);
+  Traced t{c.make(), nullptr};
+  t.module->eval();
+  t.gm = trace_case(c, t.module);
+  return t;
+}
+
 class Zoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(Zoo, GraphAndCodeMatchTorchFx) {
   const ZooCase& c = GetParam();
-  torch::manual_seed(0);
-  auto m = c.make();
-  m->eval();
-  auto gm = trace_case(c, m);
+  auto [m, gm] = traced(c);
   expect_golden(c.name + ".graph.txt", gm->graph().str());
   expect_golden(c.name + ".code.py", gm->code());
   expect_golden(c.name + ".readable.py", gm->print_readable());
@@ -152,10 +162,7 @@ class ZooRun : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(ZooRun, ShapePropMatchesTorchFx) {
   const ZooCase& c = GetParam();
-  torch::manual_seed(0);
-  auto m = c.make();
-  m->eval();
-  auto gm = trace_case(c, m);
+  auto [m, gm] = traced(c);
   std::vector<Value> inputs;
   for (const auto& s : c.shapes) inputs.emplace_back(make_input(s, /*random=*/false));
   ft::ShapeProp(*gm).propagate(inputs);
@@ -164,10 +171,7 @@ TEST_P(ZooRun, ShapePropMatchesTorchFx) {
 
 TEST_P(ZooRun, InterpreterMatchesEager) {
   const ZooCase& c = GetParam();
-  torch::manual_seed(0);
-  auto m = c.make();
-  m->eval();
-  auto gm = trace_case(c, m);
+  auto [m, gm] = traced(c);
   std::vector<Value> inputs;
   for (const auto& s : c.shapes) inputs.emplace_back(make_input(s, /*random=*/true));
   Value eager = (*m)(inputs);
@@ -185,14 +189,9 @@ TEST_P(ZooRun, InterpreterMatchesEager) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Zoo, ::testing::ValuesIn(zoo_cases()),
-                         [](const ::testing::TestParamInfo<ZooCase>& info) {
-                           return info.param.name;
-                         });
-INSTANTIATE_TEST_SUITE_P(Models, ZooRun, ::testing::ValuesIn(zoo_run_cases()),
-                         [](const ::testing::TestParamInfo<ZooCase>& info) {
-                           return info.param.name;
-                         });
+std::string case_name(const ::testing::TestParamInfo<ZooCase>& info) { return info.param.name; }
+INSTANTIATE_TEST_SUITE_P(Models, Zoo, ::testing::ValuesIn(zoo_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Models, ZooRun, ::testing::ValuesIn(zoo_run_cases()), case_name);
 
 // ---- tracing semantics ----
 
