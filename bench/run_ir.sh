@@ -30,7 +30,7 @@ native_pid=$!
 # Debian's emscripten 3.1.6 needs its node modules on NODE_PATH. WASM_ASYNC_COMPILATION=0: under
 # node >= 18 (global fetch) the default async loader tries fetch() on the .wasm path and fails.
 NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH} \
-  em++ -O3 -std=c++17 -fexceptions -Iinclude -Isrc src/*.cpp bench/ir_chain.cpp \
+  em++ -O3 -std=c++17 -fwasm-exceptions -Iinclude -Isrc src/*.cpp bench/ir_chain.cpp \
   -sALLOW_MEMORY_GROWTH=1 -sNODERAWFS=0 -sWASM_ASYNC_COMPILATION=0 \
   -o "$OUT/ir_chain_wasm.js" >"$OUT/build_wasm.log" 2>&1 &
 wasm_pid=$!

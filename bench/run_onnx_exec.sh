@@ -54,7 +54,7 @@ if [ -n "$PROFILE_MODELS" ]; then
   done
   if [ "$stale" = 1 ]; then
     log "wasm build of bench/onnx_exec.cpp ($OUT/onnx_exec_wasm.js)"
-    em++ -O3 -msimd128 -fexceptions -std=c++17 -Iinclude bench/onnx_exec.cpp "${libs[@]}" \
+    em++ -O3 -msimd128 -fwasm-exceptions -std=c++17 -Iinclude bench/onnx_exec.cpp "${libs[@]}" \
       -sALLOW_MEMORY_GROWTH=1 -sNODERAWFS=1 -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 \
       -o "$OUT/onnx_exec_wasm.js"
   fi

@@ -17,7 +17,9 @@ deps="${FXWASM_DEPS_DIR:-$HOME/.cache/fxwasm}"
 debver="$(dpkg-query -W -f='${Version}' libprotobuf-dev)"  # e.g. 3.21.12-3
 upver="${debver%%-*}"
 upver="${upver#*:}"
-prefix="$deps/protobuf-lite-wasm-$upver"
+# -wasmeh: built with native wasm exceptions, as fxwasm is (CMakeLists.txt); the objects of the
+# two exception models do not link together.
+prefix="$deps/protobuf-lite-wasm-$upver-wasmeh"
 stamp="$prefix/.fxwasm-stamp"
 
 if [ -f "$stamp" ] && [ -f "$prefix/lib/libprotobuf-lite.a" ]; then
@@ -52,13 +54,13 @@ if [ ! -f "$srcdir/CMakeLists.txt" ]; then
 fi
 
 export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
-bdir="$deps/build/protobuf-wasm-$upver"
+bdir="$deps/build/protobuf-wasm-$upver-wasmeh"
 log "building libprotobuf-lite with Emscripten into $prefix"
-# -fexceptions: the objects link into modules that catch C++ exceptions (fx::Error).
+# -fwasm-exceptions: the objects link into modules that catch C++ exceptions (fx::Error).
 emcmake cmake -S "$srcdir" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_INSTALL_PREFIX="$prefix" -Dprotobuf_BUILD_TESTS=OFF \
   -Dprotobuf_BUILD_PROTOC_BINARIES=OFF -Dprotobuf_BUILD_SHARED_LIBS=OFF \
-  -Dprotobuf_WITH_ZLIB=OFF -DCMAKE_CXX_FLAGS="-fexceptions" >&2
+  -Dprotobuf_WITH_ZLIB=OFF -DCMAKE_CXX_FLAGS="-fwasm-exceptions" >&2
 cmake --build "$bdir" --target libprotobuf-lite --parallel "$(nproc)" >&2
 # Install only what a lite consumer needs: the static library and the headers.
 mkdir -p "$prefix/lib" "$prefix/include"

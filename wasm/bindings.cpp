@@ -8,9 +8,10 @@
 //    stale JS handle can never reach freed memory.
 //  * No C++ exception crosses into JS. Every bound function runs inside `guarded`, which catches
 //    fx::Error / std::exception and parks (kind, message, node) in a one-slot "pending error".
-//    The façade checks `errPending()` after each call and throws `FxError`. (Throwing
-//    emscripten::val from a catch block on 3.1.6's JS-based exceptions would skip
-//    __cxa_end_catch and leak; a sentinel plus a slot is simple and leak-free.)
+//    The façade checks `errPending()` after each call and throws `FxError`. (A C++ exception
+//    reaching JS would be an opaque WebAssembly.Exception, and throwing emscripten::val from a
+//    catch block skips __cxa_end_catch and leaks; a sentinel plus a slot is simple and
+//    leak-free.)
 //  * Values cross as a compact tagged text (see "Argument codec" below), parsed here without
 //    recursion deeper than kMaxDepth, so 1 vs 1.0, tuple vs list, dtype, device, slice... all
 //    survive the round trip exactly.
