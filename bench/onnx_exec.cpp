@@ -169,6 +169,7 @@ std::vector<NodeCost> profile_nodes(const fx::GraphModule& gm,
     auto g = std::make_unique<fx::Graph>();
     std::unordered_map<const fx::Node*, fx::Node*> map;
     std::vector<fx::exec::Value> node_inputs;
+    std::vector<std::pair<std::string, fx::Tensor>> constants;
     std::string shapes;
     bool ok = true;
     for (const fx::Node* in : n->all_input_nodes()) {
@@ -177,8 +178,15 @@ std::vector<NodeCost> profile_nodes(const fx::GraphModule& gm,
         ok = false;  // a subgraph body (get_attr of a module): not profiled alone
         break;
       }
-      map[in] = g->placeholder("in_" + std::to_string(map.size()));
-      node_inputs.push_back(it->second);
+      if (in->op() == fx::Opcode::GetAttr && gm.get_tensor(in->target().str())) {
+        // A constant stays one: kernels cache what they derive from constants (packed weights)
+        // as in a full run.
+        map[in] = g->get_attr("c_" + std::to_string(map.size()));
+        constants.emplace_back(map[in]->target().str(), *gm.get_tensor(in->target().str()));
+      } else {
+        map[in] = g->placeholder("in_" + std::to_string(map.size()));
+        node_inputs.push_back(it->second);
+      }
       if (!shapes.empty()) shapes += ", ";
       shapes += it->second.describe();
     }
@@ -190,7 +198,9 @@ std::vector<NodeCost> profile_nodes(const fx::GraphModule& gm,
         outs.emplace_back(g->node_copy(
             u, [&](fx::Node* x) -> fx::Argument { return x == n ? copy : map.at(x); }));
     g->output(outs.empty() ? fx::Argument(copy) : fx::Argument::tuple(std::move(outs)));
-    fx::GraphModule one(nullptr, std::move(g), "OneNode");
+    fx::GraphModule one(nullptr, std::make_unique<fx::Graph>(), "OneNode");
+    for (auto& [name, t] : constants) one.register_buffer(name, t);
+    one.set_graph(std::move(g));
     for (const auto& [k, v] : gm.meta()) one.meta().set(k, v);
     Timing t = time_it([&] { fx::exec::run(one, node_inputs); }, 5, 0.002);
     costs.push_back({n->name(), op_type(*n), t.median, t.min, shapes});

@@ -61,6 +61,8 @@ class Value {
   /// Drops this value's reference to its buffer, handing the buffer to the executor's pool if
   /// nothing else holds it.
   void recycle();
+  /// The shared bytes (null for a default-constructed value).
+  const std::shared_ptr<const std::vector<uint8_t>>& buffer() const { return bytes_; }
 
  private:
   Dtype dtype_ = Dtype::Float32;
@@ -133,7 +135,8 @@ struct RunResult {
   std::vector<std::pair<std::string, Value>> probes;
 };
 
-/// Frees the buffers the executor keeps for reuse between runs (this thread's).
+/// Frees the buffers the executor keeps for reuse between runs and the weights it packed for its
+/// kernels (this thread's).
 void release_cached_memory();
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their

@@ -161,6 +161,7 @@ BufferPool& pool() {
 void release_cached_memory() {
   pool().free.clear();
   pool().bytes = 0;
+  release_constant_cache();
 }
 
 Value new_value(Dtype dtype, std::vector<int64_t> shape) {

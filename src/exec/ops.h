@@ -1,6 +1,8 @@
 // Internal to fx::exec: op registration and helpers shared by the op files.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,16 @@ Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 
 /// `v` converted to `dtype` (numeric static_cast; to bool: != 0).
 Value cast_value(const OpCall& c, const Value& v, Dtype dtype);
+
+/// Whether input i is a constant: a get_attr node (a parameter or buffer of the module).
+bool is_constant_input(const OpCall& c, size_t i);
+/// What `derive` computes from the constant `constant` (packed weights), computed once per
+/// (buffer, key) and reused while the buffer lives (values never change their bytes).
+/// release_cached_memory() drops it all.
+std::shared_ptr<const void> derived_from_constant(
+    const Value& constant, const std::vector<int64_t>& key,
+    const std::function<std::shared_ptr<const void>()>& derive);
+void release_constant_cache();
 
 /// "float32[1, 3]" for every input, comma separated (error messages).
 std::string describe_inputs(const OpCall& c);

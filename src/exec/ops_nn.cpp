@@ -104,8 +104,17 @@ void conv(OpCall& c) {
   thread_local std::vector<float> scratch;
   const size_t need = static_cast<size_t>(kernels::conv2d_scratch_size(p));
   if (scratch.size() < need) scratch.resize(need);
+  // Constant weights are packed for the GEMM once, not on every run.
+  std::shared_ptr<const void> packed;
+  if (is_constant_input(c, 1) && p.out_h() * p.out_w() > 1)
+    packed = derived_from_constant(
+        w, {1, p.M, p.C, p.KH, p.KW, p.group, kernels::conv2d_uses_winograd(p)}, [&] {
+          return std::make_shared<const std::vector<kernels::PackedOperand>>(
+              kernels::conv2d_pack_weights(p, w.data<float>()));
+        });
   kernels::conv2d(p, x.data<float>(), w.data<float>(), bias, out.mutable_data<float>(),
-                  scratch.data());
+                  scratch.data(),
+                  static_cast<const std::vector<kernels::PackedOperand>*>(packed.get()));
   c.outputs.push_back(out);
 }
 
@@ -236,8 +245,17 @@ void matmul(OpCall& c) {
   std::vector<int64_t> os;
   if (!kernels::matmul_shape(a.shape(), b.shape(), os)) c.fail("shapes do not multiply");
   Value out = new_value(Dtype::Float32, os);
+  // A constant right operand shared by every row (x @ W) is packed once, not on every run.
+  std::shared_ptr<const void> packed;
+  const int64_t rows = a.shape().size() < 2 ? 1 : a.numel() / a.shape().back();
+  if (is_constant_input(c, 1) && b.shape().size() == 2 && rows > 1)
+    packed = derived_from_constant(b, {2, b.shape()[0], b.shape()[1]}, [&] {
+      return std::make_shared<const kernels::PackedOperand>(kernels::PackedOperand::right(
+          false, b.shape()[0], b.shape()[1], b.data<float>(), b.shape()[1]));
+    });
   kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                      out.mutable_data<float>());
+                      out.mutable_data<float>(),
+                      static_cast<const kernels::PackedOperand*>(packed.get()));
   c.outputs.push_back(out);
 }
 
@@ -268,8 +286,16 @@ void gemm(OpCall& c) {
                         cc.data<float>(), y);
     b_eff = beta;
   }
+  // A constant B (a layer's weights) is packed once, not on every run.
+  std::shared_ptr<const void> packed;
+  if (is_constant_input(c, 1) && M > 1)
+    packed = derived_from_constant(b, {3, tb, K, N}, [&] {
+      return std::make_shared<const kernels::PackedOperand>(
+          kernels::PackedOperand::right(tb, K, N, b.data<float>(), b.shape()[1]));
+    });
   kernels::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.shape()[1], b.data<float>(),
-                 b.shape()[1], b_eff, y, N);
+                 b.shape()[1], b_eff, y, N, nullptr, nullptr,
+                 static_cast<const kernels::PackedOperand*>(packed.get()));
   c.outputs.push_back(out);
 }
 

@@ -177,13 +177,27 @@ void depthwise(const Conv2dParams& p, const float* in, const float* weight, cons
 }  // namespace
 
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
-  if (is_pointwise(p) || is_depthwise(p)) return 0;
+  if (is_pointwise(p) || is_depthwise(p) || conv2d_uses_winograd(p)) return 0;
   return (p.C / p.group) * p.KH * p.KW * p.out_h() * p.out_w();
 }
 
+std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight) {
+  std::vector<PackedOperand> packed;
+  if (is_depthwise(p)) return packed;
+  if (conv2d_uses_winograd(p)) return winograd_pack_weights(p, weight);
+  const int64_t mg = p.M / p.group, kdim = (p.C / p.group) * p.KH * p.KW;
+  for (int64_t g = 0; g < p.group; ++g)
+    packed.push_back(PackedOperand::left(false, mg, kdim, weight + g * mg * kdim, kdim));
+  return packed;
+}
+
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
-            float* out, float* scratch) {
+            float* out, float* scratch, const std::vector<PackedOperand>* packed) {
   if (is_depthwise(p)) return depthwise(p, in, weight, bias, out);
+  if (conv2d_uses_winograd(p)) {
+    if (packed && packed->size() == 16) return winograd_conv2d(p, in, bias, out, *packed);
+    return winograd_conv2d(p, in, bias, out, winograd_pack_weights(p, weight));
+  }
   const int64_t OH = p.out_h(), OW = p.out_w(), OHW = OH * OW;
   const int64_t cg = p.C / p.group, mg = p.M / p.group;
   const int64_t kdim = cg * p.KH * p.KW;
@@ -202,7 +216,10 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
         im2col(p, x, cg, scratch);
         cols = scratch;
       }
-      sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, cols, OHW, 0.0f, y, OHW, &ep);
+      const PackedOperand* pw =
+          packed && static_cast<int64_t>(packed->size()) == p.group ? &(*packed)[g] : nullptr;
+      // (a packed operand of another shape is ignored by sgemm)
+      sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, cols, OHW, 0.0f, y, OHW, &ep, pw);
     }
   }
 }
@@ -232,52 +249,144 @@ void conv2d_reference(const Conv2dParams& p, const float* in, const float* weigh
     }
 }
 
-void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
-  // Row at a time: for each window offset (kh, kw) the output columns whose input is inside the
-  // row form one range, so the inner loop has no bounds checks and no branches (a select that
-  // lets NaN win and stay).
+namespace {
+
+// One plane of max_pool2d, any window, NaN-exact: row at a time, for each window offset (kh, kw)
+// the output columns whose input is inside the row form one range, so the inner loop has no
+// bounds checks and no branches (a select that lets NaN win and stay).
+void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
   const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* orow = o + oh * OW;
+    std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+    for (int64_t kh = 0; kh < p.KH; ++kh) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+      if (ih < 0 || ih >= p.H) continue;
+      const float* irow = plane + ih * p.W;
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        const int64_t off = kw * p.dilation_w - p.pad_left;
+        const int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
+        const int64_t hi = std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1);
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          const float v = irow[ow * p.stride_w + off], b = orow[ow];
+          orow[ow] = (v > b || v != v) ? v : b;
+        }
+      }
+    }
+  }
+}
+
+bool has_nan(const float* x, int64_t n) {
+  v4i a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;  // four chains: a load per cycle
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const v4f v0 = load4(x + i), v1 = load4(x + i + 4), v2 = load4(x + i + 8),
+              v3 = load4(x + i + 12);
+    a0 |= v0 != v0;
+    a1 |= v1 != v1;
+    a2 |= v2 != v2;
+    a3 |= v3 != v3;
+  }
+  const v4i acc = a0 | a1 | a2 | a3;
+  bool nan = (acc[0] | acc[1] | acc[2] | acc[3]) != 0;
+  for (; i < n; ++i) nan = nan || x[i] != x[i];
+  return nan;
+}
+
+// hrow[ow] = max over kw of irow[ow * stride_w - pad_left + kw * dilation_w], in-row positions
+// only (-inf where the window has none). NaN-free rows.
+void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t OW) {
+  const int64_t sw = p.stride_w, dw = p.dilation_w, span = (p.KW - 1) * dw;
+  // Outputs whose whole window is inside the row: [lo, hi).
+  const int64_t lo = std::min(OW, (p.pad_left + sw - 1) / sw);
+  const int64_t last = p.W - 1 - span + p.pad_left;  // largest window start (+ pad) inside
+  const int64_t hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / sw + 1));
+  auto edge = [&](int64_t ow) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t iw = ow * sw - p.pad_left + kw * dw;
+      if (iw >= 0 && iw < p.W) m = std::max(m, irow[iw]);
+    }
+    hrow[ow] = m;
+  };
+  for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
+  int64_t ow = lo;
+  if (dw == 1 && sw == 1) {
+    for (; ow + 4 <= hi; ow += 4) {
+      const float* q = irow + ow - p.pad_left;
+      v4f m = load4(q);
+      for (int64_t kw = 1; kw < p.KW; ++kw) m = max4(m, load4(q + kw));
+      store4(hrow + ow, m);
+    }
+  } else if (dw == 1 && sw == 2) {
+    // Four outputs from the even lanes of eight consecutive inputs per kw, while those eight
+    // floats are inside the row; 3-wide windows (the common 3x3 / stride 2 pool) unrolled.
+    auto even = [](const float* q) {
+      return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
+    };
+    const int64_t end = std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1);
+    if (p.KW == 3) {
+      for (; ow + 4 <= end; ow += 4) {
+        const float* q = irow + ow * 2 - p.pad_left;
+        store4(hrow + ow, max4(max4(even(q), even(q + 1)), even(q + 2)));
+      }
+    }
+    for (; ow + 4 <= end; ow += 4) {
+      const float* q = irow + ow * 2 - p.pad_left;
+      v4f m = even(q);
+      for (int64_t kw = 1; kw < p.KW; ++kw) m = max4(m, even(q + kw));
+      store4(hrow + ow, m);
+    }
+  }
+  for (; ow < hi; ++ow) {
+    const float* q = irow + ow * sw - p.pad_left;
+    float m = q[0];
+    for (int64_t kw = 1; kw < p.KW; ++kw) m = std::max(m, q[kw * dw]);
+    hrow[ow] = m;
+  }
+  for (ow = hi; ow < OW; ++ow) edge(ow);
+}
+
+}  // namespace
+
+void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  // Separable on NaN-free planes: the max over each window row once per input row (hrows), then
+  // the max over the window's rows, with plain vector max instructions. A plane with a NaN takes
+  // the exact path (a NaN must win wherever it is in the window).
+  constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  thread_local std::vector<float> hrows;
+  if (hrows.size() < static_cast<size_t>(p.H * OW)) hrows.resize(static_cast<size_t>(p.H * OW));
   for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
     const float* plane = in + nc * p.H * p.W;
     float* o = out + nc * OH * OW;
+    if (p.KH > kMaxRows || has_nan(plane, p.H * p.W)) {
+      max_pool_plane_exact(p, plane, o);
+      continue;
+    }
+    for (int64_t ih = 0; ih < p.H; ++ih) max_pool_row(p, plane + ih * p.W, &hrows[ih * OW], OW);
     for (int64_t oh = 0; oh < OH; ++oh) {
       float* orow = o + oh * OW;
-      std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+      const float* rows[kMaxRows];
+      int64_t n = 0;
       for (int64_t kh = 0; kh < p.KH; ++kh) {
         const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-        if (ih < 0 || ih >= p.H) continue;
-        const float* irow = plane + ih * p.W;
-        for (int64_t kw = 0; kw < p.KW; ++kw) {
-          const int64_t off = kw * p.dilation_w - p.pad_left;
-          const int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
-          const int64_t hi =
-              std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1);
-          if (p.stride_w == 1) {
-            for (int64_t ow = lo; ow < hi; ++ow) {
-              const float v = irow[ow + off], b = orow[ow];
-              orow[ow] = (v > b || v != v) ? v : b;
-            }
-          } else if (p.stride_w == 2) {
-            // Four outputs at a time from the even lanes of eight consecutive inputs, while
-            // those eight floats are inside the row; the rest one by one.
-            int64_t ow = lo;
-            for (; ow + 3 < hi && ow * 2 + off + 7 <= p.W - 1; ow += 4) {
-              const float* q = irow + ow * 2 + off;
-              const v4f v = __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
-              const v4f b = load4(orow + ow);
-              store4(orow + ow, ((v > b) | (v != v)) ? v : b);
-            }
-            for (; ow < hi; ++ow) {
-              const float v = irow[ow * 2 + off], b = orow[ow];
-              orow[ow] = (v > b || v != v) ? v : b;
-            }
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow) {
-              const float v = irow[ow * p.stride_w + off], b = orow[ow];
-              orow[ow] = (v > b || v != v) ? v : b;
-            }
-          }
-        }
+        if (ih >= 0 && ih < p.H) rows[n++] = &hrows[ih * OW];
+      }
+      if (n == 0) {
+        std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+        continue;
+      }
+      int64_t ow = 0;
+      for (; ow + 4 <= OW; ow += 4) {
+        v4f m = load4(rows[0] + ow);
+        for (int64_t r = 1; r < n; ++r) m = max4(m, load4(rows[r] + ow));
+        store4(orow + ow, m);
+      }
+      for (; ow < OW; ++ow) {
+        float m = rows[0][ow];
+        for (int64_t r = 1; r < n; ++r) m = std::max(m, rows[r][ow]);
+        orow[ow] = m;
       }
     }
   }

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "kernels/gemm.h"
 
 namespace fx::kernels {
 
@@ -27,10 +30,24 @@ struct Conv2dParams {
 
 /// out[N, M, OH, OW] = conv(in[N, C, H, W], weight[M, C/group, KH, KW]) + bias[M] (bias may be
 /// null). Depthwise convolutions (group == C == M) run a direct kernel, 1x1 stride-1 unpadded
-/// ones a plain GEMM, the rest im2col + GEMM. `scratch` needs conv2d_scratch_size(p) floats.
+/// ones a plain GEMM, most 3x3 stride-1 ones Winograd F(2x2, 3x3), the rest im2col + GEMM.
+/// `scratch` needs conv2d_scratch_size(p) floats. `packed` (optional): conv2d_pack_weights(p,
+/// weight), made once for many calls.
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
-            float* out, float* scratch);
+            float* out, float* scratch, const std::vector<PackedOperand>* packed = nullptr);
 int64_t conv2d_scratch_size(const Conv2dParams& p);
+/// The weights packed for conv2d's GEMMs: one operand per group, the 16 transformed matrices of
+/// a Winograd convolution, or none where conv2d runs no GEMM (depthwise). Depends on M, C, KH,
+/// KW, group, strides, dilations and the output size only.
+std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight);
+
+/// Whether conv2d runs `p` as a Winograd F(2x2, 3x3) convolution (3x3, stride 1, dilation 1, one
+/// group, enough channels and output tiles).
+bool conv2d_uses_winograd(const Conv2dParams& p);
+/// The Winograd path itself (for tests): `U` is winograd_pack_weights(p, weight).
+std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight);
+void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, float* out,
+                     const std::vector<PackedOperand>& U);
 
 /// Direct 7-loop convolution (double accumulation), the reference conv2d is tested against.
 void conv2d_reference(const Conv2dParams& p, const float* in, const float* weight,

@@ -323,11 +323,59 @@ bool cpu_has_avx2_fma() {
 using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
                              const Store&, int64_t, int64_t);
 
+// The micro-kernel for this CPU and the width of its B panels.
+MicroKernel select_kernel(int64_t& nr_width) {
+#ifdef FXWASM_GEMM_AVX2
+  if (cpu_has_avx512()) {
+    nr_width = NR_AVX512;
+    return micro_kernel_avx512;
+  }
+  if (cpu_has_avx2_fma()) {
+    nr_width = NR_AVX2;
+    return micro_kernel_avx2;
+  }
+#endif
+  nr_width = NR;
+  return micro_kernel;
+}
+
 }  // namespace
+
+PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda) {
+  PackedOperand p;
+  p.left_ = true;
+  p.rows_ = M;
+  p.cols_ = K;
+  p.padded_ = (M + MR - 1) / MR * MR;
+  p.data_ = aligned_floats(p.buf_, p.padded_ * K);
+  // The slice at k0 holds the whole height: the MC blocks sgemm walks are consecutive in it.
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    const int64_t kc = std::min(KC, K - k0);
+    pack_a(A, lda, trans_a, 0, M, k0, kc, p.data_ + k0 * p.padded_);
+  }
+  return p;
+}
+
+PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
+                                   int64_t ldb) {
+  PackedOperand p;
+  p.left_ = false;
+  p.rows_ = K;
+  p.cols_ = N;
+  int64_t width = NR;
+  select_kernel(width);
+  p.padded_ = (N + width - 1) / width * width;
+  p.data_ = aligned_floats(p.buf_, p.padded_ * K);
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    const int64_t kc = std::min(KC, K - k0);
+    pack_b(B, ldb, trans_b, k0, kc, 0, N, width, p.data_ + k0 * p.padded_);
+  }
+  return p;
+}
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           const GemmEpilogue* ep) {
+           const GemmEpilogue* ep, const PackedOperand* packed_a, const PackedOperand* packed_b) {
   if (M <= 0 || N <= 0) return;
   const float lo = ep ? ep->lo : -__builtin_inff(), hi = ep ? ep->hi : __builtin_inff();
   const bool clamp = lo > -__builtin_inff() || hi < __builtin_inff();
@@ -377,36 +425,35 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     }
     return;
   }
-  MicroKernel kernel = micro_kernel;
   int64_t nr_width = NR;
-#ifdef FXWASM_GEMM_AVX2
-  if (cpu_has_avx512()) {
-    kernel = micro_kernel_avx512;
-    nr_width = NR_AVX512;
-  } else if (cpu_has_avx2_fma()) {
-    kernel = micro_kernel_avx2;
-    nr_width = NR_AVX2;
-  }
-#endif
+  const MicroKernel kernel = select_kernel(nr_width);
+  if (packed_a && (!packed_a->is_left() || packed_a->rows() != M || packed_a->cols() != K))
+    packed_a = nullptr;  // not this product's A: pack as usual
+  if (packed_b && (packed_b->is_left() || packed_b->rows() != K || packed_b->cols() != N))
+    packed_b = nullptr;
   // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
   // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
   thread_local std::vector<float> packed_a_buf, packed_b_buf;
-  float* packed_a = aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
-  float* packed_b = aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
+  float* a_buf = packed_a ? nullptr : aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
+  float* b_buf =
+      packed_b ? nullptr
+               : aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
   for (int64_t j0 = 0; j0 < N; j0 += NC) {
     const int64_t nc = std::min(NC, N - j0);
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
       const bool first = k0 == 0;
       const bool last = k0 + kc >= K;
-      pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, packed_b);
+      const float* b_block = packed_b ? packed_b->block(k0, kc, j0) : b_buf;
+      if (!packed_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
       for (int64_t i0 = 0; i0 < M; i0 += MC) {
         const int64_t mc = std::min(MC, M - i0);
-        pack_a(A, lda, trans_a, i0, mc, k0, kc, packed_a);
+        const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
+        if (!packed_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
         for (int64_t jr = 0; jr < nc; jr += nr_width) {
-          const float* bp = packed_b + (jr / nr_width) * kc * nr_width;
+          const float* bp = b_block + (jr / nr_width) * kc * nr_width;
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            const float* ap = packed_a + (ir / MR) * kc * MR;
+            const float* ap = a_block + (ir / MR) * kc * MR;
             const Store st{first, last, bias ? bias + i0 + ir : nullptr, lo, hi, clamp};
             kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
                    std::min(MR, mc - ir), std::min(nr_width, nc - jr));

@@ -3,7 +3,9 @@
 // lower to SSE/AVX natively and to simd128 in wasm (-msimd128).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace fx::kernels {
 
@@ -16,13 +18,47 @@ struct GemmEpilogue {
   float hi = __builtin_inff();
 };
 
+/// One operand of sgemm packed ahead of time into the panels sgemm would pack it into on every
+/// call: a layer's weights, packed once and reused by every run. op(A) (M x K) as the left
+/// operand or op(B) (K x N) as the right one. Valid for this process only (the right operand's
+/// panel width follows the micro-kernel the CPU selects).
+class PackedOperand {
+ public:
+  static PackedOperand left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda);
+  static PackedOperand right(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
+
+  bool is_left() const { return left_; }
+  /// op(A)'s M x K, or op(B)'s K x N.
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  size_t nbytes() const { return buf_.size() * sizeof(float); }
+
+ private:
+  friend void sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                    const float*, int64_t, float, float*, int64_t, const GemmEpilogue*,
+                    const PackedOperand*, const PackedOperand*);
+  // The panels of the KC-deep slice starting at k0, from row (left) / column (right) `at`.
+  const float* block(int64_t k0, int64_t kc, int64_t at) const {
+    return data_ + k0 * padded_ + at * kc;
+  }
+  bool left_ = true;
+  int64_t rows_ = 0, cols_ = 0;
+  int64_t padded_ = 0;  // M rounded up to the panel height / N to the panel width
+  std::vector<float> buf_;
+  float* data_ = nullptr;
+};
+
 /// Single-precision GEMM, row-major: C = alpha * op(A) * op(B) + beta * C, where op(A) is
 /// M x K (A is K x M when trans_a) and op(B) is K x N (B is N x K when trans_b); lda/ldb/ldc are
 /// row strides in elements. beta == 0 ignores C's previous contents (NaNs included), as BLAS.
 /// Blocked for caches (panels of A and B are packed) with a 6x8 register-blocked micro-kernel.
+/// `packed_a` / `packed_b` (optional): the same A / B packed ahead of time (PackedOperand::left /
+/// right with the same M, N, K); sgemm then reads their panels instead of packing A / B (which
+/// must still be given: small products read them directly).
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           const GemmEpilogue* epilogue = nullptr);
+           const GemmEpilogue* epilogue = nullptr, const PackedOperand* packed_a = nullptr,
+           const PackedOperand* packed_b = nullptr);
 
 /// The textbook triple loop (double accumulation); the reference sgemm is tested against.
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

@@ -24,7 +24,8 @@ bool matmul_shape(const Shape& a0, const Shape& b0, Shape& out) {
   return true;
 }
 
-void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out) {
+void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out,
+                const PackedOperand* packed_b) {
   Shape as = a0, bs = b0;
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
@@ -35,7 +36,8 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
   const int64_t nbatch = numel(batch);
   if (numel(bbatch) == 1 && numel(abatch) == nbatch) {
     // b shared by every batch (x @ W): one GEMM over the stacked rows of a.
-    sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N);
+    sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N, nullptr, nullptr,
+          packed_b);
     return;
   }
   // General case: map each output batch index to the operands' batch offsets.

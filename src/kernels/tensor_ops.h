@@ -7,15 +7,17 @@
 #include <vector>
 
 #include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 
 namespace fx::kernels {
 
 /// numpy.matmul shapes: 1-D operands are promoted (and the added dim removed from the result),
 /// batch dims broadcast. Returns false if the shapes do not multiply.
 bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
-/// out = a @ b (numpy.matmul / ONNX MatMul) for float32.
+/// out = a @ b (numpy.matmul / ONNX MatMul) for float32. `packed_b` (optional): a 2-D b packed
+/// ahead of time (PackedOperand::right).
 void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
-                float* out);
+                float* out, const PackedOperand* packed_b = nullptr);
 
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp };
 

@@ -156,6 +156,16 @@ TEST_P(Conv2d, MatchesDirectLoops) {
   for (int64_t i = 0; i < out_size; ++i)
     ASSERT_NEAR(got[i], std::min(std::max(want[i], 0.0f), 0.5f), tol)
         << c.what << " (clamped) at " << i;
+  // Weights packed ahead of time (what the executor does for constant weights): same bits.
+  const std::vector<fx::kernels::PackedOperand> packed =
+      fx::kernels::conv2d_pack_weights(pc, w.data());
+  std::vector<float> got_packed(out_size, -7.0f);
+  fx::kernels::conv2d(pc, x.data(), w.data(), c.bias ? b.data() : nullptr, got_packed.data(),
+                      scratch.data(), &packed);
+  for (int64_t i = 0; i < out_size; ++i)
+    ASSERT_EQ(got_packed[i], got[i]) << c.what << " (packed weights) at " << i;
+  EXPECT_EQ(fx::kernels::conv2d_uses_winograd(p), std::string(c.what).rfind("winograd", 0) == 0)
+      << c.what;
 }
 
 Conv2dParams asymmetric() {
@@ -165,28 +175,41 @@ Conv2dParams asymmetric() {
   return p;
 }
 
+Conv2dParams winograd_asymmetric() {
+  Conv2dParams p = conv(1, 32, 12, 12, 32, 3, 1, 0);
+  p.pad_top = 2, p.pad_left = 1, p.pad_bottom = 0, p.pad_right = 2;
+  return p;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, Conv2d,
-    ::testing::Values(ConvCase{"3x3 pad 1", conv(2, 3, 10, 11, 5, 3, 1, 1), true},
-                      ConvCase{"3x3 stride 2", conv(1, 4, 13, 13, 6, 3, 2, 1), true},
-                      ConvCase{"resnet stem 7x7/2", conv(1, 3, 32, 32, 8, 7, 2, 3), false},
-                      ConvCase{"pointwise", conv(2, 16, 7, 7, 24, 1, 1, 0), true},
-                      ConvCase{"pointwise stride 2", conv(1, 8, 9, 9, 4, 1, 2, 0), true},
-                      ConvCase{"depthwise 3x3", conv(2, 8, 12, 12, 8, 3, 1, 1, 8), true},
-                      ConvCase{"depthwise 5x5/2", conv(1, 6, 15, 14, 6, 5, 2, 2, 6), false},
-                      ConvCase{"depthwise 3x3/2", conv(1, 8, 17, 23, 8, 3, 2, 1, 8), true},
-                      ConvCase{"depthwise 3x3/2 even", conv(2, 3, 16, 32, 3, 3, 2, 1, 3), true},
-                      ConvCase{"depthwise 3x3 wide", conv(1, 4, 5, 37, 4, 3, 1, 1, 4), true},
-                      ConvCase{"depthwise 3x3 unpadded", conv(1, 4, 9, 30, 4, 3, 1, 0, 4), false},
-                      ConvCase{"depthwise 3x3/2 unpadded", conv(1, 4, 9, 30, 4, 3, 2, 0, 4), true},
-                      ConvCase{"depthwise 3x3 narrow", conv(1, 5, 4, 3, 5, 3, 1, 1, 5), true},
-                      ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
-                      ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
-                      ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1),
-                               true},
-                      ConvCase{"5x5/3 dilated 2", conv(1, 3, 20, 23, 4, 5, 3, 2, 1, 2), true},
-                      ConvCase{"dilated", conv(1, 4, 16, 16, 4, 3, 1, 2, 1, 2), true},
-                      ConvCase{"asymmetric pads, 3x2 kernel", asymmetric(), true}));
+    ::testing::Values(
+        ConvCase{"3x3 pad 1", conv(2, 3, 10, 11, 5, 3, 1, 1), true},
+        ConvCase{"3x3 stride 2", conv(1, 4, 13, 13, 6, 3, 2, 1), true},
+        ConvCase{"resnet stem 7x7/2", conv(1, 3, 32, 32, 8, 7, 2, 3), false},
+        ConvCase{"pointwise", conv(2, 16, 7, 7, 24, 1, 1, 0), true},
+        ConvCase{"pointwise stride 2", conv(1, 8, 9, 9, 4, 1, 2, 0), true},
+        ConvCase{"depthwise 3x3", conv(2, 8, 12, 12, 8, 3, 1, 1, 8), true},
+        ConvCase{"depthwise 5x5/2", conv(1, 6, 15, 14, 6, 5, 2, 2, 6), false},
+        ConvCase{"depthwise 3x3/2", conv(1, 8, 17, 23, 8, 3, 2, 1, 8), true},
+        ConvCase{"depthwise 3x3/2 even", conv(2, 3, 16, 32, 3, 3, 2, 1, 3), true},
+        ConvCase{"depthwise 3x3 wide", conv(1, 4, 5, 37, 4, 3, 1, 1, 4), true},
+        ConvCase{"depthwise 3x3 unpadded", conv(1, 4, 9, 30, 4, 3, 1, 0, 4), false},
+        ConvCase{"depthwise 3x3/2 unpadded", conv(1, 4, 9, 30, 4, 3, 2, 0, 4), true},
+        ConvCase{"depthwise 3x3 narrow", conv(1, 5, 4, 3, 5, 3, 1, 1, 5), true},
+        ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
+        ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
+        ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
+        ConvCase{"5x5/3 dilated 2", conv(1, 3, 20, 23, 4, 5, 3, 2, 1, 2), true},
+        ConvCase{"dilated", conv(1, 4, 16, 16, 4, 3, 1, 2, 1, 2), true},
+        ConvCase{"asymmetric pads, 3x2 kernel", asymmetric(), true},
+        // Winograd F(2x2, 3x3): tile rows not a multiple of 4 tiles, odd output
+        // sizes (half tiles), channels not a multiple of the panel height.
+        ConvCase{"winograd 3x3 pad 1", conv(2, 32, 14, 14, 40, 3, 1, 1), true},
+        ConvCase{"winograd odd output", conv(1, 33, 13, 17, 35, 3, 1, 1), true},
+        ConvCase{"winograd unpadded", conv(1, 32, 16, 15, 32, 3, 1, 0), false},
+        ConvCase{"winograd asymmetric pads", winograd_asymmetric(), true},
+        ConvCase{"too few tiles for winograd", conv(1, 32, 9, 9, 32, 3, 1, 1), true}));
 
 TEST(Pool2d, MaxAndAverageOnAHandComputedPlane) {
   // 1x1x3x3 plane 1..9, 2x2 windows, stride 1, padding 1 at the bottom/right.

@@ -1,0 +1,71 @@
+// Data derived from constant inputs (packed weights), computed on a node's first run and reused
+// by later runs while the constant's buffer lives.
+#include <algorithm>
+#include <unordered_map>
+
+#include "exec/ops.h"
+
+namespace fx::exec {
+
+namespace {
+
+struct Entry {
+  std::weak_ptr<const std::vector<uint8_t>> buffer;  // the constant it was derived from
+  std::vector<int64_t> key;
+  std::shared_ptr<const void> data;
+};
+
+struct ConstantCache {
+  // Buffer address -> what was derived from that buffer (a few entries each: groups, views).
+  std::unordered_map<const void*, std::vector<Entry>> entries;
+  size_t inserts_since_sweep = 0;
+
+  // Drops entries whose buffer has died (its address may be reused by a new buffer).
+  void sweep() {
+    for (auto it = entries.begin(); it != entries.end();) {
+      auto& list = it->second;
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [](const Entry& e) { return e.buffer.expired(); }),
+                 list.end());
+      it = list.empty() ? entries.erase(it) : std::next(it);
+    }
+    inserts_since_sweep = 0;
+  }
+};
+
+ConstantCache& cache() {
+  thread_local ConstantCache c;
+  return c;
+}
+
+}  // namespace
+
+bool is_constant_input(const OpCall& c, size_t i) {
+  if (i >= c.node.args().size() || !c.has_input(i)) return false;
+  const Argument& a = c.node.args()[i];
+  return a.is_node() && a.to_node()->op() == Opcode::GetAttr;
+}
+
+std::shared_ptr<const void> derived_from_constant(
+    const Value& constant, const std::vector<int64_t>& key,
+    const std::function<std::shared_ptr<const void>()>& derive) {
+  const std::shared_ptr<const std::vector<uint8_t>>& buf = constant.buffer();
+  if (!buf) return derive();
+  ConstantCache& c = cache();
+  std::vector<Entry>& list = c.entries[buf.get()];
+  for (Entry& e : list) {
+    if (e.key != key) continue;
+    if (e.buffer.lock() == buf) return e.data;
+    e = Entry{};  // a dead buffer's entry at a reused address
+  }
+  list.erase(std::remove_if(list.begin(), list.end(), [](const Entry& e) { return !e.data; }),
+             list.end());
+  Entry e{buf, key, derive()};
+  list.push_back(e);
+  if (++c.inserts_since_sweep >= 64) c.sweep();
+  return e.data;
+}
+
+void release_constant_cache() { cache().entries.clear(); }
+
+}  // namespace fx::exec
