@@ -99,6 +99,63 @@ TEST(Exec, ConvReluFlattenGemmMatchesReferenceLoops) {
   }
 }
 
+// Constant weights are packed (Winograd-transformed for the conv) on the first run and reused;
+// a parameter replaced between runs is packed anew, never served stale.
+TEST(Exec, PackedConstantWeightsFollowReplacedParameters) {
+  // x[1,32,14,14] -> Conv(40, 3x3, pad 1: the Winograd path) -> Reshape [40, 196] -> MatMul W.
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* conv = g->call_function(fn("onnx.Conv"), {x, g->get_attr("w")},
+                                {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* flat = g->call_function(fn("onnx.Reshape"), {conv, g->get_attr("shape")});
+  g->output(g->call_function(fn("onnx.MatMul"), {flat, g->get_attr("fc")}));
+  fx::Module root;
+  fx::Tensor shape;
+  shape.dtype = fx::Dtype::Int64;
+  shape.shape = {2};
+  const std::vector<int64_t> dims = {40, 196};
+  auto sb = std::make_shared<std::vector<uint8_t>>(sizeof(int64_t) * 2);
+  std::memcpy(sb->data(), dims.data(), sb->size());
+  shape.data = sb;
+  root.register_buffer("shape", shape);
+  root.register_parameter("w", tensor_f32({40, 32, 3, 3}, random_floats(40 * 32 * 9, 11)));
+  root.register_parameter("fc", tensor_f32({196, 24}, random_floats(196 * 24, 12)));
+  fx::GraphModule gm(&root, std::move(g));
+  fx::kernels::Conv2dParams p;
+  p.C = 32, p.H = p.W = 14, p.M = 40, p.KH = p.KW = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  ASSERT_TRUE(fx::kernels::conv2d_uses_winograd(p));
+
+  const std::vector<float> xv = random_floats(32 * 196, 13);
+  const Value in = Value::from_f32({1, 32, 14, 14}, xv);
+  auto reference = [&](unsigned wseed, unsigned fseed) {
+    const std::vector<float> wv = random_floats(40 * 32 * 9, wseed);
+    const std::vector<float> fv = random_floats(196 * 24, fseed);
+    std::vector<float> y(40 * 196), out(40 * 24, 0.0f);
+    fx::kernels::conv2d_reference(p, xv.data(), wv.data(), nullptr, y.data());
+    for (int i = 0; i < 40; ++i)
+      for (int k = 0; k < 196; ++k)
+        for (int j = 0; j < 24; ++j) out[i * 24 + j] += y[i * 196 + k] * fv[k * 24 + j];
+    return out;
+  };
+  auto expect_near = [](const Value& got, const std::vector<float>& want, const char* what) {
+    ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got.data<float>()[i], want[i], 2e-3f * (1.0f + std::fabs(want[i])))
+          << what << " at " << i;
+  };
+  const Value first = fx::exec::run(gm, {in})[0];
+  expect_near(first, reference(11, 12), "first run");
+  const Value second = fx::exec::run(gm, {in})[0];  // from the packed weights
+  ASSERT_EQ(std::memcmp(first.data<float>(), second.data<float>(), first.nbytes()), 0);
+
+  gm.register_parameter("w", tensor_f32({40, 32, 3, 3}, random_floats(40 * 32 * 9, 21)));
+  gm.register_parameter("fc", tensor_f32({196, 24}, random_floats(196 * 24, 22)));
+  expect_near(fx::exec::run(gm, {in})[0], reference(21, 22), "after replacing the weights");
+  fx::exec::release_cached_memory();
+  expect_near(fx::exec::run(gm, {in})[0], reference(21, 22), "after release_cached_memory");
+}
+
 TEST(Exec, ShapeArithmeticReshapeAndMultipleOutputs) {
   // y = Reshape(x, Concat(Shape(x)[0:1], [-1])); a, b = Split(y, axis=1) -> output (b, a)
   auto g = std::make_unique<fx::Graph>();
