@@ -159,6 +159,10 @@ std::shared_ptr<Module> Module::get_submodule(const std::string& target) const {
 }
 
 const Tensor* Module::get_tensor(const std::string& target) const {
+  if (target.find('.') == std::string::npos) {  // the common case: no path to split
+    if (const Tensor* p = parameter(target)) return p;
+    return buffer(target);
+  }
   std::vector<std::string> atoms = split_dots(target);
   const Module* m = this;
   for (size_t i = 0; i + 1 < atoms.size(); ++i) {

@@ -40,10 +40,27 @@ ConstantCache& cache() {
 
 }  // namespace
 
+const Node* constant_source(const Argument& a) {
+  const Node* n = a.is_node() ? a.to_node() : nullptr;
+  for (int hops = 0; n && hops < 16; ++hops) {
+    if (n->op() == Opcode::GetAttr) return n;
+    if (n->op() != Opcode::CallFunction || n->args().size() != 1 || !n->args()[0].is_node() ||
+        n->target().function().qualname() != "onnx.Identity")
+      return nullptr;
+    n = n->args()[0].to_node();
+  }
+  return nullptr;
+}
+
+const Tensor* constant_tensor(const GraphModule& gm, const Argument& a) {
+  const Node* src = constant_source(a);
+  const Tensor* t = src ? gm.get_tensor(src->target().str()) : nullptr;
+  return t && t->data && t->data->size() == t->nbytes() ? t : nullptr;
+}
+
 bool is_constant_input(const OpCall& c, size_t i) {
   if (i >= c.node.args().size() || !c.has_input(i)) return false;
-  const Argument& a = c.node.args()[i];
-  return a.is_node() && a.to_node()->op() == Opcode::GetAttr;
+  return constant_source(c.node.args()[i]) != nullptr;
 }
 
 std::shared_ptr<const void> derived_from_constant(

@@ -2,6 +2,8 @@
 
 #include "fx/passes.h"
 
+#include "exec/ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,11 +18,7 @@ bool is_onnx(const Node* n) {
          n->target().function().qualname().rfind("onnx.", 0) == 0;
 }
 
-const Tensor* constant(const GraphModule& gm, const Argument& a) {
-  if (!a.is_node() || a.to_node()->op() != Opcode::GetAttr) return nullptr;
-  const Tensor* t = gm.get_tensor(a.to_node()->target().str());
-  return t && t->data ? t : nullptr;
-}
+const Tensor* constant(const GraphModule& gm, const Argument& a) { return constant_tensor(gm, a); }
 
 // A fresh attribute name on the root module.
 std::string fresh_attr(const GraphModule& gm, const std::string& base) {
@@ -291,47 +289,64 @@ bool last_axis_only(const std::vector<int64_t>& axes, const Node* input) {
 
 }  // namespace
 
+std::optional<LayerNormMatch> match_layer_norm(const GraphModule& gm, Node* div, int64_t rank) {
+  if (!is_op(Argument(div), "onnx.Div") || div->args().size() != 2) return std::nullopt;
+  const Argument& sub_a = div->args()[0];
+  const Argument& sqrt_a = div->args()[1];
+  if (!is_op(sub_a, "onnx.Sub") || !is_op(sqrt_a, "onnx.Sqrt")) return std::nullopt;
+  Node* sub = sub_a.to_node();
+  const Argument& x = sub->args()[0];
+  const Argument& mean_a = sub->args()[1];
+  if (!x.is_node() || !is_op(mean_a, "onnx.ReduceMean") || mean_a.to_node()->args()[0] != x)
+    return std::nullopt;
+  const std::vector<int64_t> axes = reduce_axes(gm, mean_a.to_node());
+  const bool last_axis = rank >= 0 ? axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1)
+                                   : last_axis_only(axes, x.to_node());
+  if (!last_axis) return std::nullopt;
+  Node* sq = sqrt_a.to_node();
+  if (!is_op(sq->args()[0], "onnx.Add")) return std::nullopt;
+  Node* add_eps = sq->args()[0].to_node();
+  if (add_eps->args().size() != 2) return std::nullopt;
+  const int var_at = is_op(add_eps->args()[0], "onnx.ReduceMean") ? 0 : 1;
+  const Argument& var_a = add_eps->args()[var_at];
+  const double eps = scalar(gm, add_eps->args()[1 - var_at]);
+  if (!is_op(var_a, "onnx.ReduceMean") || std::isnan(eps) ||
+      reduce_axes(gm, var_a.to_node()) != axes)
+    return std::nullopt;
+  const Argument& pow_a = var_a.to_node()->args()[0];
+  if (!is_op(pow_a, "onnx.Pow") || pow_a.to_node()->args()[0] != sub_a ||
+      !near(scalar(gm, pow_a.to_node()->args()[1]), 2.0))
+    return std::nullopt;
+  Node* mul = single_user(div);
+  if (!mul || !is_op(Argument(mul), "onnx.Mul") || mul->args().size() != 2) return std::nullopt;
+  const Argument& scale = mul->args()[0] == Argument(div) ? mul->args()[1] : mul->args()[0];
+  Node* add_b = single_user(mul);
+  if (!add_b || !is_op(Argument(add_b), "onnx.Add") || add_b->args().size() != 2)
+    return std::nullopt;
+  const Argument& bias = add_b->args()[0] == Argument(mul) ? add_b->args()[1] : add_b->args()[0];
+  const Tensor* st = constant(gm, scale);
+  const Tensor* bt = constant(gm, bias);
+  if (!st || !bt || st->shape.size() != 1 || bt->numel() != st->numel()) return std::nullopt;
+  LayerNormMatch m;
+  m.x = x.to_node();
+  m.scale = scale;
+  m.bias = bias;
+  m.epsilon = eps;
+  m.interior = {mean_a.to_node(), sub, pow_a.to_node(), var_a.to_node(), add_eps, sq, div, mul};
+  m.result = add_b;
+  return m;
+}
+
 bool fuse_layer_norm(GraphModule& gm) {
   Graph& g = gm.graph();
   bool modified = false;
   for (Node* div : g.nodes()) {
-    if (!is_op(Argument(div), "onnx.Div") || div->args().size() != 2) continue;
-    const Argument& sub_a = div->args()[0];
-    const Argument& sqrt_a = div->args()[1];
-    if (!is_op(sub_a, "onnx.Sub") || !is_op(sqrt_a, "onnx.Sqrt")) continue;
-    Node* sub = sub_a.to_node();
-    const Argument& x = sub->args()[0];
-    const Argument& mean_a = sub->args()[1];
-    if (!x.is_node() || !is_op(mean_a, "onnx.ReduceMean") || mean_a.to_node()->args()[0] != x)
-      continue;
-    const std::vector<int64_t> axes = reduce_axes(gm, mean_a.to_node());
-    if (!last_axis_only(axes, x.to_node())) continue;
-    Node* sq = sqrt_a.to_node();
-    if (!is_op(sq->args()[0], "onnx.Add")) continue;
-    Node* add_eps = sq->args()[0].to_node();
-    const int var_at = is_op(add_eps->args()[0], "onnx.ReduceMean") ? 0 : 1;
-    const Argument& var_a = add_eps->args()[var_at];
-    const double eps = scalar(gm, add_eps->args()[1 - var_at]);
-    if (!is_op(var_a, "onnx.ReduceMean") || std::isnan(eps) ||
-        reduce_axes(gm, var_a.to_node()) != axes)
-      continue;
-    const Argument& pow_a = var_a.to_node()->args()[0];
-    if (!is_op(pow_a, "onnx.Pow") || pow_a.to_node()->args()[0] != sub_a ||
-        !near(scalar(gm, pow_a.to_node()->args()[1]), 2.0))
-      continue;
-    Node* mul = single_user(div);
-    if (!mul || !is_op(Argument(mul), "onnx.Mul")) continue;
-    const Argument& scale = mul->args()[0] == Argument(div) ? mul->args()[1] : mul->args()[0];
-    Node* add_b = single_user(mul);
-    if (!add_b || !is_op(Argument(add_b), "onnx.Add")) continue;
-    const Argument& bias = add_b->args()[0] == Argument(mul) ? add_b->args()[1] : add_b->args()[0];
-    const Tensor* st = constant(gm, scale);
-    const Tensor* bt = constant(gm, bias);
-    if (!st || !bt || st->shape.size() != 1 || bt->numel() != st->numel()) continue;
-    auto guard = g.inserting_before(add_b);
-    Node* ln = g.call_function(fn("onnx.LayerNormalization"), {x, scale, bias},
-                               {{"axis", -1}, {"epsilon", eps}});
-    add_b->replace_all_uses_with(ln);
+    const std::optional<LayerNormMatch> m = match_layer_norm(gm, div);
+    if (!m) continue;
+    auto guard = g.inserting_before(m->result);
+    Node* ln = g.call_function(fn("onnx.LayerNormalization"), {Argument(m->x), m->scale, m->bias},
+                               {{"axis", -1}, {"epsilon", m->epsilon}});
+    m->result->replace_all_uses_with(ln);
     modified = true;
   }
   return finish(gm, modified);

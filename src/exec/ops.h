@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,12 @@ Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 /// `v` converted to `dtype` (numeric static_cast; to bool: != 0).
 Value cast_value(const OpCall& c, const Value& v, Dtype dtype);
 
-/// Whether input i is a constant: a get_attr node (a parameter or buffer of the module).
+/// The get_attr node behind `a` (through onnx.Identity nodes, which exporters put in front of
+/// shared initializers), or null when `a` is not a constant.
+const Node* constant_source(const Argument& a);
+/// The loaded tensor behind `a` (constant_source), or null.
+const Tensor* constant_tensor(const GraphModule& gm, const Argument& a);
+/// Whether input i is a constant (constant_source).
 bool is_constant_input(const OpCall& c, size_t i);
 /// What `derive` computes from the constant `constant` (packed weights), computed once per
 /// (buffer, key) and reused while the buffer lives (values never change their bytes).
@@ -43,6 +49,20 @@ std::shared_ptr<const void> derived_from_constant(
     const Value& constant, const std::vector<int64_t>& key,
     const std::function<std::shared_ptr<const void>()>& derive);
 void release_constant_cache();
+
+/// A LayerNormalization over the last axis decomposed as exporters write it:
+/// mean = ReduceMean(x); d = x - mean; var = ReduceMean(d ^ 2); (d / Sqrt(var + eps)) * scale +
+/// bias with constant 1-D scale and bias. Found from its Div node (fuse-layernorm and the
+/// executor).
+struct LayerNormMatch {
+  Node* x = nullptr;
+  Argument scale, bias;
+  double epsilon = 0.0;
+  std::vector<Node*> interior;  // mean, d, d^2, var, var + eps, sqrt, quotient, scaled
+  Node* result = nullptr;       // the final Add
+};
+/// `rank`: the rank of x if known (the executor), else -1 (read from shape metadata).
+std::optional<LayerNormMatch> match_layer_norm(const GraphModule& gm, Node* div, int64_t rank = -1);
 
 /// "float32[1, 3]" for every input, comma separated (error messages).
 std::string describe_inputs(const OpCall& c);

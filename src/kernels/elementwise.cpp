@@ -50,8 +50,20 @@ void for_each_run(const Shape& as, const Shape& bs, F&& f) {
   broadcast_shapes(as, bs, out);
   const size_t rank = out.size();
   if (rank == 0) return f(0, 0, 0, 1, 0, 0);
-  // Strides of a and b over the output's dims (0 where broadcast).
-  std::vector<int64_t> sa(rank, 0), sb(rank, 0);
+  // Strides of a and b over the output's dims (0 where broadcast), and the odometer: on the
+  // stack up to rank 8 (small ops run many times; allocations were a visible share of them).
+  constexpr size_t kInline = 8;
+  int64_t inline_buf[3 * kInline];
+  std::vector<int64_t> heap_buf;
+  int64_t* buf = inline_buf;
+  if (rank > kInline) {
+    heap_buf.resize(3 * rank);
+    buf = heap_buf.data();
+  }
+  int64_t* sa = buf;
+  int64_t* sb = buf + rank;
+  int64_t* idx = buf + 2 * rank;
+  std::fill(buf, buf + 3 * rank, 0);
   for (int64_t i = static_cast<int64_t>(rank) - 1, ka = 1, kb = 1; i >= 0; --i) {
     const size_t oa = rank - as.size(), ob = rank - bs.size();
     const int64_t da = static_cast<size_t>(i) < oa ? 1 : as[i - oa];
@@ -63,7 +75,6 @@ void for_each_run(const Shape& as, const Shape& bs, F&& f) {
   }
   const int64_t inner = out[rank - 1];
   const int64_t outer = inner == 0 ? 0 : numel(out) / inner;
-  std::vector<int64_t> idx(rank, 0);
   int64_t ia = 0, ib = 0;
   for (int64_t o = 0; o < outer; ++o) {
     f(ia, ib, o * inner, inner, sa[rank - 1], sb[rank - 1]);

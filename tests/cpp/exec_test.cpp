@@ -11,6 +11,7 @@
 #include "fx/fx.h"
 #include "fx/onnx_passes.h"
 #include "kernels/conv.h"
+#include "kernels/elementwise.h"
 
 namespace {
 
@@ -154,6 +155,49 @@ TEST(Exec, PackedConstantWeightsFollowReplacedParameters) {
   expect_near(fx::exec::run(gm, {in})[0], reference(21, 22), "after replacing the weights");
   fx::exec::release_cached_memory();
   expect_near(fx::exec::run(gm, {in})[0], reference(21, 22), "after release_cached_memory");
+}
+
+// MatMul -> Add(constant bias, either side) -> Relu runs as one node; probing the MatMul or the
+// Add (which must see the unfused values) turns the fusion off; results are the same.
+TEST(Exec, MatMulBiasAddAndReluFusedOrNot) {
+  for (int bias_first = 0; bias_first < 2; ++bias_first) {
+    auto g = std::make_unique<fx::Graph>();
+    Node* x = g->placeholder("x");
+    Node* mm = g->call_function(fn("onnx.MatMul"), {x, g->get_attr("w")});
+    Node* b = g->get_attr("b");
+    Node* add = g->call_function(
+        fn("onnx.Add"), bias_first ? std::vector<Argument>{b, mm} : std::vector<Argument>{mm, b});
+    g->output(g->call_function(fn("onnx.Relu"), {add}));
+    fx::Module root;
+    const std::vector<float> wv = random_floats(4 * 5, 31), bv = random_floats(5, 32);
+    root.register_parameter("w", tensor_f32({4, 5}, wv));
+    root.register_parameter("b", tensor_f32({5}, bv));
+    fx::GraphModule gm(&root, std::move(g));
+    const std::vector<float> xv = random_floats(2 * 3 * 4, 33);
+    std::vector<float> mm_ref(30), add_ref(30), want(30);
+    for (int r = 0; r < 6; ++r)
+      for (int j = 0; j < 5; ++j) {
+        float acc = 0.0f;
+        for (int k = 0; k < 4; ++k) acc += xv[r * 4 + k] * wv[k * 5 + j];
+        mm_ref[r * 5 + j] = acc;
+        add_ref[r * 5 + j] = acc + bv[j];
+        want[r * 5 + j] = std::max(0.0f, acc + bv[j]);
+      }
+    const Value in = Value::from_f32({2, 3, 4}, xv);
+    for (const std::vector<std::string>& probe :
+         {std::vector<std::string>{}, {"mat_mul"}, {"add"}}) {
+      fx::exec::RunResult r = run_with(gm, {in}, probe);
+      ASSERT_EQ(r.outputs[0].shape(), (std::vector<int64_t>{2, 3, 5}));
+      for (int i = 0; i < 30; ++i) ASSERT_NEAR(r.outputs[0].data<float>()[i], want[i], 1e-5f);
+      if (!probe.empty()) {
+        ASSERT_EQ(r.probes.size(), 1u);
+        for (int i = 0; i < 30; ++i)
+          ASSERT_NEAR(r.probes[0].second.data<float>()[i],
+                      (probe[0] == "mat_mul" ? mm_ref : add_ref)[i], 1e-5f)
+              << probe[0] << " " << i;
+      }
+    }
+  }
 }
 
 TEST(Exec, ShapeArithmeticReshapeAndMultipleOutputs) {
@@ -643,9 +687,27 @@ TEST(OnnxPasses, LayerNormRefusion) {
   Node* sq = g->call_function(fn("onnx.Sqrt"), {add});
   Node* div = g->call_function(fn("onnx.Div"), {sub, sq});
   Node* mul = g->call_function(fn("onnx.Mul"), {div, g->get_attr("weight")});
-  g->output(g->call_function(fn("onnx.Add"), {mul, g->get_attr("bias")}));
+  // Exporters share equal initializers through Identity nodes: the bias is behind one.
+  Node* bias = g->call_function(fn("onnx.Identity"), {g->get_attr("bias")});
+  g->output(g->call_function(fn("onnx.Add"), {mul, bias}));
   fx::GraphModule gm(&root, std::move(g));
   const Value in = Value::from_f32({2, 3, 6}, random_floats(36, 43));
+
+  // The executor runs the decomposed pattern as one LayerNormalization kernel (its exact bits),
+  // unless an intermediate is probed; both agree to rounding.
+  const Value fused = fx::exec::run(gm, {in})[0];
+  const Value unfused = run_with(gm, {in}, {"sub"}).outputs[0];
+  std::vector<float> kernel(36);
+  const std::vector<float> xv = random_floats(36, 43), wv = random_floats(6, 41),
+                           bv = random_floats(6, 42);
+  fx::kernels::layer_norm_f32(xv.data(), wv.data(), bv.data(), kernel.data(), 6, 6, 1e-5f);
+  bool differs = false;
+  for (int i = 0; i < 36; ++i) {
+    EXPECT_EQ(fused.data<float>()[i], kernel[i]) << i;
+    EXPECT_NEAR(unfused.data<float>()[i], kernel[i], 1e-5f) << i;
+    differs = differs || unfused.data<float>()[i] != kernel[i];
+  }
+  EXPECT_TRUE(differs) << "the unfused run should round differently somewhere";
   fx::PassManager pm;
   pm.add("fuse-layernorm", fx::exec::fuse_layer_norm)
       .check_equivalence(fx::exec::equivalence_check({in}, 1e-4f, 1e-5f));
@@ -653,7 +715,8 @@ TEST(OnnxPasses, LayerNormRefusion) {
   std::vector<std::string> ops;
   for (Node* n : gm.graph().nodes())
     if (n->op() == fx::Opcode::CallFunction) ops.push_back(n->target().pretty());
-  EXPECT_EQ(ops, (std::vector<std::string>{"onnx.LayerNormalization"}));
+  // (the Identity in front of the bias stays: the fused node reads the bias through it)
+  EXPECT_EQ(ops, (std::vector<std::string>{"onnx.Identity", "onnx.LayerNormalization"}));
 }
 
 }  // namespace
