@@ -60,30 +60,51 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
 
 // Depthwise 3x3, dilation 1, stride 1 or 2 (MobileNet, EfficientNet, ShuffleNet): each output
 // row is accumulated in registers from the three input rows it reads (rows outside the image
-// read a zero row), four columns at a time in the interior, scalar at the borders; bias and
-// the fused activation are applied as the row is stored.
-void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
-                  float* out) {
+// read a zero row), L columns at a time in the interior (vector V of L floats), scalar at the
+// borders; bias and the fused activation are applied as the row is stored. Instantiated with
+// four lanes (SSE natively, simd128 in wasm) and, on x86-64 CPUs with AVX2, eight.
+// (The 8-lane instance is only ever inlined into the AVX2 function: GCC's note that passing
+// 32-byte vectors without AVX changes the ABI does not apply. GCC reports it at the end of the
+// file, so it stays off from here on.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams& p, const float* in,
+                                                             const float* weight, const float* bias,
+                                                             float* out) {
+  auto load = [](const float* q) __attribute__((always_inline)) {
+    V v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  auto store = [](float* q, V v) __attribute__((always_inline)) { std::memcpy(q, &v, sizeof v); };
+  auto splat_v = [](float x) __attribute__((always_inline)) { return V{} + x; };
   const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   thread_local std::vector<float> zero_row;
-  zero_row.assign(static_cast<size_t>(p.W + 16), 0.0f);
-  // Interior columns: every tap inside the row, and (for the vector loads) the 4 or 8 floats
-  // read from the last tap's start too.
-  const int64_t reach = sw == 1 ? 4 : 8;  // floats one vector load covers from a tap's column
-  int64_t v_lo = (pl + sw - 1) / sw;      // first ow with ow * sw - pl >= 0
-  int64_t v_hi = v_lo;                    // one past the last ow starting a full vector
-  while (v_hi + 3 < OW && (v_hi * sw - pl) + 2 + reach - 1 <= p.W - 1) v_hi += 4;
-  if (v_lo > OW) v_lo = v_hi = OW;
+  zero_row.assign(static_cast<size_t>(p.W + 2 * L + 8), 0.0f);
+  // Interior columns: every tap inside the row, and (for the vector loads) the `lanes` or
+  // 2 * `lanes` floats read from the last tap's start too. L lanes from v_lo to v_hi, then four
+  // lanes to v_hi4 (when L is 8), then scalar.
+  int64_t v_lo = (pl + sw - 1) / sw;  // first ow with ow * sw - pl >= 0
+  if (v_lo > OW) v_lo = OW;
+  auto interior_end = [&](int64_t from, int64_t lanes) {
+    const int64_t reach = sw == 1 ? lanes : 2 * lanes;  // floats one load covers from a tap
+    int64_t end = from;
+    while (end + lanes - 1 < OW && (end * sw - pl) + 2 + reach - 1 <= p.W - 1) end += lanes;
+    return end;
+  };
+  const int64_t v_hi = interior_end(v_lo, L);
+  const int64_t v_hi4 = L == 4 ? v_hi : interior_end(v_hi, 4);
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const float* plane = in + (n * p.C + c) * p.H * p.W;
       const float* w = weight + c * 9;
       float* o = out + (n * p.C + c) * OH * OW;
       const float b = bias ? bias[c] : 0.0f;
-      const v4f w0 = splat(w[0]), w1 = splat(w[1]), w2 = splat(w[2]), w3 = splat(w[3]),
-                w4 = splat(w[4]), w5 = splat(w[5]), w6 = splat(w[6]), w7 = splat(w[7]),
-                w8 = splat(w[8]);
+      const V w0 = splat_v(w[0]), w1 = splat_v(w[1]), w2 = splat_v(w[2]), w3 = splat_v(w[3]),
+              w4 = splat_v(w[4]), w5 = splat_v(w[5]), w6 = splat_v(w[6]), w7 = splat_v(w[7]),
+              w8 = splat_v(w[8]);
+      const V lo = splat_v(p.clamp_lo), hi = splat_v(p.clamp_hi), bv = splat_v(b);
       const v4f lo4 = splat(p.clamp_lo), hi4 = splat(p.clamp_hi), b4 = splat(b);
       for (int64_t oh = 0; oh < OH; ++oh) {
         const float* r[3];
@@ -104,33 +125,74 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
         };
         for (int64_t ow = 0; ow < v_lo; ++ow) scalar(ow);
         if (sw == 1) {
-          for (int64_t ow = v_lo; ow < v_hi; ow += 4) {
+          for (int64_t ow = v_lo; ow < v_hi; ow += L) {
             const int64_t i = ow - pl;
-            v4f acc =
-                b4 + w0 * load4(r[0] + i) + w1 * load4(r[0] + i + 1) + w2 * load4(r[0] + i + 2);
-            acc += w3 * load4(r[1] + i) + w4 * load4(r[1] + i + 1) + w5 * load4(r[1] + i + 2);
-            acc += w6 * load4(r[2] + i) + w7 * load4(r[2] + i + 1) + w8 * load4(r[2] + i + 2);
+            V acc = bv + w0 * load(r[0] + i) + w1 * load(r[0] + i + 1) + w2 * load(r[0] + i + 2);
+            acc += w3 * load(r[1] + i) + w4 * load(r[1] + i + 1) + w5 * load(r[1] + i + 2);
+            acc += w6 * load(r[2] + i) + w7 * load(r[2] + i + 1) + w8 * load(r[2] + i + 2);
+            if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+            store(orow + ow, acc);
+          }
+          for (int64_t ow = v_hi; ow < v_hi4; ow += 4) {
+            const int64_t i = ow - pl;
+            v4f acc = b4 + w[0] * load4(r[0] + i) + w[1] * load4(r[0] + i + 1) +
+                      w[2] * load4(r[0] + i + 2);
+            acc += w[3] * load4(r[1] + i) + w[4] * load4(r[1] + i + 1) + w[5] * load4(r[1] + i + 2);
+            acc += w[6] * load4(r[2] + i) + w[7] * load4(r[2] + i + 1) + w[8] * load4(r[2] + i + 2);
             if (clamp) acc = acc < lo4 ? lo4 : (acc > hi4 ? hi4 : acc);
             store4(orow + ow, acc);
           }
         } else {
-          // Stride 2: the even lanes of 8 consecutive floats.
-          auto even = [](const float* q) {
-            return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
+          // Stride 2: the even lanes of 2L consecutive floats.
+          auto even = [&](const float* q) __attribute__((always_inline)) {
+            if constexpr (L == 4)
+              return __builtin_shufflevector(load(q), load(q + 4), 0, 2, 4, 6);
+            else
+              return __builtin_shufflevector(load(q), load(q + 8), 0, 2, 4, 6, 8, 10, 12, 14);
           };
-          for (int64_t ow = v_lo; ow < v_hi; ow += 4) {
+          for (int64_t ow = v_lo; ow < v_hi; ow += L) {
             const int64_t i = ow * 2 - pl;
-            v4f acc = b4 + w0 * even(r[0] + i) + w1 * even(r[0] + i + 1) + w2 * even(r[0] + i + 2);
+            V acc = bv + w0 * even(r[0] + i) + w1 * even(r[0] + i + 1) + w2 * even(r[0] + i + 2);
             acc += w3 * even(r[1] + i) + w4 * even(r[1] + i + 1) + w5 * even(r[1] + i + 2);
             acc += w6 * even(r[2] + i) + w7 * even(r[2] + i + 1) + w8 * even(r[2] + i + 2);
+            if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+            store(orow + ow, acc);
+          }
+          for (int64_t ow = v_hi; ow < v_hi4; ow += 4) {
+            const int64_t i = ow * 2 - pl;
+            auto even4 = [](const float* q) __attribute__((always_inline)) {
+              return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
+            };
+            v4f acc = b4 + w[0] * even4(r[0] + i) + w[1] * even4(r[0] + i + 1) +
+                      w[2] * even4(r[0] + i + 2);
+            acc += w[3] * even4(r[1] + i) + w[4] * even4(r[1] + i + 1) + w[5] * even4(r[1] + i + 2);
+            acc += w[6] * even4(r[2] + i) + w[7] * even4(r[2] + i + 1) + w[8] * even4(r[2] + i + 2);
             if (clamp) acc = acc < lo4 ? lo4 : (acc > hi4 ? hi4 : acc);
             store4(orow + ow, acc);
           }
         }
-        for (int64_t ow = v_hi; ow < OW; ++ow) scalar(ow);
+        for (int64_t ow = v_hi4; ow < OW; ++ow) scalar(ow);
       }
     }
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+typedef float v8f __attribute__((vector_size(32)));
+__attribute__((target("avx2,fma"))) void depthwise3x3_avx2(const Conv2dParams& p, const float* in,
+                                                           const float* weight, const float* bias,
+                                                           float* out) {
+  depthwise3x3_impl<v8f, 8>(p, in, weight, bias, out);
+}
+#endif
+
+void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+                  float* out) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2) return depthwise3x3_avx2(p, in, weight, bias, out);
+#endif
+  depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
 }
 
 void depthwise(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
