@@ -38,6 +38,7 @@ constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
 constexpr int64_t KC = 256;  // a KC x NR panel of B (8 KB) stays in L1 across the A panels
 constexpr int64_t MC = 96;   // an MC x KC block of A (96 KB) stays in L2
 constexpr int64_t NC = 2048;
+constexpr int64_t kDirectBMaxRows = 64;  // see direct_b in sgemm
 
 // n floats at a 64-byte boundary inside `buf` (grown as needed).
 float* aligned_floats(std::vector<float>& buf, int64_t n) {
@@ -116,11 +117,13 @@ struct Store {
   const float* bias;  // bias of this tile's first row, or null
   float lo, hi;
   bool clamp;
+  int64_t b_step;  // floats from one k row of the B panel to the next (the width when packed)
 };
 
 void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha,
                   float beta, const Store& st, int64_t mr, int64_t nr) {
   const bool first = st.first;
+  const int64_t b_step = st.b_step;
   v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
   v4f c30 = {0}, c31 = {0};
 #ifndef __wasm__
@@ -149,7 +152,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     c51 += ar * b1;
 #endif
     a += MR;
-    b += NR;
+    b += b_step;
   }
 #ifdef __wasm__
   const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
@@ -213,6 +216,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     VEC c00 = SETZERO(), c01 = SETZERO(), c10 = SETZERO(), c11 = SETZERO();                        \
     VEC c20 = SETZERO(), c21 = SETZERO(), c30 = SETZERO(), c31 = SETZERO();                        \
     VEC c40 = SETZERO(), c41 = SETZERO(), c50 = SETZERO(), c51 = SETZERO();                        \
+    const int64_t b_step = st.b_step;                                                              \
     for (int64_t k = 0; k < kc; ++k) {                                                             \
       const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                              \
       VEC ar = BCAST(a + 0);                                                                       \
@@ -234,7 +238,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       c50 = FMADD(ar, b0, c50);                                                                    \
       c51 = FMADD(ar, b1, c51);                                                                    \
       a += MR;                                                                                     \
-      b += 2 * LANES;                                                                              \
+      b += b_step;                                                                                 \
     }                                                                                              \
     const bool first = st.first;                                                                   \
     const bool clamp = st.last && st.clamp;                                                        \
@@ -444,17 +448,28 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       const int64_t kc = std::min(KC, K - k0);
       const bool first = k0 == 0;
       const bool last = k0 + kc >= K;
+      // With few rows of A, a packed B panel would serve only a few micro-tiles and packing it
+      // costs a quarter of the multiply-adds: a row-major B is then read in place (its rows
+      // ldb apart), and only a last, partial panel is packed (zero-padded to the width).
+      const bool direct_b = !packed_b && !trans_b && M <= kDirectBMaxRows;
+      const int64_t full = direct_b ? nc / nr_width * nr_width : 0;
       const float* b_block = packed_b ? packed_b->block(k0, kc, j0) : b_buf;
-      if (!packed_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
+      if (!packed_b && !direct_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
+      if (direct_b && full < nc)
+        pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf);
       for (int64_t i0 = 0; i0 < M; i0 += MC) {
         const int64_t mc = std::min(MC, M - i0);
         const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
         if (!packed_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
         for (int64_t jr = 0; jr < nc; jr += nr_width) {
-          const float* bp = b_block + (jr / nr_width) * kc * nr_width;
+          const bool in_place = jr < full;
+          const float* bp = in_place   ? B + k0 * ldb + j0 + jr
+                            : direct_b ? b_buf
+                                       : b_block + (jr / nr_width) * kc * nr_width;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const float* ap = a_block + (ir / MR) * kc * MR;
-            const Store st{first, last, bias ? bias + i0 + ir : nullptr, lo, hi, clamp};
+            const Store st{first, last,  bias ? bias + i0 + ir : nullptr, lo,
+                           hi,    clamp, in_place ? ldb : nr_width};
             kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
                    std::min(MR, mc - ir), std::min(nr_width, nc - jr));
           }

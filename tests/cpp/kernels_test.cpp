@@ -64,10 +64,12 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{13, 17, 600, true, true, 1.0f, 0.5f},
                       GemmCase{200, 130, 520, false, false, 1.0f, 0.0f},  // several MC blocks
                       GemmCase{3, 2100, 7, false, false, 1.0f, 0.0f},     // N spans two NC blocks
-                      GemmCase{5, 4, 0, false, false, 1.0f, 3.0f},        // K = 0: C = beta*C
-                      GemmCase{1, 1000, 517, false, true, 1.0f, 1.0f},    // row vector (GEMV) x B^T
-                      GemmCase{1, 37, 29, false, false, 0.5f, 0.0f},      // row vector x B
-                      GemmCase{1, 9, 70, true, true, 1.0f, 0.0f}));       // M = 1 with A^T
+                      // Few rows (B read in place), full panels and a partial one, two K slices.
+                      GemmCase{40, 75, 300, false, false, 1.0f, 0.5f},
+                      GemmCase{5, 4, 0, false, false, 1.0f, 3.0f},      // K = 0: C = beta*C
+                      GemmCase{1, 1000, 517, false, true, 1.0f, 1.0f},  // row vector (GEMV) x B^T
+                      GemmCase{1, 37, 29, false, false, 0.5f, 0.0f},    // row vector x B
+                      GemmCase{1, 9, 70, true, true, 1.0f, 0.0f}));     // M = 1 with A^T
 
 TEST(Sgemm, BetaZeroIgnoresNaNsInC) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
