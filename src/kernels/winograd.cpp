@@ -78,11 +78,20 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
   for (int64_t n = 0; n < p.N; ++n) {
     const float* x = in + n * C * p.H * p.W;
     float* y = out + n * M * OH * OW;
-    std::fill(padded.begin(), padded.end(), 0.0f);
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t ih = 0; ih < p.H; ++ih)
-        std::memcpy(&padded[static_cast<size_t>((c * Hp + ih + p.pad_top) * Wp + p.pad_left)],
-                    x + (c * p.H + ih) * p.W, static_cast<size_t>(p.W) * sizeof(float));
+    // Each plane: zero rows above and below the image, zero margins left and right of its rows.
+    const int64_t right = Wp - p.pad_left - p.W;
+    for (int64_t c = 0; c < C; ++c) {
+      float* plane = &padded[static_cast<size_t>(c * Hp * Wp)];
+      std::fill(plane, plane + p.pad_top * Wp, 0.0f);
+      for (int64_t ih = 0; ih < p.H; ++ih) {
+        float* row = plane + (ih + p.pad_top) * Wp;
+        std::fill(row, row + p.pad_left, 0.0f);
+        std::memcpy(row + p.pad_left, x + (c * p.H + ih) * p.W,
+                    static_cast<size_t>(p.W) * sizeof(float));
+        std::fill(row + p.pad_left + p.W, row + p.pad_left + p.W + right, 0.0f);
+      }
+      std::fill(plane + (p.pad_top + p.H) * Wp, plane + Hp * Wp, 0.0f);
+    }
 
     // V[xi][c][t] = (B^T d B)[xi] for the patch d of tile t.
     for (int64_t c = 0; c < C; ++c) {
