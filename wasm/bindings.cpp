@@ -1273,6 +1273,7 @@ bool gm_delete(double id) {
     if (it == g_gms.end()) return false;
     drop_graph_entry(it->second.gid);  // guards and the id mapping go before the graph
     g_gms.erase(it);
+    fx::exec::release_dead_weights();  // packed copies of its weights, unless shared
     return true;
   });
 }

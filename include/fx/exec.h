@@ -138,6 +138,9 @@ struct RunResult {
 /// Frees the buffers the executor keeps for reuse between runs and the weights it packed for its
 /// kernels (this thread's).
 void release_cached_memory();
+/// Frees only what was derived from weights nothing holds any more (the packed copies of a
+/// deleted model's weights; this thread's). Also happens whenever a new weight is packed.
+void release_dead_weights();
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
 /// last use. The output node's argument may be a node or a tuple/list of nodes.

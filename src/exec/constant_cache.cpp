@@ -18,7 +18,6 @@ struct Entry {
 struct ConstantCache {
   // Buffer address -> what was derived from that buffer (a few entries each: groups, views).
   std::unordered_map<const void*, std::vector<Entry>> entries;
-  size_t inserts_since_sweep = 0;
 
   // Drops entries whose buffer has died (its address may be reused by a new buffer).
   void sweep() {
@@ -29,7 +28,6 @@ struct ConstantCache {
                  list.end());
       it = list.empty() ? entries.erase(it) : std::next(it);
     }
-    inserts_since_sweep = 0;
   }
 };
 
@@ -79,10 +77,15 @@ std::shared_ptr<const void> derived_from_constant(
              list.end());
   Entry e{buf, key, derive()};
   list.push_back(e);
-  if (++c.inserts_since_sweep >= 64) c.sweep();
+  // Entries of dead buffers (a model deleted since) go as soon as something new is packed, so
+  // their packed copies do not outlive the model by long; a sweep is a walk over a few hundred
+  // entries at most, once per newly packed weight.
+  c.sweep();
   return e.data;
 }
 
 void release_constant_cache() { cache().entries.clear(); }
+
+void release_dead_weights() { cache().sweep(); }
 
 }  // namespace fx::exec
