@@ -10,6 +10,10 @@
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#include <immintrin.h>
+#endif
+
 namespace fx::kernels {
 
 namespace {
@@ -45,8 +49,12 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
           const int64_t hi = std::max(
               lo, std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1));
           std::fill(dst, dst + lo, 0.0f);
-          if (p.stride_w == 2) {
-            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[2 * ow + off];
+          if (p.stride_w == 2) {  // the even lanes of 8 floats, while they are in the row
+            int64_t ow = lo;
+            for (; ow + 4 <= hi && 2 * ow + off + 8 <= p.W; ow += 4)
+              store4(dst + ow, __builtin_shufflevector(load4(src + 2 * ow + off),
+                                                       load4(src + 2 * ow + off + 4), 0, 2, 4, 6));
+            for (; ow < hi; ++ow) dst[ow] = src[2 * ow + off];
           } else {
             for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * p.stride_w + off];
           }
@@ -355,6 +363,53 @@ bool has_nan(const float* x, int64_t n) {
   return nan;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#define FXWASM_POOL_AVX2 1
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// The even and odd lanes of q[0..16): [q0 q2 .. q14] and [q1 q3 .. q15].
+__attribute__((target("avx2"), always_inline)) inline void even_odd_avx2(const float* q,
+                                                                         __m256& even,
+                                                                         __m256& odd) {
+  const __m256 a = _mm256_loadu_ps(q), b = _mm256_loadu_ps(q + 8);
+  even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+}
+
+// Eight outputs at a time of a 3-wide, stride-2 window row (ResNet's and SqueezeNet's 3x3/2
+// pools) from ow while the 18 floats they read are inside the row; returns where it stopped.
+__attribute__((target("avx2"))) int64_t max_row_k3s2_avx2(const float* irow, float* hrow,
+                                                          int64_t ow, int64_t end, int64_t W,
+                                                          int64_t pad_left) {
+  const int64_t stop = std::min(end, (W - 18 + pad_left) / 2 + 1);
+  for (; ow + 8 <= stop; ow += 8) {
+    const float* q = irow + ow * 2 - pad_left;
+    __m256 e0, o0, e2, o2;
+    even_odd_avx2(q, e0, o0);
+    even_odd_avx2(q + 2, e2, o2);
+    _mm256_storeu_ps(hrow + ow, _mm256_max_ps(_mm256_max_ps(e0, o0), e2));
+  }
+  return ow;
+}
+
+// orow[ow] = max of rows[0..n)[ow], eight at a time; returns where it stopped.
+__attribute__((target("avx2"))) int64_t max_rows_avx2(const float* const* rows, int64_t n,
+                                                      float* orow, int64_t OW) {
+  int64_t ow = 0;
+  for (; ow + 8 <= OW; ow += 8) {
+    __m256 m = _mm256_loadu_ps(rows[0] + ow);
+    for (int64_t r = 1; r < n; ++r) m = _mm256_max_ps(m, _mm256_loadu_ps(rows[r] + ow));
+    _mm256_storeu_ps(orow + ow, m);
+  }
+  return ow;
+}
+#endif
+
 // hrow[ow] = max over kw of irow[ow * stride_w - pad_left + kw * dilation_w], in-row positions
 // only (-inf where the window has none). NaN-free rows.
 void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t OW) {
@@ -388,6 +443,9 @@ void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t
     };
     const int64_t end = std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1);
     if (p.KW == 3) {
+#ifdef FXWASM_POOL_AVX2
+      if (cpu_has_avx2()) ow = max_row_k3s2_avx2(irow, hrow, ow, hi, p.W, p.pad_left);
+#endif
       for (; ow + 4 <= end; ow += 4) {
         const float* q = irow + ow * 2 - p.pad_left;
         store4(hrow + ow, max4(max4(even(q), even(q + 1)), even(q + 2)));
@@ -440,6 +498,9 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
         continue;
       }
       int64_t ow = 0;
+#ifdef FXWASM_POOL_AVX2
+      if (cpu_has_avx2()) ow = max_rows_avx2(rows, n, orow, OW);
+#endif
       for (; ow + 4 <= OW; ow += 4) {
         v4f m = load4(rows[0] + ow);
         for (int64_t r = 1; r < n; ++r) m = max4(m, load4(rows[r] + ow));
