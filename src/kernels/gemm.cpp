@@ -183,23 +183,43 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     }
     return;
   }
-  float tile[MR][NR];
-  for (int64_t r = 0; r < MR; ++r) {
-    store4(tile[r], acc[r][0]);
-    store4(tile[r] + 4, acc[r][1]);
-  }
+  // A corner tile: the rows that exist, whole vectors where the columns allow, scalar for the
+  // columns of a last partial vector.
   for (int64_t r = 0; r < mr; ++r) {
     float* row = C + r * ldc;
-    for (int64_t c = 0; c < nr; ++c) {
-      float out = alpha * tile[r][c];
-      if (!first) {
-        out += row[c];
-      } else if (beta != 0.0f) {
-        out += beta * row[c];
+    const v4f vbias = splat(first && st.bias ? st.bias[r] : 0.0f);
+    for (int h = 0; h < 2; ++h) {
+      const int64_t cols = std::min<int64_t>(nr - 4 * h, 4);
+      if (cols <= 0) break;
+      if (cols == 4) {
+        v4f out = va * acc[r][h];
+        if (!first) {
+          out += load4(row + 4 * h);
+        } else if (beta != 0.0f) {
+          out += vb * load4(row + 4 * h);
+        }
+        if (first && st.bias) out += vbias;
+        if (clamp) {
+          out = out < vlo ? vlo : out;
+          out = out > vhi ? vhi : out;
+        }
+        store4(row + 4 * h, out);
+        continue;
       }
-      if (first && st.bias) out += st.bias[r];
-      if (clamp) out = std::min(std::max(out, st.lo), st.hi);
-      row[c] = out;
+      float part[4];
+      store4(part, acc[r][h]);
+      for (int64_t c = 0; c < cols; ++c) {
+        float& y = row[4 * h + c];
+        float out = alpha * part[c];
+        if (!first) {
+          out += y;
+        } else if (beta != 0.0f) {
+          out += beta * y;
+        }
+        if (first && st.bias) out += st.bias[r];
+        if (clamp) out = std::min(std::max(out, st.lo), st.hi);
+        y = out;
+      }
     }
   }
 }
@@ -263,31 +283,43 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       }                                                                                            \
       return;                                                                                      \
     }                                                                                              \
-    float tile[MR][2 * LANES];                                                                     \
-    STOREU(tile[0], c00);                                                                          \
-    STOREU(tile[0] + LANES, c01);                                                                  \
-    STOREU(tile[1], c10);                                                                          \
-    STOREU(tile[1] + LANES, c11);                                                                  \
-    STOREU(tile[2], c20);                                                                          \
-    STOREU(tile[2] + LANES, c21);                                                                  \
-    STOREU(tile[3], c30);                                                                          \
-    STOREU(tile[3] + LANES, c31);                                                                  \
-    STOREU(tile[4], c40);                                                                          \
-    STOREU(tile[4] + LANES, c41);                                                                  \
-    STOREU(tile[5], c50);                                                                          \
-    STOREU(tile[5] + LANES, c51);                                                                  \
+    /* A corner tile: the rows that exist, whole vectors where the columns allow, scalar for  */   \
+    /* the columns of a last partial vector.                                                   */  \
+    const VEC va = SET1(alpha), vb = SET1(beta), vlo = SET1(st.lo), vhi = SET1(st.hi);             \
+    const VEC acc[MR][2] = {                                                                       \
+        {c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};                   \
     for (int64_t r = 0; r < mr; ++r) {                                                             \
       float* row = C + r * ldc;                                                                    \
-      for (int64_t j = 0; j < nr; ++j) {                                                           \
-        float out = alpha * tile[r][j];                                                            \
-        if (!first) {                                                                              \
-          out += row[j];                                                                           \
-        } else if (beta != 0.0f) {                                                                 \
-          out += beta * row[j];                                                                    \
+      const VEC vbias = SET1(first && st.bias ? st.bias[r] : 0.0f);                                \
+      for (int h = 0; h < 2; ++h) {                                                                \
+        const int64_t cols = std::min<int64_t>(nr - LANES * h, LANES);                             \
+        if (cols <= 0) break;                                                                      \
+        if (cols == LANES) {                                                                       \
+          VEC out = MUL(va, acc[r][h]);                                                            \
+          if (!first) {                                                                            \
+            out = ADD(out, LOADU(row + LANES * h));                                                \
+          } else if (beta != 0.0f) {                                                               \
+            out = FMADD(vb, LOADU(row + LANES * h), out);                                          \
+          }                                                                                        \
+          if (first && st.bias) out = ADD(out, vbias);                                             \
+          if (clamp) out = MINP(MAXP(out, vlo), vhi);                                              \
+          STOREU(row + LANES * h, out);                                                            \
+          continue;                                                                                \
         }                                                                                          \
-        if (first && st.bias) out += st.bias[r];                                                   \
-        if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                    \
-        row[j] = out;                                                                              \
+        float part[LANES];                                                                         \
+        STOREU(part, acc[r][h]);                                                                   \
+        for (int64_t j = 0; j < cols; ++j) {                                                       \
+          float& y = row[LANES * h + j];                                                           \
+          float out = alpha * part[j];                                                             \
+          if (!first) {                                                                            \
+            out += y;                                                                              \
+          } else if (beta != 0.0f) {                                                               \
+            out += beta * y;                                                                       \
+          }                                                                                        \
+          if (first && st.bias) out += st.bias[r];                                                 \
+          if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                  \
+          y = out;                                                                                 \
+        }                                                                                          \
       }                                                                                            \
     }                                                                                              \
   }
