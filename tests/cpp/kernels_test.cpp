@@ -252,6 +252,19 @@ TEST(Pool2d, GlobalAverage) {
   std::vector<float> out(2);
   fx::kernels::global_avg_pool(1, 2, 4, x.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{2.5f, 25.0f}));
+  // Planes long enough for the vector chains plus a scalar tail, against a double reference.
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const int64_t hw : {16, 53, 169, 3136}) {
+    std::vector<float> y(2 * 3 * hw), avg(6);
+    for (float& v : y) v = dist(rng);
+    fx::kernels::global_avg_pool(2, 3, hw, y.data(), avg.data());
+    for (int64_t nc = 0; nc < 6; ++nc) {
+      double sum = 0;
+      for (int64_t i = 0; i < hw; ++i) sum += y[nc * hw + i];
+      EXPECT_NEAR(avg[nc], sum / static_cast<double>(hw), 1e-6) << hw << " " << nc;
+    }
+  }
 }
 
 }  // namespace
