@@ -143,7 +143,16 @@ void release_cached_memory();
 void release_dead_weights();
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
-/// last use. The output node's argument may be a node or a tuple/list of nodes.
+/// last use (their buffers are reused by later values of the same size). The output node's
+/// argument may be a node or a tuple/list of nodes.
+///
+/// The graph is not changed, but some patterns run fused, within float rounding of the
+/// node-by-node result: a Relu/Clip into the Conv/Gemm/MatMul/Add/BatchNormalization before it;
+/// an Add of a constant 1-D bias into the MatMul before it; a LayerNormalization written out as
+/// ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add into one kernel. A pattern runs unfused
+/// when any of its intermediate values is probed or used elsewhere. Constant weights of Conv,
+/// MatMul and Gemm are packed for the GEMM (Winograd-transformed for 3x3 stride-1 convolutions)
+/// on the first run and reused while the weight tensor lives (release_cached_memory()).
 RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const RunOptions& options);
 std::vector<Value> run(const GraphModule& gm, const std::vector<Value>& inputs);
 
