@@ -162,24 +162,25 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   const v4f va = splat(alpha), vb = splat(beta);
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
+  // Four results of row r at `dst`: scaled, C added (or beta * C), bias, clamp.
+  auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias) {
+    v4f out = va * acc_rh;
+    if (!first) {
+      out += load4(dst);
+    } else if (beta != 0.0f) {
+      out += vb * load4(dst);
+    }
+    if (first && st.bias) out += vbias;
+    if (clamp) {
+      out = out < vlo ? vlo : out;
+      out = out > vhi ? vhi : out;
+    }
+    store4(dst, out);
+  };
   if (mr == MR && nr == NR) {
     for (int64_t r = 0; r < MR; ++r) {
-      float* row = C + r * ldc;
       const v4f vbias = splat(first && st.bias ? st.bias[r] : 0.0f);
-      for (int h = 0; h < 2; ++h) {
-        v4f out = va * acc[r][h];
-        if (!first) {
-          out += load4(row + 4 * h);
-        } else if (beta != 0.0f) {
-          out += vb * load4(row + 4 * h);
-        }
-        if (first && st.bias) out += vbias;
-        if (clamp) {
-          out = out < vlo ? vlo : out;
-          out = out > vhi ? vhi : out;
-        }
-        store4(row + 4 * h, out);
-      }
+      for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias);
     }
     return;
   }
@@ -192,18 +193,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       const int64_t cols = std::min<int64_t>(nr - 4 * h, 4);
       if (cols <= 0) break;
       if (cols == 4) {
-        v4f out = va * acc[r][h];
-        if (!first) {
-          out += load4(row + 4 * h);
-        } else if (beta != 0.0f) {
-          out += vb * load4(row + 4 * h);
-        }
-        if (first && st.bias) out += vbias;
-        if (clamp) {
-          out = out < vlo ? vlo : out;
-          out = out > vhi ? vhi : out;
-        }
-        store4(row + 4 * h, out);
+        store_vec(row + 4 * h, acc[r][h], vbias);
         continue;
       }
       float part[4];
