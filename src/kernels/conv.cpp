@@ -84,7 +84,9 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
     std::memcpy(&v, q, sizeof v);
     return v;
   };
-  auto store = [](float* q, V v) __attribute__((always_inline)) { std::memcpy(q, &v, sizeof v); };
+  auto store = [](float* q, const V& v) __attribute__((always_inline)) {
+    std::memcpy(q, &v, sizeof v);
+  };
   auto splat_v = [](float x) __attribute__((always_inline)) { return V{} + x; };
   const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
@@ -436,7 +438,7 @@ __attribute__((target("avx2"))) int64_t max_rows_avx2(const float* const* rows, 
 // only (-inf where the window has none). NaN-free rows.
 // `limit`: the end of the input buffer (vector loads may run past the row, not past it).
 void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t OW,
-                  const float* limit) {
+                  [[maybe_unused]] const float* limit) {
   const int64_t sw = p.stride_w, dw = p.dilation_w, span = (p.KW - 1) * dw;
   // Outputs whose whole window is inside the row: [lo, hi).
   const int64_t lo = std::min(OW, (p.pad_left + sw - 1) / sw);
