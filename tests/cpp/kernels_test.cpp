@@ -203,6 +203,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 long rows", conv(1, 3, 5, 53, 3, 3, 1, 0, 3), true},
         ConvCase{"depthwise 3x3/2 long rows", conv(1, 3, 7, 75, 3, 3, 2, 1, 3), true},
         ConvCase{"depthwise 3x3/2 narrow, odd", conv(1, 5, 9, 13, 5, 3, 2, 1, 5), false},
+        // 7x7-like planes, channels in blocks of 8 with a partial last block (natively).
+        ConvCase{"depthwise 3x3 7x7, 11 channels", conv(2, 11, 7, 7, 11, 3, 1, 1, 11), true},
+        ConvCase{"depthwise 3x3/2 unpadded small", conv(1, 9, 9, 9, 9, 3, 2, 0, 9), true},
         ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
