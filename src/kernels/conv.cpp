@@ -188,12 +188,17 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
-constexpr int64_t kSmallPlaneWidth = 8;  // output rows this narrow take depthwise3x3_small_impl
+// Whether depthwise3x3_small_impl beats the row path (min-of-30 times, AVX2: 7x7 x 960 0.083 ->
+// 0.034 ms, 14x14 x 576 0.097 -> 0.080; at stride 2 with 14-wide rows it lost, 0.045 -> 0.056).
+bool small_plane(const Conv2dParams& p) {
+  return p.out_w() <= 8 || (p.stride_w == 1 && p.out_w() <= 16);
+}
 
 // Depthwise 3x3 on small planes (the 14x14 and 7x7 layers of MobileNet, where rows are too
 // short for vectors along them): L channels at a time, interleaved into a zero-padded buffer
-// P[row][col][channel], so every tap of L outputs is one vector load and one multiply-add with
-// no bounds checks; the results are de-interleaved into the planes at the end.
+// P[row][col][channel] (8x8 blocks transposed in registers), so every tap of L outputs is one
+// vector load and one multiply-add with no bounds checks; the results are de-interleaved into
+// the planes at the end the same way.
 template <class V, int L>
 __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dParams& p,
                                                                    const float* in,
@@ -203,6 +208,25 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
     V v;
     std::memcpy(&v, q, sizeof v);
     return v;
+  };
+  // r[0..8) rows of an 8x8 block -> its columns (three rounds of shuffles).
+  auto transpose = [](V * r) __attribute__((always_inline)) {
+    static_assert(L == 8, "8x8 transpose");
+    V t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+      t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+      for (int h = 0; h < 2; ++h) {
+        u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 2 * h + 1] =
+            __builtin_shufflevector(t[i + h], t[i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+      }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+      r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
   };
   const int64_t OH = p.out_h(), OW = p.out_w(), sh = p.stride_h, sw = p.stride_w;
   const int64_t Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 3;
@@ -217,12 +241,27 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
       std::fill(P.begin(), P.end(), 0.0f);
       V w[9], b = V{};
       for (int k = 0; k < 9; ++k) w[k] = V{};
+      const float* planes = in + (n * p.C + c0) * p.H * p.W;
+      auto put = [&](int64_t pix, int64_t j, float v) __attribute__((always_inline)) {
+        const int64_t ih = pix / p.W + p.pad_top, iw = pix % p.W + p.pad_left;
+        if (ih < Hp && iw < Wp) P[static_cast<size_t>((ih * Wp + iw) * L + j)] = v;
+      };
+      int64_t pix = 0;
+      if (lanes == L) {  // eight pixels of the eight planes at a time, transposed in registers
+        for (; pix + L <= p.H * p.W; pix += L) {
+          V r[L];
+          for (int64_t j = 0; j < L; ++j) r[j] = load(planes + j * p.H * p.W + pix);
+          transpose(r);
+          for (int64_t k = 0; k < L; ++k) {
+            const int64_t ih = (pix + k) / p.W + p.pad_top, iw = (pix + k) % p.W + p.pad_left;
+            if (ih < Hp && iw < Wp)
+              std::memcpy(&P[static_cast<size_t>((ih * Wp + iw) * L)], &r[k], sizeof(V));
+          }
+        }
+      }
+      for (int64_t j = 0; j < lanes; ++j)
+        for (int64_t q = pix; q < p.H * p.W; ++q) put(q, j, planes[j * p.H * p.W + q]);
       for (int64_t j = 0; j < lanes; ++j) {
-        const float* plane = in + (n * p.C + c0 + j) * p.H * p.W;
-        for (int64_t ih = 0; ih < p.H && ih + p.pad_top < Hp; ++ih)
-          for (int64_t iw = 0; iw < p.W && iw + p.pad_left < Wp; ++iw)
-            P[static_cast<size_t>(((ih + p.pad_top) * Wp + iw + p.pad_left) * L + j)] =
-                plane[ih * p.W + iw];
         for (int k = 0; k < 9; ++k) w[k][j] = weight[(c0 + j) * 9 + k];
         b[j] = bias ? bias[c0 + j] : 0.0f;
       }
@@ -235,10 +274,19 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
           if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
           std::memcpy(&T[static_cast<size_t>((oh * OW + ow) * L)], &acc, sizeof acc);
         }
-      for (int64_t j = 0; j < lanes; ++j) {
-        float* o = out + (n * p.C + c0 + j) * OH * OW;
-        for (int64_t i = 0; i < OH * OW; ++i) o[i] = T[static_cast<size_t>(i * L + j)];
+      float* outs = out + (n * p.C + c0) * OH * OW;
+      int64_t done = 0;
+      if (lanes == L) {
+        for (; done + L <= OH * OW; done += L) {
+          V r[L];
+          for (int64_t k = 0; k < L; ++k) r[k] = load(&T[static_cast<size_t>((done + k) * L)]);
+          transpose(r);
+          for (int64_t j = 0; j < L; ++j) std::memcpy(outs + j * OH * OW + done, &r[j], sizeof(V));
+        }
       }
+      for (int64_t j = 0; j < lanes; ++j)
+        for (int64_t i = done; i < OH * OW; ++i)
+          outs[j * OH * OW + i] = T[static_cast<size_t>(i * L + j)];
     }
   }
 }
@@ -260,11 +308,10 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_avx2(const Conv2dParams& p
 void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
                   float* out) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
-  // (The channel-interleaved path pays with eight lanes: 7x7 x 960 0.083 -> 0.044 ms; with
-  // four, in wasm, it was slower than the row path.)
+  // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
+  // than the row path.)
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2 && p.out_w() <= kSmallPlaneWidth)
-    return depthwise3x3_small_avx2(p, in, weight, bias, out);
+  if (avx2 && small_plane(p)) return depthwise3x3_small_avx2(p, in, weight, bias, out);
   if (avx2) return depthwise3x3_avx2(p, in, weight, bias, out);
 #endif
   depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
