@@ -88,4 +88,16 @@ void release_constant_cache() { cache().entries.clear(); }
 
 void release_dead_weights() { cache().sweep(); }
 
+std::shared_ptr<const kernels::PackedOperand> packed_right_operand(const OpCall& c, size_t i,
+                                                                   bool trans, int64_t K, int64_t N,
+                                                                   int64_t ld) {
+  if (!is_constant_input(c, i)) return nullptr;
+  const Value& b = c.input(i);
+  return std::static_pointer_cast<const kernels::PackedOperand>(
+      derived_from_constant(b, {2, trans, K, N, ld}, [&] {
+        return std::make_shared<const kernels::PackedOperand>(
+            kernels::PackedOperand::right(trans, K, N, b.data<float>(), ld));
+      }));
+}
+
 }  // namespace fx::exec

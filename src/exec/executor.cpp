@@ -391,7 +391,7 @@ struct TargetInfo {
   bool getitem = false;
   bool clamp_producer = false;  // may take a following Relu/Clip into its output
   bool relu = false, clip = false;
-  bool matmul = false, add = false, reduce_mean = false;
+  bool matmul = false, add = false, div = false, reduce_mean = false;
 };
 
 const TargetInfo& target_info(const Function& f) {
@@ -415,6 +415,7 @@ const TargetInfo& target_info(const Function& f) {
                         t == "onnx.Gemm" || t == "onnx.MatMul";
   info.matmul = t == "onnx.MatMul";
   info.add = t == "onnx.Add";
+  info.div = t == "onnx.Div";
   info.reduce_mean = t == "onnx.ReduceMean";
   info.relu = t == "onnx.Relu";
   info.clip = t == "onnx.Clip";
@@ -603,7 +604,6 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
     return u;
   };
 
-  // Records node i's results (and its probe), then frees the inputs whose last use it was.
   // An Add of a constant 1-D bias right after a MatMul (x @ W + b: exported Linear layers) is
   // applied to the MatMul's fresh output in place, not run as a node of its own. Returns the
   // bias and sets `add`, or null.
@@ -636,8 +636,7 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
     Node* sub = *mean->users().begin();
     Node* div = nullptr;
     for (Node* u : sub->users())
-      if (u->op() == Opcode::CallFunction && u->target().function().qualname() == "onnx.Div")
-        div = u;
+      if (u->op() == Opcode::CallFunction && target_info(u->target().function()).div) div = u;
     const Results& xr = env[mean->args()[0].to_node()->id()];
     if (!div || xr.size() != 1 || xr[0].dtype() != Dtype::Float32 || xr[0].shape().empty())
       return false;

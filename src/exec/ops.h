@@ -9,6 +9,7 @@
 
 #include "fx/exec.h"
 #include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 
 namespace fx::exec {
 
@@ -49,6 +50,11 @@ std::shared_ptr<const void> derived_from_constant(
     const Value& constant, const std::vector<int64_t>& key,
     const std::function<std::shared_ptr<const void>()>& derive);
 void release_constant_cache();
+/// Input i, when it is a constant, packed once as sgemm's right operand op(B) (K x N, B's row
+/// stride ld), shared with every later run; null when the input is not a constant.
+std::shared_ptr<const kernels::PackedOperand> packed_right_operand(const OpCall& c, size_t i,
+                                                                   bool trans, int64_t K, int64_t N,
+                                                                   int64_t ld);
 
 /// A LayerNormalization over the last axis decomposed as exporters write it:
 /// mean = ReduceMean(x); d = x - mean; var = ReduceMean(d ^ 2); (d / Sqrt(var + eps)) * scale +

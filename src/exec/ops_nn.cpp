@@ -245,17 +245,15 @@ void matmul(OpCall& c) {
   std::vector<int64_t> os;
   if (!kernels::matmul_shape(a.shape(), b.shape(), os)) c.fail("shapes do not multiply");
   Value out = new_value(Dtype::Float32, os);
-  // A constant right operand shared by every row (x @ W) is packed once, not on every run.
-  std::shared_ptr<const void> packed;
+  // A constant right operand shared by every row (x @ W) is packed once, not on every run
+  // (a single row takes sgemm's unpacked path).
   const int64_t rows = a.shape().size() < 2 ? 1 : a.numel() / a.shape().back();
-  if (is_constant_input(c, 1) && b.shape().size() == 2 && rows > 1)
-    packed = derived_from_constant(b, {2, b.shape()[0], b.shape()[1]}, [&] {
-      return std::make_shared<const kernels::PackedOperand>(kernels::PackedOperand::right(
-          false, b.shape()[0], b.shape()[1], b.data<float>(), b.shape()[1]));
-    });
+  const auto packed =
+      b.shape().size() == 2 && rows > 1
+          ? packed_right_operand(c, 1, false, b.shape()[0], b.shape()[1], b.shape()[1])
+          : nullptr;
   kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                      out.mutable_data<float>(),
-                      static_cast<const kernels::PackedOperand*>(packed.get()));
+                      out.mutable_data<float>(), packed.get());
   c.outputs.push_back(out);
 }
 
@@ -287,15 +285,9 @@ void gemm(OpCall& c) {
     b_eff = beta;
   }
   // A constant B (a layer's weights) is packed once, not on every run.
-  std::shared_ptr<const void> packed;
-  if (is_constant_input(c, 1) && M > 1)
-    packed = derived_from_constant(b, {3, tb, K, N}, [&] {
-      return std::make_shared<const kernels::PackedOperand>(
-          kernels::PackedOperand::right(tb, K, N, b.data<float>(), b.shape()[1]));
-    });
+  const auto packed = M > 1 ? packed_right_operand(c, 1, tb, K, N, b.shape()[1]) : nullptr;
   kernels::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.shape()[1], b.data<float>(),
-                 b.shape()[1], b_eff, y, N, nullptr, nullptr,
-                 static_cast<const kernels::PackedOperand*>(packed.get()));
+                 b.shape()[1], b_eff, y, N, nullptr, nullptr, packed.get());
   c.outputs.push_back(out);
 }
 

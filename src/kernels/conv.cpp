@@ -75,18 +75,44 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
 // 32-byte vectors without AVX changes the ABI does not apply. GCC reports it at the end of the
 // file, so it stays off from here on.)
 #pragma GCC diagnostic ignored "-Wpsabi"
+// Output columns [from, to) of one depthwise 3x3 row at stride S, lanes of VT at a time, for
+// columns whose taps are all inside the input rows r[0..3) (and so are the vector loads: at
+// stride 2 a tap's lanes are the even ones of twice as many floats).
+template <class VT, int S>
+__attribute__((always_inline)) inline void depthwise3x3_span(const float* const* r, const VT* wv,
+                                                             VT bv, bool clamp, VT lo, VT hi,
+                                                             int64_t pad_left, int64_t from,
+                                                             int64_t to, float* orow) {
+  constexpr int64_t kLanes = sizeof(VT) / sizeof(float);
+  auto load = [](const float* q) __attribute__((always_inline)) {
+    VT v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  auto tap = [&](const float* q) __attribute__((always_inline)) {
+    if constexpr (S == 1)
+      return load(q);
+    else if constexpr (kLanes == 4)
+      return __builtin_shufflevector(load(q), load(q + 4), 0, 2, 4, 6);
+    else
+      return __builtin_shufflevector(load(q), load(q + 8), 0, 2, 4, 6, 8, 10, 12, 14);
+  };
+  for (int64_t ow = from; ow < to; ow += kLanes) {
+    const int64_t i = ow * S - pad_left;
+    VT rows[3];  // one chain per input row, summed at the end: shorter dependency chains
+    for (int kh = 0; kh < 3; ++kh)
+      rows[kh] = wv[kh * 3] * tap(r[kh] + i) + wv[kh * 3 + 1] * tap(r[kh] + i + 1) +
+                 wv[kh * 3 + 2] * tap(r[kh] + i + 2);
+    VT acc = bv + rows[0] + rows[1] + rows[2];
+    if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+    std::memcpy(orow + ow, &acc, sizeof acc);
+  }
+}
+
 template <class V, int L>
 __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams& p, const float* in,
                                                              const float* weight, const float* bias,
                                                              float* out) {
-  auto load = [](const float* q) __attribute__((always_inline)) {
-    V v;
-    std::memcpy(&v, q, sizeof v);
-    return v;
-  };
-  auto store = [](float* q, const V& v) __attribute__((always_inline)) {
-    std::memcpy(q, &v, sizeof v);
-  };
   auto splat_v = [](float x) __attribute__((always_inline)) { return V{} + x; };
   const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
@@ -111,9 +137,12 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
       const float* w = weight + c * 9;
       float* o = out + (n * p.C + c) * OH * OW;
       const float b = bias ? bias[c] : 0.0f;
-      const V w0 = splat_v(w[0]), w1 = splat_v(w[1]), w2 = splat_v(w[2]), w3 = splat_v(w[3]),
-              w4 = splat_v(w[4]), w5 = splat_v(w[5]), w6 = splat_v(w[6]), w7 = splat_v(w[7]),
-              w8 = splat_v(w[8]);
+      V wv[9];
+      v4f wv4[9];
+      for (int k = 0; k < 9; ++k) {
+        wv[k] = splat_v(w[k]);
+        wv4[k] = splat(w[k]);
+      }
       const V lo = splat_v(p.clamp_lo), hi = splat_v(p.clamp_hi), bv = splat_v(b);
       const v4f lo4 = splat(p.clamp_lo), hi4 = splat(p.clamp_hi), b4 = splat(b);
       for (int64_t oh = 0; oh < OH; ++oh) {
@@ -134,52 +163,13 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
           orow[ow] = acc;
         };
         for (int64_t ow = 0; ow < v_lo; ++ow) scalar(ow);
+        // The interior: L lanes at a time, then (when L is 8) four.
         if (sw == 1) {
-          for (int64_t ow = v_lo; ow < v_hi; ow += L) {
-            const int64_t i = ow - pl;
-            V acc = bv + w0 * load(r[0] + i) + w1 * load(r[0] + i + 1) + w2 * load(r[0] + i + 2);
-            acc += w3 * load(r[1] + i) + w4 * load(r[1] + i + 1) + w5 * load(r[1] + i + 2);
-            acc += w6 * load(r[2] + i) + w7 * load(r[2] + i + 1) + w8 * load(r[2] + i + 2);
-            if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
-            store(orow + ow, acc);
-          }
-          for (int64_t ow = v_hi; ow < v_hi4; ow += 4) {
-            const int64_t i = ow - pl;
-            v4f acc = b4 + w[0] * load4(r[0] + i) + w[1] * load4(r[0] + i + 1) +
-                      w[2] * load4(r[0] + i + 2);
-            acc += w[3] * load4(r[1] + i) + w[4] * load4(r[1] + i + 1) + w[5] * load4(r[1] + i + 2);
-            acc += w[6] * load4(r[2] + i) + w[7] * load4(r[2] + i + 1) + w[8] * load4(r[2] + i + 2);
-            if (clamp) acc = acc < lo4 ? lo4 : (acc > hi4 ? hi4 : acc);
-            store4(orow + ow, acc);
-          }
+          depthwise3x3_span<V, 1>(r, wv, bv, clamp, lo, hi, pl, v_lo, v_hi, orow);
+          depthwise3x3_span<v4f, 1>(r, wv4, b4, clamp, lo4, hi4, pl, v_hi, v_hi4, orow);
         } else {
-          // Stride 2: the even lanes of 2L consecutive floats.
-          auto even = [&](const float* q) __attribute__((always_inline)) {
-            if constexpr (L == 4)
-              return __builtin_shufflevector(load(q), load(q + 4), 0, 2, 4, 6);
-            else
-              return __builtin_shufflevector(load(q), load(q + 8), 0, 2, 4, 6, 8, 10, 12, 14);
-          };
-          for (int64_t ow = v_lo; ow < v_hi; ow += L) {
-            const int64_t i = ow * 2 - pl;
-            V acc = bv + w0 * even(r[0] + i) + w1 * even(r[0] + i + 1) + w2 * even(r[0] + i + 2);
-            acc += w3 * even(r[1] + i) + w4 * even(r[1] + i + 1) + w5 * even(r[1] + i + 2);
-            acc += w6 * even(r[2] + i) + w7 * even(r[2] + i + 1) + w8 * even(r[2] + i + 2);
-            if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
-            store(orow + ow, acc);
-          }
-          for (int64_t ow = v_hi; ow < v_hi4; ow += 4) {
-            const int64_t i = ow * 2 - pl;
-            auto even4 = [](const float* q) __attribute__((always_inline)) {
-              return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
-            };
-            v4f acc = b4 + w[0] * even4(r[0] + i) + w[1] * even4(r[0] + i + 1) +
-                      w[2] * even4(r[0] + i + 2);
-            acc += w[3] * even4(r[1] + i) + w[4] * even4(r[1] + i + 1) + w[5] * even4(r[1] + i + 2);
-            acc += w[6] * even4(r[2] + i) + w[7] * even4(r[2] + i + 1) + w[8] * even4(r[2] + i + 2);
-            if (clamp) acc = acc < lo4 ? lo4 : (acc > hi4 ? hi4 : acc);
-            store4(orow + ow, acc);
-          }
+          depthwise3x3_span<V, 2>(r, wv, bv, clamp, lo, hi, pl, v_lo, v_hi, orow);
+          depthwise3x3_span<v4f, 2>(r, wv4, b4, clamp, lo4, hi4, pl, v_hi, v_hi4, orow);
         }
         for (int64_t ow = v_hi4; ow < OW; ++ow) scalar(ow);
       }

@@ -44,7 +44,8 @@ std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const floa
 /// Whether conv2d runs `p` as a Winograd F(2x2, 3x3) convolution (3x3, stride 1, dilation 1, one
 /// group, enough channels and output tiles).
 bool conv2d_uses_winograd(const Conv2dParams& p);
-/// The Winograd path itself (for tests): `U` is winograd_pack_weights(p, weight).
+/// The Winograd path (src/kernels/winograd.cpp), which conv2d takes when conv2d_uses_winograd:
+/// `U` is winograd_pack_weights(p, weight).
 std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight);
 void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, float* out,
                      const std::vector<PackedOperand>& U);

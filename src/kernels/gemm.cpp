@@ -214,6 +214,21 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   }
 }
 
+// One vector of results at `dst` (part of FXWASM_X86_KERNEL: uses its va, vb, vlo, vhi, vbias,
+// first, beta, clamp and st): scaled, C added (or beta * C), bias, clamp.
+#define FXWASM_X86_STORE(VEC, dst, acc_rh, MUL, ADD, FMADD, LOADU, MAXP, MINP, STOREU) \
+  do {                                                                                 \
+    VEC out = MUL(va, acc_rh);                                                         \
+    if (!first) {                                                                      \
+      out = ADD(out, LOADU(dst));                                                      \
+    } else if (beta != 0.0f) {                                                         \
+      out = FMADD(vb, LOADU(dst), out);                                                \
+    }                                                                                  \
+    if (first && st.bias) out = ADD(out, vbias);                                       \
+    if (clamp) out = MINP(MAXP(out, vlo), vhi);                                        \
+    STOREU(dst, out);                                                                  \
+  } while (false)
+
 #ifdef FXWASM_GEMM_AVX2
 // The x86 kernels: MR x (2 vectors) accumulators kept in named locals (an accumulator array would
 // be spilled to the stack on every k step, because the edge path takes its address), FMA, then
@@ -260,15 +275,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         float* row = C + r * ldc;                                                                  \
         const VEC vbias = SET1(first && st.bias ? st.bias[r] : 0.0f);                              \
         for (int h = 0; h < 2; ++h) {                                                              \
-          VEC out = MUL(va, acc[r][h]);                                                            \
-          if (!first) {                                                                            \
-            out = ADD(out, LOADU(row + LANES * h));                                                \
-          } else if (beta != 0.0f) {                                                               \
-            out = FMADD(vb, LOADU(row + LANES * h), out);                                          \
-          }                                                                                        \
-          if (first && st.bias) out = ADD(out, vbias);                                             \
-          if (clamp) out = MINP(MAXP(out, vlo), vhi);                                              \
-          STOREU(row + LANES * h, out);                                                            \
+          FXWASM_X86_STORE(VEC, row + LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU, MAXP, MINP,    \
+                           STOREU);                                                                \
         }                                                                                          \
       }                                                                                            \
       return;                                                                                      \
@@ -285,15 +293,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         const int64_t cols = std::min<int64_t>(nr - LANES * h, LANES);                             \
         if (cols <= 0) break;                                                                      \
         if (cols == LANES) {                                                                       \
-          VEC out = MUL(va, acc[r][h]);                                                            \
-          if (!first) {                                                                            \
-            out = ADD(out, LOADU(row + LANES * h));                                                \
-          } else if (beta != 0.0f) {                                                               \
-            out = FMADD(vb, LOADU(row + LANES * h), out);                                          \
-          }                                                                                        \
-          if (first && st.bias) out = ADD(out, vbias);                                             \
-          if (clamp) out = MINP(MAXP(out, vlo), vhi);                                              \
-          STOREU(row + LANES * h, out);                                                            \
+          FXWASM_X86_STORE(VEC, row + LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU, MAXP, MINP,    \
+                           STOREU);                                                                \
           continue;                                                                                \
         }                                                                                          \
         float part[LANES];                                                                         \

@@ -3,7 +3,6 @@
 // lower to SSE/AVX natively and to simd128 in wasm (-msimd128).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -31,7 +30,6 @@ class PackedOperand {
   /// op(A)'s M x K, or op(B)'s K x N.
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  size_t nbytes() const { return buf_.size() * sizeof(float); }
 
  private:
   friend void sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
