@@ -178,48 +178,60 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
-// Whether depthwise3x3_small_impl beats the row path (min-of-30 times, AVX2: 7x7 x 960 0.083 ->
-// 0.034 ms, 14x14 x 576 0.097 -> 0.080; at stride 2 with 14-wide rows it lost, 0.045 -> 0.056).
-bool small_plane(const Conv2dParams& p) {
+// Whether depthwise3x3_small_impl beats the row path. Min-of-30 times with eight lanes (AVX2):
+// 7x7 x 960 0.083 -> 0.034 ms, 14x14 x 576 0.097 -> 0.080, but at stride 2 with 14-wide rows it
+// lost (0.045 -> 0.056). With sixteen (AVX-512) it wins up to 28-wide rows at either stride
+// (28x28 x 192: 0.102 -> 0.061, 28x28/2 0.044 -> 0.031) and on 56-wide ones at stride 1
+// (56x56 x 144: 0.229 -> 0.187), but loses on 112x112/2 (0.243 -> 0.274).
+bool small_plane(const Conv2dParams& p, bool avx512) {
+  if (avx512) return p.out_w() <= 32 || (p.stride_w == 1 && p.out_w() <= 64);
   return p.out_w() <= 8 || (p.stride_w == 1 && p.out_w() <= 16);
 }
 
-// Depthwise 3x3 on small planes (the 14x14 and 7x7 layers of MobileNet, where rows are too
-// short for vectors along them): L channels at a time, interleaved into a zero-padded buffer
-// P[row][col][channel] (8x8 blocks transposed in registers), so every tap of L outputs is one
-// vector load and one multiply-add with no bounds checks; the results are de-interleaved into
-// the planes at the end the same way.
+typedef float v8f __attribute__((vector_size(32)));
+
+// r[0..8) rows of an 8x8 block -> its columns (three rounds of shuffles).
+__attribute__((always_inline)) inline void transpose8x8(v8f* r) {
+  v8f t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] =
+          __builtin_shufflevector(t[i + h], t[i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// Depthwise 3x3 on small planes (the 28x28, 14x14 and 7x7 layers of MobileNet, where rows are
+// too short for vectors along them): L channels at a time (the lanes of V), interleaved into a
+// zero-padded buffer P[row][col][channel] (8x8 blocks transposed in registers), so every tap of
+// L outputs is one vector load and one multiply-add with no bounds checks; the results are
+// de-interleaved into the planes at the end the same way.
 template <class V, int L>
 __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dParams& p,
                                                                    const float* in,
                                                                    const float* weight,
                                                                    const float* bias, float* out) {
+  static_assert(L % 8 == 0 && sizeof(V) == L * sizeof(float), "L lanes, in blocks of eight");
   auto load = [](const float* q) __attribute__((always_inline)) {
     V v;
     std::memcpy(&v, q, sizeof v);
     return v;
   };
-  // r[0..8) rows of an 8x8 block -> its columns (three rounds of shuffles).
-  auto transpose = [](V * r) __attribute__((always_inline)) {
-    static_assert(L == 8, "8x8 transpose");
-    V t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-      t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < 8; i += 4)
-      for (int h = 0; h < 2; ++h) {
-        u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 2 * h + 1] =
-            __builtin_shufflevector(t[i + h], t[i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
-      }
-    for (int i = 0; i < 4; ++i) {
-      r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-      r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
+  auto load8 = [](const float* q) __attribute__((always_inline)) {
+    v8f v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
   };
   const int64_t OH = p.out_h(), OW = p.out_w(), sh = p.stride_h, sw = p.stride_w;
-  const int64_t Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 3;
+  const int64_t Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 3, HW = p.H * p.W;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   thread_local std::vector<float> P, T;
@@ -231,26 +243,34 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
       std::fill(P.begin(), P.end(), 0.0f);
       V w[9], b = V{};
       for (int k = 0; k < 9; ++k) w[k] = V{};
-      const float* planes = in + (n * p.C + c0) * p.H * p.W;
-      auto put = [&](int64_t pix, int64_t j, float v) __attribute__((always_inline)) {
-        const int64_t ih = pix / p.W + p.pad_top, iw = pix % p.W + p.pad_left;
-        if (ih < Hp && iw < Wp) P[static_cast<size_t>((ih * Wp + iw) * L + j)] = v;
-      };
+      const float* planes = in + (n * p.C + c0) * HW;
       int64_t pix = 0;
-      if (lanes == L) {  // eight pixels of the eight planes at a time, transposed in registers
-        for (; pix + L <= p.H * p.W; pix += L) {
-          V r[L];
-          for (int64_t j = 0; j < L; ++j) r[j] = load(planes + j * p.H * p.W + pix);
-          transpose(r);
-          for (int64_t k = 0; k < L; ++k) {
-            const int64_t ih = (pix + k) / p.W + p.pad_top, iw = (pix + k) % p.W + p.pad_left;
+      if (lanes == L) {  // eight pixels of eight planes at a time, transposed in registers
+        int64_t ih = p.pad_top, iw = p.pad_left;  // where pixel `pix + k` goes in P
+        for (; pix + 8 <= HW; pix += 8) {
+          v8f r[L / 8][8];
+          for (int h = 0; h < L / 8; ++h) {
+            for (int j = 0; j < 8; ++j) r[h][j] = load8(planes + (8 * h + j) * HW + pix);
+            transpose8x8(r[h]);
+          }
+          for (int k = 0; k < 8; ++k) {
             if (ih < Hp && iw < Wp)
-              std::memcpy(&P[static_cast<size_t>((ih * Wp + iw) * L)], &r[k], sizeof(V));
+              for (int h = 0; h < L / 8; ++h)
+                std::memcpy(&P[static_cast<size_t>((ih * Wp + iw) * L + 8 * h)], &r[h][k],
+                            sizeof(v8f));
+            if (++iw == p.W + p.pad_left) {  // (counters: a division per pixel cost 10-30 %)
+              iw = p.pad_left;
+              ++ih;
+            }
           }
         }
       }
       for (int64_t j = 0; j < lanes; ++j)
-        for (int64_t q = pix; q < p.H * p.W; ++q) put(q, j, planes[j * p.H * p.W + q]);
+        for (int64_t q = pix; q < HW; ++q) {
+          const int64_t ih = q / p.W + p.pad_top, iw = q % p.W + p.pad_left;
+          if (ih < Hp && iw < Wp)
+            P[static_cast<size_t>((ih * Wp + iw) * L + j)] = planes[j * HW + q];
+        }
       for (int64_t j = 0; j < lanes; ++j) {
         for (int k = 0; k < 9; ++k) w[k][j] = weight[(c0 + j) * 9 + k];
         b[j] = bias ? bias[c0 + j] : 0.0f;
@@ -267,12 +287,15 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
       float* outs = out + (n * p.C + c0) * OH * OW;
       int64_t done = 0;
       if (lanes == L) {
-        for (; done + L <= OH * OW; done += L) {
-          V r[L];
-          for (int64_t k = 0; k < L; ++k) r[k] = load(&T[static_cast<size_t>((done + k) * L)]);
-          transpose(r);
-          for (int64_t j = 0; j < L; ++j) std::memcpy(outs + j * OH * OW + done, &r[j], sizeof(V));
-        }
+        for (; done + 8 <= OH * OW; done += 8)
+          for (int h = 0; h < L / 8; ++h) {
+            v8f r[8];
+            for (int k = 0; k < 8; ++k)
+              r[k] = load8(&T[static_cast<size_t>((done + k) * L + 8 * h)]);
+            transpose8x8(r);
+            for (int j = 0; j < 8; ++j)
+              std::memcpy(outs + (8 * h + j) * OH * OW + done, &r[j], sizeof(v8f));
+          }
       }
       for (int64_t j = 0; j < lanes; ++j)
         for (int64_t i = done; i < OH * OW; ++i)
@@ -281,12 +304,16 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
   }
 }
 
-typedef float v8f __attribute__((vector_size(32)));
 __attribute__((target("avx2,fma"))) void depthwise3x3_small_avx2(const Conv2dParams& p,
                                                                  const float* in,
                                                                  const float* weight,
                                                                  const float* bias, float* out) {
   depthwise3x3_small_impl<v8f, 8>(p, in, weight, bias, out);
+}
+typedef float v16f __attribute__((vector_size(64)));
+__attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_small_avx512(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  depthwise3x3_small_impl<v16f, 16>(p, in, weight, bias, out);
 }
 __attribute__((target("avx2,fma"))) void depthwise3x3_avx2(const Conv2dParams& p, const float* in,
                                                            const float* weight, const float* bias,
@@ -301,7 +328,9 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
   // than the row path.)
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2 && small_plane(p)) return depthwise3x3_small_avx2(p, in, weight, bias, out);
+  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  if (avx512 && small_plane(p, true)) return depthwise3x3_small_avx512(p, in, weight, bias, out);
+  if (avx2 && small_plane(p, false)) return depthwise3x3_small_avx2(p, in, weight, bias, out);
   if (avx2) return depthwise3x3_avx2(p, in, weight, bias, out);
 #endif
   depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);

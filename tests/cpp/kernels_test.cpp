@@ -207,6 +207,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 7x7, 11 channels", conv(2, 11, 7, 7, 11, 3, 1, 1, 11), true},
         ConvCase{"depthwise 3x3/2 unpadded small", conv(1, 9, 9, 9, 9, 3, 2, 0, 9), true},
         ConvCase{"depthwise 3x3 14x14, two blocks", conv(1, 16, 14, 14, 16, 3, 1, 1, 16), true},
+        // 16-lane blocks (AVX-512) of the channel-interleaved path: two full, one partial.
+        ConvCase{"depthwise 3x3/2 28x28, 40 channels", conv(1, 40, 28, 28, 40, 3, 2, 1, 40), true},
+        ConvCase{"depthwise 3x3 56-wide, 40 channels", conv(1, 40, 7, 56, 40, 3, 1, 1, 40), false},
         ConvCase{"depthwise 3x3 fewer pixels than lanes", conv(1, 8, 2, 3, 8, 3, 1, 1, 8), true},
         ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
