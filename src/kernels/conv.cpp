@@ -479,23 +479,6 @@ void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
   }
 }
 
-bool has_nan(const float* x, int64_t n) {
-  v4i a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;  // four chains: a load per cycle
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const v4f v0 = load4(x + i), v1 = load4(x + i + 4), v2 = load4(x + i + 8),
-              v3 = load4(x + i + 12);
-    a0 |= v0 != v0;
-    a1 |= v1 != v1;
-    a2 |= v2 != v2;
-    a3 |= v3 != v3;
-  }
-  const v4i acc = a0 | a1 | a2 | a3;
-  bool nan = (acc[0] | acc[1] | acc[2] | acc[3]) != 0;
-  for (; i < n; ++i) nan = nan || x[i] != x[i];
-  return nan;
-}
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
 #define FXWASM_POOL_AVX2 1
 bool cpu_has_avx2() {
@@ -523,12 +506,18 @@ __attribute__((target("avx2"), always_inline)) inline void max8_k3s2_avx2(const 
   _mm256_storeu_ps(hrow, _mm256_max_ps(_mm256_max_ps(e0, o0), e2));
 }
 
-// orow[at..at+8) = max over rows[0..n) at the same columns.
+// orow[at..at+8) = max over rows[0..n) at the same columns; lanes where a row has a NaN are
+// set in `nan`.
 __attribute__((target("avx2"), always_inline)) inline void max_rows8_avx2(const float* const* rows,
                                                                           int64_t n, float* orow,
-                                                                          int64_t at) {
+                                                                          int64_t at, __m256& nan) {
   __m256 m = _mm256_loadu_ps(rows[0] + at);
-  for (int64_t r = 1; r < n; ++r) m = _mm256_max_ps(m, _mm256_loadu_ps(rows[r] + at));
+  nan = _mm256_or_ps(nan, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
+  for (int64_t r = 1; r < n; ++r) {
+    const __m256 x = _mm256_loadu_ps(rows[r] + at);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    m = _mm256_max_ps(m, x);
+  }
   _mm256_storeu_ps(orow + at, m);
 }
 
@@ -552,16 +541,19 @@ __attribute__((target("avx2"))) int64_t max_row_k3s2_avx2(const float* irow, flo
   return ow;
 }
 
-// orow[ow] = max of rows[0..n)[ow], eight at a time; returns where it stopped.
+// orow[ow] = max of rows[0..n)[ow], eight at a time; returns where it stopped. Sets `nan` when
+// one of the values read is a NaN.
 __attribute__((target("avx2"))) int64_t max_rows_avx2(const float* const* rows, int64_t n,
-                                                      float* orow, int64_t OW) {
-  int64_t ow = 0;
-  for (; ow + 8 <= OW; ow += 8) max_rows8_avx2(rows, n, orow, ow);
-  if (ow < OW && OW >= 8) {  // the last eight once more, overlapping
-    max_rows8_avx2(rows, n, orow, OW - 8);
-    ow = OW;
+                                                      float* orow, int64_t W, bool& nan) {
+  __m256 bad = _mm256_setzero_ps();
+  int64_t w = 0;
+  for (; w + 8 <= W; w += 8) max_rows8_avx2(rows, n, orow, w, bad);
+  if (w < W && W >= 8) {  // the last eight once more, overlapping
+    max_rows8_avx2(rows, n, orow, W - 8, bad);
+    w = W;
   }
-  return ow;
+  nan = nan || _mm256_movemask_ps(bad) != 0;
+  return w;
 }
 #endif
 
@@ -627,50 +619,65 @@ void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t
 }  // namespace
 
 void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
-  // Separable on NaN-free planes: the max over each window row once per input row (hrows), then
-  // the max over the window's rows, with plain vector max instructions. A plane with a NaN takes
-  // the exact path (a NaN must win wherever it is in the window).
+  // Separable on NaN-free planes: per output row, the max over the window's input rows, column
+  // by column (vrow), then the max along each window's row of vrow, with plain vector max
+  // instructions (rows first: at stride 2 the row pass, which shuffles, then runs on half as
+  // many rows). The column pass notes any NaN it reads; such a plane is redone on the exact path
+  // (a NaN must win wherever it is in the window, and vector max instructions drop it).
   constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
   const int64_t OH = p.out_h(), OW = p.out_w();
-  const float* in_end = in + p.N * p.C * p.H * p.W;
-  thread_local std::vector<float> hrows;
-  if (hrows.size() < static_cast<size_t>(p.H * OW)) hrows.resize(static_cast<size_t>(p.H * OW));
+  thread_local std::vector<float> vrow;
+  vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
+  const float* vrow_end = vrow.data() + vrow.size();
   for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
     const float* plane = in + nc * p.H * p.W;
     float* o = out + nc * OH * OW;
-    if (p.KH > kMaxRows || has_nan(plane, p.H * p.W)) {
+    if (p.KH > kMaxRows) {
       max_pool_plane_exact(p, plane, o);
       continue;
     }
-    for (int64_t ih = 0; ih < p.H; ++ih)
-      max_pool_row(p, plane + ih * p.W, &hrows[ih * OW], OW, in_end);
-    for (int64_t oh = 0; oh < OH; ++oh) {
+    bool nan = false;
+    for (int64_t oh = 0; oh < OH && !nan; ++oh) {
       float* orow = o + oh * OW;
       const float* rows[kMaxRows];
       int64_t n = 0;
       for (int64_t kh = 0; kh < p.KH; ++kh) {
         const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-        if (ih >= 0 && ih < p.H) rows[n++] = &hrows[ih * OW];
+        if (ih >= 0 && ih < p.H) rows[n++] = plane + ih * p.W;
       }
       if (n == 0) {
         std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
         continue;
       }
-      int64_t ow = 0;
+      float* v = vrow.data();
+      int64_t w = 0;
 #ifdef FXWASM_POOL_AVX2
-      if (cpu_has_avx2()) ow = max_rows_avx2(rows, n, orow, OW);
+      if (cpu_has_avx2()) w = max_rows_avx2(rows, n, v, p.W, nan);
 #endif
-      for (; ow + 4 <= OW; ow += 4) {
-        v4f m = load4(rows[0] + ow);
-        for (int64_t r = 1; r < n; ++r) m = max4(m, load4(rows[r] + ow));
-        store4(orow + ow, m);
+      v4i bad = {0, 0, 0, 0};
+      for (; w + 4 <= p.W; w += 4) {
+        v4f m = load4(rows[0] + w);
+        bad |= m != m;
+        for (int64_t r = 1; r < n; ++r) {
+          const v4f x = load4(rows[r] + w);
+          bad |= x != x;
+          m = max4(m, x);
+        }
+        store4(v + w, m);
       }
-      for (; ow < OW; ++ow) {
-        float m = rows[0][ow];
-        for (int64_t r = 1; r < n; ++r) m = std::max(m, rows[r][ow]);
-        orow[ow] = m;
+      nan = nan || (bad[0] | bad[1] | bad[2] | bad[3]) != 0;
+      for (; w < p.W; ++w) {
+        float m = rows[0][w];
+        for (int64_t r = 1; r < n; ++r) {
+          nan = nan || rows[r][w] != rows[r][w];
+          m = std::max(m, rows[r][w]);
+        }
+        nan = nan || m != m;
+        v[w] = m;
       }
+      max_pool_row(p, v, orow, OW, vrow_end);
     }
+    if (nan) max_pool_plane_exact(p, plane, o);
   }
 }
 
