@@ -24,32 +24,45 @@ bool is_pointwise(const Conv2dParams& p) {
 }
 bool is_depthwise(const Conv2dParams& p) { return p.group == p.C && p.M == p.C && p.group > 1; }
 
-// Rows (c, kh, kw) x columns (oh, ow) of the unfolded input of one image and group.
-void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col) {
-  const int64_t OH = p.out_h(), OW = p.out_w();
+// Output pixels per im2col band: whole 32-column GEMM panels whose kdim rows take about
+// kBandFloats floats (an L2-sized part of the unfolded input), at least 256 columns.
+int64_t im2col_band(int64_t kdim, int64_t pixels) {
+  constexpr int64_t kBandFloats = 48 * 1024;
+  const int64_t band = std::max<int64_t>(256, kBandFloats / kdim / 32 * 32);
+  return std::min(band, pixels);
+}
+
+// Rows (c, kh, kw) x columns [q0, q1) of the unfolded input of one image and group, whose
+// columns are the output pixels oh * OW + ow; `col` rows are q1 - q0 long.
+void im2col(const Conv2dParams& p, const float* in, int64_t channels, int64_t q0, int64_t q1,
+            float* col) {
+  const int64_t OW = p.out_w();
+  const int64_t oh_first = q0 / OW, oh_last = (q1 - 1) / OW;
   for (int64_t c = 0; c < channels; ++c) {
     const float* plane = in + c * p.H * p.W;
     for (int64_t kh = 0; kh < p.KH; ++kh) {
       for (int64_t kw = 0; kw < p.KW; ++kw) {
-        for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t off = kw * p.dilation_w - p.pad_left;
+        // Output columns whose input is inside the row: [in_lo, in_hi).
+        const int64_t in_lo = std::min(OW, off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w);
+        const int64_t in_hi = std::max(
+            in_lo, std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1));
+        for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
+          // This row's part of the range: output columns [from, to).
+          const int64_t from = oh == oh_first ? q0 - oh * OW : 0;
+          const int64_t to = oh == oh_last ? q1 - oh * OW : OW;
+          float* dst = col + oh * OW - q0;  // dst[ow] is pixel (oh, ow)
           const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-          float* dst = col + oh * OW;
           if (ih < 0 || ih >= p.H) {
-            std::fill(dst, dst + OW, 0.0f);
+            std::fill(dst + from, dst + to, 0.0f);
             continue;
           }
           const float* src = plane + ih * p.W;
-          const int64_t off = kw * p.dilation_w - p.pad_left;
-          if (p.stride_w == 1 && off >= 0 && off + OW <= p.W) {
-            std::memcpy(dst, src + off, static_cast<size_t>(OW) * sizeof(float));
-            continue;
-          }
-          // Columns whose input is inside the row: [lo, hi); zeros (padding) around them.
-          const int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w);
-          const int64_t hi = std::max(
-              lo, std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1));
-          std::fill(dst, dst + lo, 0.0f);
-          if (p.stride_w == 2) {  // the even lanes of 8 floats, while they are in the row
+          const int64_t lo = std::clamp(in_lo, from, to), hi = std::clamp(in_hi, lo, to);
+          std::fill(dst + from, dst + lo, 0.0f);
+          if (p.stride_w == 1) {
+            std::memcpy(dst + lo, src + lo + off, static_cast<size_t>(hi - lo) * sizeof(float));
+          } else if (p.stride_w == 2) {  // the even lanes of 8 floats, while they are in the row
             int64_t ow = lo;
             for (; ow + 4 <= hi && 2 * ow + off + 8 <= p.W; ow += 4)
               store4(dst + ow, __builtin_shufflevector(load4(src + 2 * ow + off),
@@ -58,9 +71,9 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, float* col
           } else {
             for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * p.stride_w + off];
           }
-          std::fill(dst + hi, dst + OW, 0.0f);
+          std::fill(dst + hi, dst + to, 0.0f);
         }
-        col += OH * OW;
+        col += q1 - q0;
       }
     }
   }
@@ -381,7 +394,8 @@ void depthwise(const Conv2dParams& p, const float* in, const float* weight, cons
 
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
   if (is_pointwise(p) || is_depthwise(p) || conv2d_uses_winograd(p)) return 0;
-  return (p.C / p.group) * p.KH * p.KW * p.out_h() * p.out_w();
+  const int64_t kdim = (p.C / p.group) * p.KH * p.KW;
+  return kdim * im2col_band(kdim, p.out_h() * p.out_w());
 }
 
 std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight) {
@@ -414,15 +428,22 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
       ep.row_bias = bias ? bias + g * mg : nullptr;
       ep.lo = p.clamp_lo;
       ep.hi = p.clamp_hi;
-      const float* cols = x;  // 1x1, stride 1, no padding: the input already is the matrix
-      if (!is_pointwise(p)) {
-        im2col(p, x, cg, scratch);
-        cols = scratch;
-      }
       const PackedOperand* pw =
           packed && static_cast<int64_t>(packed->size()) == p.group ? &(*packed)[g] : nullptr;
       // (a packed operand of another shape is ignored by sgemm)
-      sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, cols, OHW, 0.0f, y, OHW, &ep, pw);
+      if (is_pointwise(p)) {  // 1x1, stride 1, no padding: the input already is the matrix
+        sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, x, OHW, 0.0f, y, OHW, &ep, pw);
+        continue;
+      }
+      // Unfolded and multiplied a band of output pixels at a time, so that the band's columns
+      // are still in the cache when the GEMM reads them.
+      const int64_t band = im2col_band(kdim, OHW);
+      for (int64_t q0 = 0; q0 < OHW; q0 += band) {
+        const int64_t q1 = std::min(OHW, q0 + band);
+        im2col(p, x, cg, q0, q1, scratch);
+        sgemm(false, false, mg, q1 - q0, kdim, 1.0f, w, kdim, scratch, q1 - q0, 0.0f, y + q0, OHW,
+              &ep, pw);
+      }
     }
   }
 }

@@ -214,6 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
+        // Two im2col bands (256 + 124 output pixels), the first ending inside an output row.
+        ConvCase{"3x3/2 in two im2col bands", conv(1, 64, 40, 37, 4, 3, 2, 1), true},
         ConvCase{"5x5/3 dilated 2", conv(1, 3, 20, 23, 4, 5, 3, 2, 1, 2), true},
         ConvCase{"dilated", conv(1, 4, 16, 16, 4, 3, 1, 2, 1, 2), true},
         ConvCase{"asymmetric pads, 3x2 kernel", asymmetric(), true},
