@@ -528,18 +528,35 @@ __attribute__((target("avx2"), always_inline)) inline void max8_k3s2_avx2(const 
 }
 
 // orow[at..at+8) = max over rows[0..n) at the same columns; lanes where a row has a NaN are
-// set in `nan`.
+// set in `nan`. N > 0: n is N (unrolled, the usual 2- and 3-row windows); else any n.
+template <int N>
 __attribute__((target("avx2"), always_inline)) inline void max_rows8_avx2(const float* const* rows,
                                                                           int64_t n, float* orow,
                                                                           int64_t at, __m256& nan) {
+  if (N > 0) n = N;
   __m256 m = _mm256_loadu_ps(rows[0] + at);
-  nan = _mm256_or_ps(nan, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
+  __m256 bad = _mm256_cmp_ps(m, m, _CMP_UNORD_Q);
   for (int64_t r = 1; r < n; ++r) {
     const __m256 x = _mm256_loadu_ps(rows[r] + at);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
     m = _mm256_max_ps(m, x);
   }
+  nan = _mm256_or_ps(nan, bad);
   _mm256_storeu_ps(orow + at, m);
+}
+
+template <int N>
+__attribute__((target("avx2"))) int64_t max_rows_n_avx2(const float* const* rows, int64_t n,
+                                                        float* orow, int64_t W, bool& nan) {
+  __m256 bad = _mm256_setzero_ps();
+  int64_t w = 0;
+  for (; w + 8 <= W; w += 8) max_rows8_avx2<N>(rows, n, orow, w, bad);
+  if (w < W && W >= 8) {  // the last eight once more, overlapping
+    max_rows8_avx2<N>(rows, n, orow, W - 8, bad);
+    w = W;
+  }
+  nan = nan || _mm256_movemask_ps(bad) != 0;
+  return w;
 }
 
 // Eight outputs at a time of a 3-wide, stride-2 window row (ResNet's and SqueezeNet's 3x3/2
@@ -563,18 +580,12 @@ __attribute__((target("avx2"))) int64_t max_row_k3s2_avx2(const float* irow, flo
 }
 
 // orow[ow] = max of rows[0..n)[ow], eight at a time; returns where it stopped. Sets `nan` when
-// one of the values read is a NaN.
-__attribute__((target("avx2"))) int64_t max_rows_avx2(const float* const* rows, int64_t n,
-                                                      float* orow, int64_t W, bool& nan) {
-  __m256 bad = _mm256_setzero_ps();
-  int64_t w = 0;
-  for (; w + 8 <= W; w += 8) max_rows8_avx2(rows, n, orow, w, bad);
-  if (w < W && W >= 8) {  // the last eight once more, overlapping
-    max_rows8_avx2(rows, n, orow, W - 8, bad);
-    w = W;
-  }
-  nan = nan || _mm256_movemask_ps(bad) != 0;
-  return w;
+// one of the values read is a NaN. (Unrolled for two and three rows: the loop over n kept one
+// max chain per eight columns in flight and took twice as long.)
+int64_t max_rows_avx2(const float* const* rows, int64_t n, float* orow, int64_t W, bool& nan) {
+  if (n == 3) return max_rows_n_avx2<3>(rows, n, orow, W, nan);
+  if (n == 2) return max_rows_n_avx2<2>(rows, n, orow, W, nan);
+  return max_rows_n_avx2<0>(rows, n, orow, W, nan);
 }
 #endif
 

@@ -210,6 +210,10 @@ INSTANTIATE_TEST_SUITE_P(
         // 16-lane blocks (AVX-512) of the channel-interleaved path: two full, one partial.
         ConvCase{"depthwise 3x3/2 28x28, 40 channels", conv(1, 40, 28, 28, 40, 3, 2, 1, 40), true},
         ConvCase{"depthwise 3x3 56-wide, 40 channels", conv(1, 40, 7, 56, 40, 3, 1, 1, 40), false},
+        // Stride 2 on rows under eight wide, padding 2 at stride 2, two images, and channel
+        // counts that leave partial blocks of the channel-interleaved paths.
+        ConvCase{"depthwise 3x3/2 7-wide rows", conv(1, 20, 6, 7, 20, 3, 2, 1, 20), true},
+        ConvCase{"depthwise 3x3/2 pad 2", conv(2, 17, 5, 12, 17, 3, 2, 2, 17), false},
         ConvCase{"depthwise 3x3 fewer pixels than lanes", conv(1, 8, 2, 3, 8, 3, 1, 1, 8), true},
         ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
