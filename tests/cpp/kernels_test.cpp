@@ -227,6 +227,7 @@ INSTANTIATE_TEST_SUITE_P(
         // sizes (half tiles), channels not a multiple of the panel height.
         ConvCase{"winograd 3x3 pad 1", conv(2, 32, 14, 14, 40, 3, 1, 1), true},
         ConvCase{"winograd odd output", conv(1, 33, 13, 17, 35, 3, 1, 1), true},
+        ConvCase{"winograd 16 input channels", conv(1, 16, 15, 15, 64, 3, 1, 1), false},
         ConvCase{"winograd unpadded", conv(1, 32, 16, 15, 32, 3, 1, 0), false},
         ConvCase{"winograd asymmetric pads", winograd_asymmetric(), true},
         ConvCase{"too few tiles for winograd", conv(1, 32, 9, 9, 32, 3, 1, 1), true}));
