@@ -405,8 +405,11 @@ std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const floa
   if (is_depthwise(p)) return packed;
   if (conv2d_uses_winograd(p)) return winograd_pack_weights(p, weight);
   const int64_t mg = p.M / p.group, kdim = (p.C / p.group) * p.KH * p.KW;
+  // The N of conv2d's products: all output pixels, or a band of them.
+  const int64_t OHW = p.out_h() * p.out_w();
+  const int64_t n = is_pointwise(p) ? OHW : im2col_band(kdim, OHW);
   for (int64_t g = 0; g < p.group; ++g)
-    packed.push_back(PackedOperand::left(false, mg, kdim, weight + g * mg * kdim, kdim));
+    packed.push_back(PackedOperand::left(false, mg, kdim, weight + g * mg * kdim, kdim, n));
   return packed;
 }
 

@@ -79,6 +79,14 @@ void pack_a(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int
       out += kc * MR;
       continue;
     }
+    if (trans && rows == MR) {  // op(A)'s rows are A's columns: MR consecutive floats per k
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = A + (k0 + k) * lda + i0 + p;
+        for (int64_t r = 0; r < MR; ++r) out[k * MR + r] = src[r];
+      }
+      out += kc * MR;
+      continue;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       for (int64_t r = 0; r < rows; ++r) out[k * MR + r] = at_a(A, lda, trans, i0 + p + r, k0 + k);
       for (int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
@@ -111,7 +119,8 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
 
 // acc = sum_k a[k] (x) b[k] over packed panels; then C = alpha * acc + (first ? beta * C : C)
 // for the mr x nr corner that exists.
-// `ep` (may be null) adds row_bias on the first K block and clamps on the last.
+// `ep` (may be null) adds row_bias and clamps on the last K block (so that a product computed
+// transposed, which adds the bias after all K blocks, gets the same bits).
 struct Store {
   bool first, last;
   const float* bias;  // bias of this tile's first row, or null
@@ -170,7 +179,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     } else if (beta != 0.0f) {
       out += vb * load4(dst);
     }
-    if (first && st.bias) out += vbias;
+    if (st.last && st.bias) out += vbias;
     if (clamp) {
       out = out < vlo ? vlo : out;
       out = out > vhi ? vhi : out;
@@ -179,7 +188,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   };
   if (mr == MR && nr == NR) {
     for (int64_t r = 0; r < MR; ++r) {
-      const v4f vbias = splat(first && st.bias ? st.bias[r] : 0.0f);
+      const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
       for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias);
     }
     return;
@@ -188,7 +197,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   // columns of a last partial vector.
   for (int64_t r = 0; r < mr; ++r) {
     float* row = C + r * ldc;
-    const v4f vbias = splat(first && st.bias ? st.bias[r] : 0.0f);
+    const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
     for (int h = 0; h < 2; ++h) {
       const int64_t cols = std::min<int64_t>(nr - 4 * h, 4);
       if (cols <= 0) break;
@@ -206,7 +215,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         } else if (beta != 0.0f) {
           out += beta * y;
         }
-        if (first && st.bias) out += st.bias[r];
+        if (st.last && st.bias) out += st.bias[r];
         if (clamp) out = std::min(std::max(out, st.lo), st.hi);
         y = out;
       }
@@ -224,7 +233,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     } else if (beta != 0.0f) {                                                         \
       out = FMADD(vb, LOADU(dst), out);                                                \
     }                                                                                  \
-    if (first && st.bias) out = ADD(out, vbias);                                       \
+    if (st.last && st.bias) out = ADD(out, vbias);                                     \
     if (clamp) out = MINP(MAXP(out, vlo), vhi);                                        \
     STOREU(dst, out);                                                                  \
   } while (false)
@@ -273,7 +282,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
                               {c30, c31}, {c40, c41}, {c50, c51}};                                 \
       for (int64_t r = 0; r < MR; ++r) {                                                           \
         float* row = C + r * ldc;                                                                  \
-        const VEC vbias = SET1(first && st.bias ? st.bias[r] : 0.0f);                              \
+        const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                            \
         for (int h = 0; h < 2; ++h) {                                                              \
           FXWASM_X86_STORE(VEC, row + LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU, MAXP, MINP,    \
                            STOREU);                                                                \
@@ -288,7 +297,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         {c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};                   \
     for (int64_t r = 0; r < mr; ++r) {                                                             \
       float* row = C + r * ldc;                                                                    \
-      const VEC vbias = SET1(first && st.bias ? st.bias[r] : 0.0f);                                \
+      const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                              \
       for (int h = 0; h < 2; ++h) {                                                                \
         const int64_t cols = std::min<int64_t>(nr - LANES * h, LANES);                             \
         if (cols <= 0) break;                                                                      \
@@ -307,7 +316,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
           } else if (beta != 0.0f) {                                                               \
             out += beta * y;                                                                       \
           }                                                                                        \
-          if (first && st.bias) out += st.bias[r];                                                 \
+          if (st.last && st.bias) out += st.bias[r];                                               \
           if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                  \
           y = out;                                                                                 \
         }                                                                                          \
@@ -368,7 +377,33 @@ MicroKernel select_kernel(int64_t& nr_width) {
 
 }  // namespace
 
-PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda) {
+bool sgemm_prefers_transposed(int64_t M, int64_t N, int64_t K) {
+  // Transposing the result costs about as much as the better fill gains when K is short
+  // (min-of-40 conv timings: K = 64 25 % slower, 160 even, 320 8 % faster, 4608 21 %), and with
+  // at most kDirectBMaxRows rows the plain product reads B in place, which the transposed one
+  // cannot.
+  if (M <= kDirectBMaxRows || N <= 0 || K < 256) return false;
+  int64_t width = NR;
+  select_kernel(width);
+  // The share of computed tile cells that are results.
+  auto fill = [](int64_t n, int64_t step) {
+    return static_cast<double>(n) / static_cast<double>((n + step - 1) / step * step);
+  };
+  // (A margin for transposing the result.)
+  return fill(M, width) * fill(N, MR) > 1.08 * fill(N, width);
+}
+
+PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda,
+                                  int64_t n_hint) {
+  if (n_hint > 0 && sgemm_prefers_transposed(M, n_hint, K)) {
+    // op(A)^T (K x M) as a right operand: A is its transpose as stored unless trans_a.
+    PackedOperand p = right(!trans_a, K, M, A, lda);
+    p.left_ = true;
+    p.transposed_ = true;
+    p.rows_ = M;
+    p.cols_ = K;
+    return p;
+  }
   PackedOperand p;
   p.left_ = true;
   p.rows_ = M;
@@ -382,6 +417,59 @@ PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const floa
   }
   return p;
 }
+
+namespace {
+
+// C[i, j] = T[j, i] (+ beta * C[i, j]) + bias[i], clamped: T is N x M (row stride M). Four by four
+// blocks transposed in registers, in the order of the micro-kernels' stores (the same bits).
+void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ldc, float beta,
+                      const float* bias, bool clamp, float lo, float hi) {
+  auto finish = [&](float v, int64_t i, float c) {
+    if (beta != 0.0f) v += beta * c;
+    if (bias) v += bias[i];
+    return clamp ? std::min(std::max(v, lo), hi) : v;
+  };
+  const v4f vlo = splat(lo), vhi = splat(hi), vbeta = splat(beta);
+  int64_t i = 0;
+  for (; i + 4 <= M; i += 4) {
+    int64_t j = 0;
+    for (; j + 4 <= N; j += 4) {
+      const v4f r0 = load4(T + j * M + i), r1 = load4(T + (j + 1) * M + i);
+      const v4f r2 = load4(T + (j + 2) * M + i), r3 = load4(T + (j + 3) * M + i);
+      const v4f t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5);
+      const v4f t1 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
+      const v4f t2 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+      const v4f t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+      v4f col[4] = {
+          __builtin_shufflevector(t0, t1, 0, 1, 4, 5), __builtin_shufflevector(t0, t1, 2, 3, 6, 7),
+          __builtin_shufflevector(t2, t3, 0, 1, 4, 5), __builtin_shufflevector(t2, t3, 2, 3, 6, 7)};
+      for (int k = 0; k < 4; ++k) {
+        float* c = C + (i + k) * ldc + j;
+        v4f v = col[k];
+        if (beta != 0.0f) v += vbeta * load4(c);
+        if (bias) v += splat(bias[i + k]);
+        if (clamp) {
+          v = v < vlo ? vlo : v;
+          v = v > vhi ? vhi : v;
+        }
+        store4(c, v);
+      }
+    }
+    for (; j < N; ++j)
+      for (int64_t k = i; k < i + 4; ++k) C[k * ldc + j] = finish(T[j * M + k], k, C[k * ldc + j]);
+  }
+  for (; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = finish(T[j * M + i], i, C[i * ldc + j]);
+}
+
+}  // namespace
+
+struct GemmCore {
+  static void blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                      int64_t ldc, float beta, const float* bias, float lo, float hi, bool clamp,
+                      const PackedOperand* packed_a, const PackedOperand* packed_b);
+};
 
 PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
                                    int64_t ldb) {
@@ -452,12 +540,32 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     }
     return;
   }
-  int64_t nr_width = NR;
-  const MicroKernel kernel = select_kernel(nr_width);
   if (packed_a && (!packed_a->is_left() || packed_a->rows() != M || packed_a->cols() != K))
     packed_a = nullptr;  // not this product's A: pack as usual
   if (packed_b && (packed_b->is_left() || packed_b->rows() != K || packed_b->cols() != N))
     packed_b = nullptr;
+  if (packed_a && packed_a->transposed_) {
+    // C^T = op(B)^T op(A)^T (N x M) into a buffer, with op(A)^T the packed right operand; then
+    // C from its transpose, with beta, the bias and the clamp.
+    thread_local std::vector<float> t_buf;
+    t_buf.resize(static_cast<size_t>(N * M));
+    float* T = t_buf.data();
+    GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, nullptr,
+                      -__builtin_inff(), __builtin_inff(), false, nullptr, packed_a);
+    store_transposed(T, M, N, C, ldc, beta, bias, clamp, lo, hi);
+    return;
+  }
+  GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, bias, lo, hi,
+                    clamp, packed_a, packed_b);
+}
+
+// The blocked loops of sgemm (the operands' packings checked by the caller).
+void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                       int64_t ldc, float beta, const float* bias, float lo, float hi, bool clamp,
+                       const PackedOperand* packed_a, const PackedOperand* packed_b) {
+  int64_t nr_width = NR;
+  const MicroKernel kernel = select_kernel(nr_width);
   // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
   // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
   thread_local std::vector<float> packed_a_buf, packed_b_buf;

@@ -23,7 +23,11 @@ struct GemmEpilogue {
 /// panel width follows the micro-kernel the CPU selects).
 class PackedOperand {
  public:
-  static PackedOperand left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda);
+  /// `n_hint`: the N of the products it will take part in, when known (a convolution's output
+  /// pixels). Where sgemm_prefers_transposed(M, n_hint, K), op(A) is kept as the right operand of
+  /// the transposed product C^T = op(B)^T op(A)^T, which sgemm then computes instead.
+  static PackedOperand left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda,
+                            int64_t n_hint = 0);
   static PackedOperand right(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
 
   bool is_left() const { return left_; }
@@ -35,11 +39,13 @@ class PackedOperand {
   friend void sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                     const float*, int64_t, float, float*, int64_t, const GemmEpilogue*,
                     const PackedOperand*, const PackedOperand*);
+  friend struct GemmCore;
   // The panels of the KC-deep slice starting at k0, from row (left) / column (right) `at`.
   const float* block(int64_t k0, int64_t kc, int64_t at) const {
     return data_ + k0 * padded_ + at * kc;
   }
   bool left_ = true;
+  bool transposed_ = false;  // a left operand packed as the right one of the transposed product
   int64_t rows_ = 0, cols_ = 0;
   int64_t padded_ = 0;  // M rounded up to the panel height / N to the panel width
   std::vector<float> buf_;
@@ -57,6 +63,11 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* epilogue = nullptr, const PackedOperand* packed_a = nullptr,
            const PackedOperand* packed_b = nullptr);
+
+/// Whether an M x N x K product runs clearly faster transposed (N x M): N short of a whole
+/// number of column panels, M a multiple of the panel width (a 7x7 layer's 49 output pixels fill
+/// 49 of 64 columns; as rows, 49 of 54), and K long enough to pay for transposing the result.
+bool sgemm_prefers_transposed(int64_t M, int64_t N, int64_t K);
 
 /// The textbook triple loop (double accumulation); the reference sgemm is tested against.
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

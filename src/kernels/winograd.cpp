@@ -49,8 +49,9 @@ std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const fl
       }
     }
   std::vector<PackedOperand> packed;
+  const int64_t tiles = ((p.out_h() + 1) / 2) * ((p.out_w() + 1) / 2);  // the products' N
   for (int64_t xi = 0; xi < 16; ++xi)
-    packed.push_back(PackedOperand::left(false, M, C, U.data() + xi * M * C, C));
+    packed.push_back(PackedOperand::left(false, M, C, U.data() + xi * M * C, C, tiles));
   return packed;
 }
 

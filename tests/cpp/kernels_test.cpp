@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/conv.h"
@@ -101,6 +102,55 @@ TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
       for (int64_t j = 0; j < N; ++j)
         EXPECT_NEAR(C[i * N + j], std::min(std::max(R[i * N + j] + bias[i], -0.5f), 0.75f), 1e-4f)
             << M << "x" << N << "x" << K << " at " << i << "," << j;
+  }
+}
+
+// A left operand packed with an N hint that makes sgemm compute the transposed product (N short
+// of whole column panels): the reference's values, untouched padding columns, and (alpha 1 and
+// beta 0, the executor's case) the same bits as the product packed on the fly.
+TEST(Sgemm, PackedLeftOperandOfATransposedProduct) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{96, 9, 256}, {96, 49, 300}}) {
+    EXPECT_TRUE(fx::kernels::sgemm_prefers_transposed(M, N, K)) << M << "x" << N << "x" << K;
+    for (bool trans_a : {false, true}) {
+      for (auto [alpha, beta] : {std::pair<float, float>{1.0f, 0.0f}, {0.75f, 0.5f}}) {
+        const int64_t lda = (trans_a ? M : K) + 3, ldb = N + 5, ldc = N + 2;
+        std::vector<float> A((trans_a ? K : M) * lda), B(K * ldb), C(M * ldc), bias(M);
+        for (float& v : A) v = d(rng);
+        for (float& v : B) v = d(rng);
+        for (float& v : C) v = d(rng);
+        for (float& v : bias) v = d(rng);
+        fx::kernels::GemmEpilogue ep;
+        ep.row_bias = bias.data();
+        ep.lo = -2.0f;
+        ep.hi = 2.5f;
+        const fx::kernels::PackedOperand packed =
+            fx::kernels::PackedOperand::left(trans_a, M, K, A.data(), lda, N);
+        std::vector<float> got = C, plain = C, want = C;
+        fx::kernels::sgemm(trans_a, false, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta,
+                           got.data(), ldc, &ep, &packed);
+        fx::kernels::sgemm(trans_a, false, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta,
+                           plain.data(), ldc, &ep);
+        fx::kernels::sgemm_reference(trans_a, false, M, N, K, alpha, A.data(), lda, B.data(), ldb,
+                                     beta, want.data(), ldc);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float g = got[i * ldc + j];
+            if (j >= N) {
+              ASSERT_EQ(g, C[i * ldc + j]) << "padding (" << i << ", " << j << ") was written";
+              continue;
+            }
+            const float w = std::min(std::max(want[i * ldc + j] + bias[i], -2.0f), 2.5f);
+            ASSERT_NEAR(g, w, 1e-5f * static_cast<float>(K + 1))
+                << M << "x" << N << "x" << K << " trans_a " << trans_a << " alpha " << alpha
+                << " at " << i << "," << j;
+            if (alpha == 1.0f && beta == 0.0f) {
+              ASSERT_EQ(g, plain[i * ldc + j]) << "same bits at " << i << "," << j;
+            }
+          }
+      }
+    }
   }
 }
 
