@@ -12,11 +12,12 @@
 #            wasm build of the same driver)
 #
 #   bench/run_onnx_exec.sh
-#   MODELS=resnet18,transformer_encoder RUNS=7 bench/run_onnx_exec.sh
+#   MODELS=resnet18,transformer_encoder RUNS=7 ROUNDS=1 bench/run_onnx_exec.sh
 #   PROFILE_MODELS= SKIP_SGEMM=1 INIT_RUNS=3 bench/run_onnx_exec.sh
 #
 # Every latency: warm-up (>= 2 runs and >= 0.5 s), then RUNS repetitions of >= 20 ms each
-# (several runs back to back for small models); median and min per run. The sides of one model
+# (several runs back to back for small models); median and min per run; all of it ROUNDS times
+# (default 3), the sides interleaved, and the table shows the median of the rounds' medians. The sides of one model
 # run one after the other (never concurrently), in separate processes. The output checksums
 # (sum |y| of the first output, same seeded inputs everywhere) are compared in the table.
 #
@@ -29,6 +30,7 @@ OUT=build/bench
 MODELS=${MODELS:-resnet18,mobilenet_v2,squeezenet1_1,transformer_encoder}
 PROFILE_MODELS=${PROFILE_MODELS-resnet18,transformer_encoder}
 RUNS=${RUNS:-10}
+ROUNDS=${ROUNDS:-3}
 INIT_RUNS=${INIT_RUNS:-7}
 TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 mkdir -p "$OUT"
@@ -82,16 +84,23 @@ printf '{"meta": "machine", "cpu": "%s", "nproc": %s, "node": "%s", "commit": "%
   "$([ -z "$(git status --porcelain -- src include wasm)" ] && echo false || echo true)" \
   "$(date -u +%Y-%m-%dT%H:%MZ)" >>"$JSONL"
 
-# ---- latency, model by model ----
-for m in "${models[@]}"; do
-  f="models/zoo/$m.onnx"
-  log "$m: fxwasm wasm, onnxruntime-web, fxwasm native, onnxruntime-node, torch eager"
-  node bench/onnx_exec.mjs fxwasm "$f" --runs "$RUNS" >>"$JSONL"
-  node bench/onnx_exec.mjs ortweb "$f" --runs "$RUNS" >>"$JSONL"
-  # shellcheck disable=SC2046
-  build/native/bench_onnx_exec "$f" $(input_flags "$m") --runs "$RUNS" >>"$JSONL"
-  node bench/onnx_exec.mjs ortnode "$f" --runs "$RUNS" >>"$JSONL"
-  "$TORCH_PY" bench/onnx_exec_torch.py "$m" --runs "$RUNS" >>"$JSONL"
+# ---- latency: ROUNDS rounds, each side of each model once per round ----
+# (This host's speed drifts by 20-40 % over seconds; interleaved rounds give both sides of a
+# ratio the same drift, and the table takes the median of the rounds' medians. torch eager,
+# far off either way, runs in the first round only.)
+for round in $(seq "$ROUNDS"); do
+  for m in "${models[@]}"; do
+    f="models/zoo/$m.onnx"
+    log "round $round/$ROUNDS, $m: fxwasm wasm, onnxruntime-web, fxwasm native, onnxruntime-node"
+    node bench/onnx_exec.mjs fxwasm "$f" --runs "$RUNS" >>"$JSONL"
+    node bench/onnx_exec.mjs ortweb "$f" --runs "$RUNS" >>"$JSONL"
+    # shellcheck disable=SC2046
+    build/native/bench_onnx_exec "$f" $(input_flags "$m") --runs "$RUNS" >>"$JSONL"
+    node bench/onnx_exec.mjs ortnode "$f" --runs "$RUNS" >>"$JSONL"
+    if [ "$round" = 1 ]; then
+      "$TORCH_PY" bench/onnx_exec_torch.py "$m" --runs "$RUNS" >>"$JSONL"
+    fi
+  done
 done
 
 # ---- start-up: fresh processes, alternating ----
