@@ -389,8 +389,9 @@ bool sgemm_prefers_transposed(int64_t M, int64_t N, int64_t K) {
   auto fill = [](int64_t n, int64_t step) {
     return static_cast<double>(n) / static_cast<double>((n + step - 1) / step * step);
   };
-  // (A margin for transposing the result.)
-  return fill(M, width) * fill(N, MR) > 1.08 * fill(N, width);
+  // (A margin for transposing the result: SqueezeNet's 1000 x 169 classifier, 1.08x better filled,
+  // ran 6 % faster transposed.)
+  return fill(M, width) * fill(N, MR) > 1.05 * fill(N, width);
 }
 
 PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda,
