@@ -63,6 +63,11 @@ int64_t Tensor::numel() const {
 
 Bytes Tensor::bytes() const {
   if (data || !external) return data;
+  std::unique_lock<std::mutex> lock(external->kept_mutex, std::defer_lock);
+  if (external->keep) {
+    lock.lock();
+    if (external->kept) return external->kept;
+  }
   if (!external->read)
     throw Error(ErrorKind::Value, "tensor data lives in the external file '" + external->location +
                                       "' and no reader was supplied: pass the external data "
@@ -73,6 +78,7 @@ Bytes Tensor::bytes() const {
                                       std::to_string(external->offset) + " has " +
                                       std::to_string(b ? b->size() : 0) + " bytes, the tensor " +
                                       describe() + " needs " + std::to_string(nbytes()));
+  if (external->keep) external->kept = b;
   return b;
 }
 

@@ -677,7 +677,8 @@ export interface BlobLike {
 /**
  * Where tensors stored as ONNX external data come from: a reader called lazily with the file
  * name, byte offset and length (-1: to the end); an object or Map from file name to its bytes
- * (or a Blob, inside a Web Worker); or, under Node, the folder the files are in.
+ * (or a Blob, inside a Web Worker); or, under Node, the folder the files are in. Each tensor is
+ * read once, when its bytes are first needed, and kept with the module after that.
  */
 export type ExternalDataSource =
   | ((location: string, offset: number, length: number) => Uint8Array | null | undefined)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct ExternalData {
   int64_t length = -1;  ///< -1: to the end of the file
   /// Reads the bytes; throws fx::Error if it cannot. Null: no reader was supplied.
   std::function<Bytes()> read;
+  /// Keep the bytes once read (data that does not change, like an ONNX model's weight files), so
+  /// that every later use (each run of the model) shares them instead of reading them again.
+  /// Off for views of live memory that may change (fx::torch::share_fx_tensor).
+  bool keep = false;
+  mutable std::mutex kept_mutex;
+  mutable Bytes kept;
 };
 
 /// A tensor value held by a module: dtype, shape and raw little-endian bytes. The core never

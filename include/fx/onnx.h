@@ -43,8 +43,9 @@ using ExternalDataReader =
 
 struct ImportOptions {
   /// Resolves tensors stored outside the model. Reads happen lazily, when a tensor's bytes are
-  /// needed (running, folding, exporting with embedded data); without a reader such tensors
-  /// import fine and fail only when their bytes are needed.
+  /// first needed (running, folding, exporting with embedded data), and the tensor keeps them
+  /// from then on (later runs do not read again); without a reader such tensors import fine and
+  /// fail only when their bytes are needed.
   ExternalDataReader external_data;
 };
 

@@ -148,6 +148,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
       const int64_t offset = ext->offset;
       const int64_t length = ext->length >= 0 ? ext->length : static_cast<int64_t>(nbytes);
       ext->read = [reader, location, offset, length]() { return reader(location, offset, length); };
+      ext->keep = true;  // read once, on first use
     }
     t.external = std::move(ext);
     return t;

@@ -132,6 +132,8 @@ sys.stdout.buffer.write(len(raw).to_bytes(4, 'little') + raw + m.SerializeToStri
   expect(calls).toEqual([['w.bin', 8, n]]);
   const ref = loadONNX(sample).run([x])[0];
   expect(Array.from(y.data)).toEqual(Array.from(ref.data));
+  gm.run([x]);
+  expect(calls.length).toBe(1);  // read once: the model keeps the bytes
   // The same through an object of location -> bytes, and a missing file named in the error.
   const byName = loadONNX(model, { externalData: { 'w.bin': weights } });
   expect(Array.from(byName.run([x])[0].data)).toEqual(Array.from(ref.data));
