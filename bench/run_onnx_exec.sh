@@ -17,7 +17,7 @@
 #
 # Every latency: warm-up (>= 2 runs and >= 0.5 s), then RUNS repetitions of >= 20 ms each
 # (several runs back to back for small models); median and min per run; all of it ROUNDS times
-# (default 3), the sides interleaved, and the table shows the median of the rounds' medians. The sides of one model
+# (default 5), the sides interleaved, and the table shows the median of the rounds' medians. The sides of one model
 # run one after the other (never concurrently), in separate processes. The output checksums
 # (sum |y| of the first output, same seeded inputs everywhere) are compared in the table.
 #
@@ -30,7 +30,7 @@ OUT=build/bench
 MODELS=${MODELS:-resnet18,mobilenet_v2,squeezenet1_1,transformer_encoder}
 PROFILE_MODELS=${PROFILE_MODELS-resnet18,transformer_encoder}
 RUNS=${RUNS:-10}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 INIT_RUNS=${INIT_RUNS:-7}
 TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 mkdir -p "$OUT"
