@@ -17,9 +17,10 @@
 #
 # Every latency: warm-up (>= 2 runs and >= 0.5 s), then RUNS repetitions of >= 20 ms each
 # (several runs back to back for small models); median and min per run; all of it ROUNDS times
-# (default 5), the sides interleaved, and the table shows the median of the rounds' medians. The sides of one model
-# run one after the other (never concurrently), in separate processes. The output checksums
-# (sum |y| of the first output, same seeded inputs everywhere) are compared in the table.
+# (default 5), the sides interleaved, and the table shows the median of the rounds' medians.
+# The sides of one model run one after the other (never concurrently), in separate processes.
+# The output checksums (sum |y| of the first output, same seeded inputs everywhere) are
+# compared in the table.
 #
 # Outputs (build/bench/): onnx_exec.jsonl (all figures), onnx_profile_*.jsonl (per node),
 # onnx_exec_wasm.{js,wasm} (the wasm driver); the table goes to stdout (bench/onnx_table.mjs).
