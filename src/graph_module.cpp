@@ -1,5 +1,6 @@
 #include "fx/graph_module.h"
 
+#include <string_view>
 #include <unordered_set>
 
 namespace fx {
@@ -36,7 +37,7 @@ V* find_named(std::vector<std::pair<std::string, V>>& v, const std::string& name
   return nullptr;
 }
 template <class V>
-const V* find_named(const std::vector<std::pair<std::string, V>>& v, const std::string& name) {
+const V* find_named(const std::vector<std::pair<std::string, V>>& v, std::string_view name) {
   for (const auto& kv : v)
     if (kv.first == name) return &kv.second;
   return nullptr;
@@ -165,19 +166,17 @@ std::shared_ptr<Module> Module::get_submodule(const std::string& target) const {
 }
 
 const Tensor* Module::get_tensor(const std::string& target) const {
-  if (target.find('.') == std::string::npos) {  // the common case: no path to split
-    if (const Tensor* p = parameter(target)) return p;
-    return buffer(target);
-  }
-  std::vector<std::string> atoms = split_dots(target);
+  // Walks the path in place (no strings, no shared_ptr copies): the executor looks up every
+  // constant on every run.
+  std::string_view rest(target);
   const Module* m = this;
-  for (size_t i = 0; i + 1 < atoms.size(); ++i) {
-    auto c = m->child(atoms[i]);
-    if (!c) return nullptr;
-    m = c.get();
+  for (size_t dot; (dot = rest.find('.')) != std::string_view::npos; rest.remove_prefix(dot + 1)) {
+    const std::shared_ptr<Module>* c = find_named(m->children_, rest.substr(0, dot));
+    if (!c || !*c) return nullptr;
+    m = c->get();
   }
-  if (const Tensor* p = m->parameter(atoms.back())) return p;
-  return m->buffer(atoms.back());
+  if (const Tensor* p = find_named(m->params_, rest)) return p;
+  return find_named(m->buffers_, rest);
 }
 
 char Module::attr_kind(const std::string& target) const {

@@ -87,10 +87,9 @@ void pack_a(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int
       out += kc * MR;
       continue;
     }
-    for (int64_t k = 0; k < kc; ++k) {
-      for (int64_t r = 0; r < rows; ++r) out[k * MR + r] = at_a(A, lda, trans, i0 + p + r, k0 + k);
-      for (int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
-    }
+    for (int64_t k = 0; k < kc; ++k)  // (one loop of MR: GCC made the zero tail a memset call)
+      for (int64_t r = 0; r < MR; ++r)
+        out[k * MR + r] = r < rows ? at_a(A, lda, trans, i0 + p + r, k0 + k) : 0.0f;
     out += kc * MR;
   }
 }
@@ -109,9 +108,8 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
         for (int64_t c = 0; c < width; c += 4) store4(dst + c, load4(src + c));
         continue;
       }
-      for (int64_t c = 0; c < cols; ++c)
-        out[k * width + c] = at_b(B, ldb, trans, k0 + k, j0 + p + c);
-      for (int64_t c = cols; c < width; ++c) out[k * width + c] = 0.0f;
+      for (int64_t c = 0; c < width; ++c)  // (one loop: not a memset call per k)
+        out[k * width + c] = c < cols ? at_b(B, ldb, trans, k0 + k, j0 + p + c) : 0.0f;
     }
     out += kc * width;
   }
