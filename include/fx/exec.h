@@ -37,17 +37,17 @@ class Value {
   Dtype dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t numel() const;
-  size_t nbytes() const { return bytes_ ? bytes_->size() : 0; }
-  bool defined() const { return bytes_ != nullptr; }
+  size_t nbytes() const { return nbytes_; }
+  bool defined() const { return data_ != nullptr; }
 
   template <class T>
   const T* data() const {
-    return reinterpret_cast<const T*>(bytes_->data());
+    return reinterpret_cast<const T*>(data_);
   }
   /// Writable data: only for a value this op just created.
   template <class T>
   T* mutable_data() {
-    return reinterpret_cast<T*>(const_cast<uint8_t*>(bytes_->data()));
+    return reinterpret_cast<T*>(const_cast<uint8_t*>(data_));
   }
   /// The same elements (shared storage) viewed with another shape of equal numel.
   Value with_shape(std::vector<int64_t> shape) const;
@@ -58,17 +58,29 @@ class Value {
   Tensor to_tensor() const;
   /// "float32[1, 3, 224, 224]".
   std::string describe() const;
-  /// Drops this value's reference to its buffer, handing the buffer to the executor's pool if
-  /// nothing else holds it.
+  /// Drops this value's reference to its storage; storage from the executor's arena goes back
+  /// to it when nothing else holds it.
   void recycle();
-  /// The shared bytes (null for a default-constructed value).
+  /// The shared bytes of a value made from bytes (wrap, zeros, from_tensor); null for a value
+  /// the executor computed (its storage is a range of the executor's arena) and for a
+  /// default-constructed one.
   const std::shared_ptr<const std::vector<uint8_t>>& buffer() const { return bytes_; }
 
  private:
+  friend Value new_value(Dtype dtype, std::vector<int64_t> shape);
   Dtype dtype_ = Dtype::Float32;
   std::vector<int64_t> shape_;
-  std::shared_ptr<const std::vector<uint8_t>> bytes_;
+  std::shared_ptr<const std::vector<uint8_t>> bytes_;  // storage made from bytes, or
+  std::shared_ptr<const uint8_t> arena_;               // a range of the executor's arena
+  const uint8_t* data_ = nullptr;
+  size_t nbytes_ = 0;
 };
+
+/// A new value of `shape` whose elements the op will all write (contents unspecified). Values of
+/// 256 KB and more are ranges of the executor's per-thread arena, which reuses the memory of
+/// values freed earlier, best fit first, so a run's large values stay within a compact,
+/// cache-warm working set; smaller ones reuse freed buffers of the same size.
+Value new_value(Dtype dtype, std::vector<int64_t> shape);
 
 /// What an op implementation sees.
 struct OpCall {
@@ -135,15 +147,15 @@ struct RunResult {
   std::vector<std::pair<std::string, Value>> probes;
 };
 
-/// Frees the buffers the executor keeps for reuse between runs and the weights it packed for its
-/// kernels (this thread's).
+/// Frees the arena memory the executor keeps for reuse between runs (the parts no value holds)
+/// and the weights it packed for its kernels (this thread's).
 void release_cached_memory();
 /// Frees only what was derived from weights nothing holds any more (the packed copies of a
 /// deleted model's weights; this thread's). Also happens whenever a new weight is packed.
 void release_dead_weights();
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
-/// last use (their buffers are reused by later values of the same size). The output node's
+/// last use (their memory is reused by later values). The output node's
 /// argument may be a node or a tuple/list of nodes.
 ///
 /// The graph is not changed, but some patterns run fused, within float rounding of the

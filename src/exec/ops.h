@@ -27,9 +27,6 @@ void register_builtin(const std::string& target, OpFn fn);
 /// Normalises an axis in [-rank, rank) to [0, rank), or fails naming the attribute.
 int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what);
 
-/// A new value of `shape` whose elements the op will all write: its buffer may be recycled from
-/// a value freed earlier in the run, so its contents are unspecified.
-Value new_value(Dtype dtype, std::vector<int64_t> shape);
 /// A new value of `shape` filled with zero bytes.
 Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 
