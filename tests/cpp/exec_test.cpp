@@ -200,6 +200,38 @@ TEST(Exec, MatMulBiasAddAndReluFusedOrNot) {
   }
 }
 
+// Values of 256 KB and more live in the executor's arena: an output kept from one run is not
+// touched by the next runs or by release_cached_memory(), its memory is reused once dropped, and
+// to_tensor() copies it out.
+TEST(Exec, LargeValuesFromTheArenaOutliveRunsAndCachedMemoryRelease) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* relu = g->call_function(fn("onnx.Relu"), {x});
+  g->output(g->call_function(fn("onnx.Add"), {relu, x}));
+  fx::Module root;
+  fx::GraphModule gm(&root, std::move(g));
+  const int64_t n = 512 * 256;  // 512 KB of float32
+  auto expected = [&](const std::vector<float>& in) {
+    std::vector<float> out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) out[i] = std::max(in[i], 0.0f) + in[i];
+    return out;
+  };
+  const std::vector<float> a = random_floats(n, 41), b = random_floats(n, 42);
+  const Value kept = fx::exec::run(gm, {Value::from_f32({512, 256}, a)})[0];
+  EXPECT_EQ(kept.buffer(), nullptr);  // an arena range, not a byte vector
+  const std::vector<float> want_a = expected(a), want_b = expected(b);
+  for (int round = 0; round < 3; ++round) {
+    const Value other = fx::exec::run(gm, {Value::from_f32({512, 256}, b)})[0];
+    ASSERT_NE(other.data<float>(), kept.data<float>());
+    for (int64_t i = 0; i < n; i += 997) ASSERT_EQ(other.data<float>()[i], want_b[i]) << i;
+    if (round == 1) fx::exec::release_cached_memory();
+  }
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(kept.data<float>()[i], want_a[i]) << i;
+  const fx::Tensor t = kept.to_tensor();
+  ASSERT_EQ(t.data->size(), static_cast<size_t>(n) * sizeof(float));
+  EXPECT_EQ(std::memcmp(t.data->data(), kept.data<float>(), t.data->size()), 0);
+}
+
 TEST(Exec, ShapeArithmeticReshapeAndMultipleOutputs) {
   // y = Reshape(x, Concat(Shape(x)[0:1], [-1])); a, b = Split(y, axis=1) -> output (b, a)
   auto g = std::make_unique<fx::Graph>();
