@@ -46,8 +46,7 @@ const find = (impl, model) => {
   if (rs.length <= 1) return rs[0];
   return { ...rs[0], median_ms: median(rs.map((r) => r.median_ms)), min_ms: Math.min(...rs.map((r) => r.min_ms)), rounds: rs.length };
 };
-const roundsOf = (impl) => Math.max(0, ...recs.filter((r) => r.impl === impl && r.median_ms != null && !r.profile)
-  .map((r) => recs.filter((q) => q.impl === impl && q.model === r.model && q.median_ms != null && !q.profile).length));
+
 const cell = (r) => (r ? `${fmt(r.median_ms)} (${fmt(r.min_ms)})` : '-');
 
 function gz(p) {
@@ -60,7 +59,7 @@ if (mode === 'exec') {
   const models = [...new Set(recs.filter((r) => r.impl && r.model && !r.profile).map((r) => r.model))];
   const specModels = new Set(['resnet18', 'mobilenet_v2', 'transformer_encoder']);
 
-  const rounds = roundsOf('fxwasm-native');
+  const rounds = Math.max(1, ...models.map((m) => find('fxwasm-native', m)?.rounds ?? 1));
   const per = rounds > 1 ? `, median of ${rounds} interleaved rounds' medians (min of all)` : ', median (min)';
   console.log(`Latency in wasm, one thread: ms per run${per}`);
   table(['model', 'fxwasm wasm', 'onnxruntime-web', 'fx/ort-web', 'target <= 1.0x'],

@@ -54,16 +54,15 @@ class Value {
   /// Elements converted to int64 (int32/int64/uint8/bool/float dtypes): for shape inputs.
   std::vector<int64_t> to_i64() const;
   std::vector<float> to_f32() const;
-  /// The bytes as an attribute-tree tensor (shares the buffer).
+  /// The bytes as an attribute-tree tensor (shares buffer(), or copies an arena range).
   Tensor to_tensor() const;
   /// "float32[1, 3, 224, 224]".
   std::string describe() const;
-  /// Drops this value's reference to its storage; storage from the executor's arena goes back
-  /// to it when nothing else holds it.
+  /// Drops this value's reference to its storage, which goes back to the executor (its pool of
+  /// same-size buffers, or its arena) when nothing else holds it.
   void recycle();
-  /// The shared bytes of a value made from bytes (wrap, zeros, from_tensor); null for a value
-  /// the executor computed (its storage is a range of the executor's arena) and for a
-  /// default-constructed one.
+  /// The shared bytes of the value; null for a large value the executor computed (a range of
+  /// its arena, see new_value) and for a default-constructed one.
   const std::shared_ptr<const std::vector<uint8_t>>& buffer() const { return bytes_; }
 
  private:

@@ -164,32 +164,29 @@ std::string Value::describe() const {
 // memory freed a moment ago by values of any size, so the run's values keep to a compact,
 // cache-warm set of addresses: a layer writing its output into a buffer last touched a whole run
 // earlier paid for reading it back from memory first (MobileNetV2's 4.8 MB expand layer: 0.38 ms
-// cold, 0.27 warm). Whole models, natively: MobileNetV2 6.28-6.49 -> 5.88-6.07 ms,
-// SqueezeNet 5.30-5.43 -> 4.97-5.28.
+// cold, 0.27 warm). Whole models, natively (min of 15, five interleaved pairs): MobileNetV2
+// 6.23-6.93 -> 5.82-6.21 ms, SqueezeNet 5.30-5.51 -> 5.07-5.22 ms.
 
 namespace {
 class Arena : public std::enable_shared_from_this<Arena> {
  public:
   std::shared_ptr<const uint8_t> allocate(size_t n) {
     n = (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign;
-    uint8_t* p = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = by_size_.lower_bound(n);
-      if (it == by_size_.end()) {
-        add_chunk(n);
-        it = by_size_.lower_bound(n);
-      }
-      p = it->second;
-      const size_t size = it->first;
-      by_size_.erase(it);
-      const int chunk = by_addr_.at(p).chunk;
-      by_addr_.erase(p);
-      if (size > n) insert(p + n, size - n, chunk);
-      used_[p] = Used{n, chunk};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_size_.lower_bound(n);
+    if (it == by_size_.end()) {
+      add_chunk(n);
+      it = by_size_.lower_bound(n);
     }
-    std::shared_ptr<Arena> self = shared_from_this();
-    return std::shared_ptr<const uint8_t>(p, [self](const uint8_t* q) { self->release(q); });
+    uint8_t* p = it->second;
+    const size_t size = it->first;
+    by_size_.erase(it);
+    const int chunk = by_addr_.at(p).chunk;
+    by_addr_.erase(p);
+    if (size > n) insert(p + n, size - n, chunk);
+    // The range goes back when the last Value sharing it does (the deleter holds the arena).
+    return std::shared_ptr<const uint8_t>(p, [self = shared_from_this(), p, n, chunk](
+                                                 const uint8_t*) { self->release(p, n, chunk); });
   }
 
   // Frees the chunks no range of is in use.
@@ -222,10 +219,6 @@ class Arena : public std::enable_shared_from_this<Arena> {
     size_t size;
     int chunk;
   };
-  struct Used {
-    size_t size;
-    int chunk;
-  };
 
   void add_chunk(size_t n) {
     Chunk ch;
@@ -248,14 +241,9 @@ class Arena : public std::enable_shared_from_this<Arena> {
         return;
       }
   }
-  void release(const uint8_t* q) {
+  // The range [p, p + size) of chunk `chunk` is free again.
+  void release(uint8_t* p, size_t size, int chunk) {
     std::lock_guard<std::mutex> lock(mu_);
-    uint8_t* p = const_cast<uint8_t*>(q);
-    auto u = used_.find(p);
-    if (u == used_.end()) return;
-    size_t size = u->second.size;
-    const int chunk = u->second.chunk;
-    used_.erase(u);
     // Coalesce with the free neighbours in the same chunk.
     auto next = by_addr_.find(p + size);
     if (next != by_addr_.end() && next->second.chunk == chunk) {
@@ -280,7 +268,6 @@ class Arena : public std::enable_shared_from_this<Arena> {
   std::vector<Chunk> chunks_;
   std::map<uint8_t*, Free> by_addr_;
   std::multimap<size_t, uint8_t*> by_size_;
-  std::unordered_map<uint8_t*, Used> used_;
 };
 
 Arena& arena() {

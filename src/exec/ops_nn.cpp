@@ -107,11 +107,14 @@ void conv(OpCall& c) {
   // Constant weights are packed for the GEMM once, not on every run.
   std::shared_ptr<const void> packed;
   if (is_constant_input(c, 1) && p.out_h() * p.out_w() > 1)
-    packed = derived_from_constant(
-        w, {1, p.M, p.C, p.KH, p.KW, p.group, kernels::conv2d_uses_winograd(p)}, [&] {
-          return std::make_shared<const std::vector<kernels::PackedOperand>>(
-              kernels::conv2d_pack_weights(p, w.data<float>()));
-        });
+    packed =
+        derived_from_constant(w,
+                              {1, p.M, p.C, p.KH, p.KW, p.group, kernels::conv2d_uses_winograd(p),
+                               kernels::conv2d_packs_transposed(p)},
+                              [&] {
+                                return std::make_shared<const std::vector<kernels::PackedOperand>>(
+                                    kernels::conv2d_pack_weights(p, w.data<float>()));
+                              });
   kernels::conv2d(p, x.data<float>(), w.data<float>(), bias, out.mutable_data<float>(),
                   scratch.data(),
                   static_cast<const std::vector<kernels::PackedOperand>*>(packed.get()));

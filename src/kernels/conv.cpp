@@ -32,6 +32,16 @@ int64_t im2col_band(int64_t kdim, int64_t pixels) {
   return std::min(band, pixels);
 }
 
+// The products conv2d's GEMM path runs, per group: M x N x K, N all the output pixels (1x1) or
+// an im2col band of them.
+struct GemmShape {
+  int64_t M, N, K;
+};
+GemmShape im2col_gemm_shape(const Conv2dParams& p) {
+  const int64_t kdim = (p.C / p.group) * p.KH * p.KW, OHW = p.out_h() * p.out_w();
+  return {p.M / p.group, is_pointwise(p) ? OHW : im2col_band(kdim, OHW), kdim};
+}
+
 // Rows (c, kh, kw) x columns [q0, q1) of the unfolded input of one image and group, whose
 // columns are the output pixels oh * OW + ow; `col` rows are q1 - q0 long.
 void im2col(const Conv2dParams& p, const float* in, int64_t channels, int64_t q0, int64_t q1,
@@ -404,13 +414,17 @@ std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const floa
   std::vector<PackedOperand> packed;
   if (is_depthwise(p)) return packed;
   if (conv2d_uses_winograd(p)) return winograd_pack_weights(p, weight);
-  const int64_t mg = p.M / p.group, kdim = (p.C / p.group) * p.KH * p.KW;
-  // The N of conv2d's products: all output pixels, or a band of them.
-  const int64_t OHW = p.out_h() * p.out_w();
-  const int64_t n = is_pointwise(p) ? OHW : im2col_band(kdim, OHW);
+  const GemmShape s = im2col_gemm_shape(p);
   for (int64_t g = 0; g < p.group; ++g)
-    packed.push_back(PackedOperand::left(false, mg, kdim, weight + g * mg * kdim, kdim, n));
+    packed.push_back(PackedOperand::left(false, s.M, s.K, weight + g * s.M * s.K, s.K, s.N));
   return packed;
+}
+
+bool conv2d_packs_transposed(const Conv2dParams& p) {
+  if (is_depthwise(p)) return false;
+  if (conv2d_uses_winograd(p)) return sgemm_prefers_transposed(p.M, winograd_tiles(p), p.C);
+  const GemmShape s = im2col_gemm_shape(p);
+  return sgemm_prefers_transposed(s.M, s.N, s.K);
 }
 
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
@@ -566,8 +580,8 @@ __attribute__((target("avx2"))) int64_t max_rows_n_avx2(const float* const* rows
 
 // Eight outputs at a time of a 3-wide, stride-2 window row (ResNet's and SqueezeNet's 3x3/2
 // pools), for outputs [ow, end) whose windows are inside the row. The 18 floats loaded for eight
-// outputs may run past the row (into the next one: those land in no used lane), never past
-// `limit`, the end of the input buffer. A last group of fewer than eight is done as the last
+// outputs may run past the row (those land in no used lane), never past `limit`, the end of its
+// buffer. A last group of fewer than eight is done as the last
 // eight, overlapping. Returns where it stopped.
 __attribute__((target("avx2"))) int64_t max_row_k3s2_avx2(const float* irow, float* hrow,
                                                           int64_t ow, int64_t end, int64_t pad_left,
@@ -596,7 +610,7 @@ int64_t max_rows_avx2(const float* const* rows, int64_t n, float* orow, int64_t 
 
 // hrow[ow] = max over kw of irow[ow * stride_w - pad_left + kw * dilation_w], in-row positions
 // only (-inf where the window has none). NaN-free rows.
-// `limit`: the end of the input buffer (vector loads may run past the row, not past it).
+// `limit`: the end of the row's buffer (vector loads may run past the row, not past it).
 void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t OW,
                   [[maybe_unused]] const float* limit) {
   const int64_t sw = p.stride_w, dw = p.dilation_w, span = (p.KW - 1) * dw;
@@ -657,7 +671,7 @@ void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t
 
 void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
   // Separable on NaN-free planes: per output row, the max over the window's input rows, column
-  // by column (vrow), then the max along each window's row of vrow, with plain vector max
+  // by column (into vrow), then the max along each window of vrow, with plain vector max
   // instructions (rows first: at stride 2 the row pass, which shuffles, then runs on half as
   // many rows). The column pass notes any NaN it reads; such a plane is redone on the exact path
   // (a NaN must win wherever it is in the window, and vector max instructions drop it).

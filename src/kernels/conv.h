@@ -38,12 +38,18 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 /// The weights packed for conv2d's GEMMs: one operand per group, the 16 transformed matrices of
 /// a Winograd convolution, or none where conv2d runs no GEMM (depthwise). Depends on M, C, KH,
-/// KW, group, strides, dilations and the output size only.
+/// KW and group, and on conv2d_uses_winograd(p) and conv2d_packs_transposed(p), which the output
+/// size decides.
 std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight);
+/// Whether conv2d_pack_weights keeps the weights for transposed products
+/// (sgemm_prefers_transposed of conv2d's GEMM shapes).
+bool conv2d_packs_transposed(const Conv2dParams& p);
 
 /// Whether conv2d runs `p` as a Winograd F(2x2, 3x3) convolution (3x3, stride 1, dilation 1, one
 /// group, enough channels and output tiles).
 bool conv2d_uses_winograd(const Conv2dParams& p);
+/// The 2x2 output tiles of a Winograd convolution: the N of its 16 GEMMs.
+int64_t winograd_tiles(const Conv2dParams& p);
 /// The Winograd path (src/kernels/winograd.cpp), which conv2d takes when conv2d_uses_winograd:
 /// `U` is winograd_pack_weights(p, weight).
 std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight);

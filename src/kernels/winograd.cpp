@@ -17,6 +17,10 @@
 
 namespace fx::kernels {
 
+int64_t winograd_tiles(const Conv2dParams& p) {
+  return ((p.out_h() + 1) / 2) * ((p.out_w() + 1) / 2);
+}
+
 bool conv2d_uses_winograd(const Conv2dParams& p) {
   if (p.group != 1 || p.KH != 3 || p.KW != 3 || p.stride_h != 1 || p.stride_w != 1 ||
       p.dilation_h != 1 || p.dilation_w != 1)
@@ -25,8 +29,7 @@ bool conv2d_uses_winograd(const Conv2dParams& p) {
   // column panels. (16 input channels pay since im2col went to bands: SqueezeNet's 16 -> 64
   // expand layers, in-model min-of-90, 0.374 -> 0.347 ms natively; the model in wasm 15.9-16.7
   // -> 15.0-15.9 ms.)
-  const int64_t tiles = ((p.out_h() + 1) / 2) * ((p.out_w() + 1) / 2);
-  return p.C >= 16 && p.M >= 32 && tiles >= 36;
+  return p.C >= 16 && p.M >= 32 && winograd_tiles(p) >= 36;
 }
 
 std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight) {
@@ -49,9 +52,8 @@ std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const fl
       }
     }
   std::vector<PackedOperand> packed;
-  const int64_t tiles = ((p.out_h() + 1) / 2) * ((p.out_w() + 1) / 2);  // the products' N
   for (int64_t xi = 0; xi < 16; ++xi)
-    packed.push_back(PackedOperand::left(false, M, C, U.data() + xi * M * C, C, tiles));
+    packed.push_back(PackedOperand::left(false, M, C, U.data() + xi * M * C, C, winograd_tiles(p)));
   return packed;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -81,19 +82,28 @@ TEST(Sgemm, BetaZeroIgnoresNaNsInC) {
 
 // The epilogue (row bias + clamp) on shapes with partial tiles and K spanning several KC blocks:
 // equal to the reference GEMM followed by the same bias and clamp.
+// Uniform(-1, 1) values into each vector.
+void fill_uniform(std::mt19937& rng, std::initializer_list<std::vector<float>*> vs) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (std::vector<float>* v : vs)
+    for (float& x : *v) x = d(rng);
+}
+
+fx::kernels::GemmEpilogue bias_and_clamp(const std::vector<float>& bias, float lo, float hi) {
+  fx::kernels::GemmEpilogue ep;
+  ep.row_bias = bias.data();
+  ep.lo = lo;
+  ep.hi = hi;
+  return ep;
+}
+
 TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   for (auto [M, N, K] :
        {std::tuple<int64_t, int64_t, int64_t>{7, 19, 5}, {13, 33, 300}, {6, 16, 600}}) {
     std::vector<float> A(M * K), B(K * N), bias(M), C(M * N, 123.0f), R(M * N);
-    for (float& v : A) v = d(rng);
-    for (float& v : B) v = d(rng);
-    for (float& v : bias) v = d(rng);
-    fx::kernels::GemmEpilogue ep;
-    ep.row_bias = bias.data();
-    ep.lo = -0.5f;
-    ep.hi = 0.75f;
+    fill_uniform(rng, {&A, &B, &bias});
+    const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -0.5f, 0.75f);
     fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N,
                        &ep);
     fx::kernels::sgemm_reference(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f,
@@ -110,7 +120,6 @@ TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
 // beta 0, the executor's case) the same bits as the product packed on the fly.
 TEST(Sgemm, PackedLeftOperandOfATransposedProduct) {
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   // 96 x 9 goes transposed with every micro-kernel; 96 x 49 with the x86 ones (16 and 32 wide
   // panels), not with wasm's 8-wide panels (49 of 56 columns filled).
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{96, 9, 256}, {96, 49, 300}}) {
@@ -121,14 +130,8 @@ TEST(Sgemm, PackedLeftOperandOfATransposedProduct) {
       for (auto [alpha, beta] : {std::pair<float, float>{1.0f, 0.0f}, {0.75f, 0.5f}}) {
         const int64_t lda = (trans_a ? M : K) + 3, ldb = N + 5, ldc = N + 2;
         std::vector<float> A((trans_a ? K : M) * lda), B(K * ldb), C(M * ldc), bias(M);
-        for (float& v : A) v = d(rng);
-        for (float& v : B) v = d(rng);
-        for (float& v : C) v = d(rng);
-        for (float& v : bias) v = d(rng);
-        fx::kernels::GemmEpilogue ep;
-        ep.row_bias = bias.data();
-        ep.lo = -2.0f;
-        ep.hi = 2.5f;
+        fill_uniform(rng, {&A, &B, &C, &bias});
+        const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -2.0f, 2.5f);
         const fx::kernels::PackedOperand packed =
             fx::kernels::PackedOperand::left(trans_a, M, K, A.data(), lda, N);
         std::vector<float> got = C, plain = C, want = C;
