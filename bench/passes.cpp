@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
-#include "fx/onnx_passes.h"
 
 namespace {
 
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
       for (fx::Node* p : base->graph().nodes()) {
         if (p->op() != fx::Opcode::Placeholder) continue;
         std::vector<int64_t> shape;
-        for (const auto& [k, v] : p->meta().at("onnx_type").dict_items())
+        for (const auto& [k, v] : p->meta().at(fx::onnx::meta::kType).dict_items())
           if (k.to_string() == "shape")
             for (const fx::Argument& d : v.elements())
               shape.push_back(d.kind() == fx::Argument::Kind::Int ? d.to_int() : 1);

@@ -50,7 +50,7 @@ cmake --build build/wasm --target fxwasm >"$OUT/build_onnx_exec_wasm.log" 2>&1 |
 if [ -n "$PROFILE_MODELS" ]; then
   pb=$(sed -n 's/^FXWASM_PROTOBUF_WASM_PREFIX:PATH=//p' build/wasm/CMakeCache.txt)
   libs=(build/wasm/libfxonnx.a build/wasm/libfxonnx_proto.a "$pb/lib/libprotobuf-lite.a"
-        build/wasm/libfxexec.a build/wasm/libfxkernels.a build/wasm/libfxcore.a)
+        build/wasm/libfxexec.a build/wasm/libfxkernels.a build/wasm/libfxpasses.a build/wasm/libfxir.a)
   stale=0
   for f in bench/onnx_exec.cpp "${libs[@]}"; do
     [ "$OUT/onnx_exec_wasm.js" -nt "$f" ] || stale=1

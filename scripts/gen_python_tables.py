@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate src/python_names.inc and src/function_table.inc from the real torch.fx (the oracle).
+"""Generate src/ir/python_names.inc and src/ir/function_table.inc from the real torch.fx (the oracle).
 
 Run with Debian's interpreter that has torch 1.13:  /usr/bin/python3 scripts/gen_python_tables.py
 
@@ -30,7 +30,7 @@ from torch.fx.graph import _custom_builtins, inplace_methods, magic_methods
 from torch.fx.node import Node, _find_module_of_method, _side_effectful_functions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SRC = os.path.join(ROOT, "src")
+SRC = os.path.join(ROOT, "src", "ir")
 
 OPERATOR_EXTRA = ["getitem", "setitem", "abs", "not_", "truth", "contains", "concat", "index"]
 BUILTINS = ["getattr", "len", "isinstance", "hasattr", "max", "min", "abs", "int", "float", "bool",

@@ -38,9 +38,9 @@
 #include <vector>
 
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
-#include "fx/onnx_passes.h"
 
 #ifndef FXWASM_VERSION
 #define FXWASM_VERSION "0.1.0"  // the build may pass -DFXWASM_VERSION="x.y.z" from package.json

@@ -1,7 +1,8 @@
 // fx::Function — the target of a call_function node. Python targets are callables; ours are
 // interned records named by their qualified name ("operator.add", "torch.relu",
-// "torch.nn.functional.gelu", "builtins.getattr", "onnx.Conv"). One table (src/function_table.inc,
-// generated from the oracle) says how each prints; unknown names are accepted and get defaults.
+// "torch.nn.functional.gelu", "builtins.getattr", "onnx.Conv"). One table
+// (src/ir/function_table.inc, generated from the oracle) says how each prints; unknown names are
+// accepted and get defaults.
 #pragma once
 
 #include <string>

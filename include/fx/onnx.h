@@ -36,6 +36,40 @@
 
 namespace fx::onnx {
 
+/// The meta keys through which an imported GraphModule carries what FX has no field for. Import
+/// sets them, export reads them; the executor, the CLI and the JS package (fx.onnxMetaKeys) read
+/// them by these names, never by spelling the strings.
+namespace meta {
+// Node meta.
+inline constexpr const char* kName = "onnx_name";           ///< original node or value name (str)
+inline constexpr const char* kOutputs = "onnx_outputs";     ///< every output name, in order (list)
+inline constexpr const char* kType = "onnx_type";           ///< placeholder: {dtype, shape}
+inline constexpr const char* kDomain = "onnx_domain";       ///< node domain if not the default one
+inline constexpr const char* kDoc = "onnx_doc_string";      ///< doc_string (node, graph or model)
+inline constexpr const char* kNodeName = "onnx_node_name";  ///< Constant node: its name
+inline constexpr const char* kTensorName = "onnx_tensor_name";    ///< Constant node: its tensor's
+inline constexpr const char* kNumInputs = "onnx_num_inputs";      ///< real inputs before captures
+inline constexpr const char* kCaptures = "onnx_captures";         ///< captured names, arg order
+inline constexpr const char* kOuterScope = "onnx_outer_scope";    ///< body placeholder: captured
+inline constexpr const char* kConstant = "onnx_constant";         ///< get_attr: was a Constant
+inline constexpr const char* kTensorAttrs = "onnx_tensor_attrs";  ///< scalars that were tensors
+inline constexpr const char* kAttrTypes = "onnx_attr_types";      ///< empty lists' INTS/FLOATS...
+inline constexpr const char* kOutputTypes = "onnx_output_types";  ///< output node: value types
+// GraphModule meta.
+inline constexpr const char* kOpsetImport = "onnx_opset_import";  ///< {domain: version}
+inline constexpr const char* kIrVersion = "onnx_ir_version";
+inline constexpr const char* kProducerName = "onnx_producer_name";
+inline constexpr const char* kProducerVersion = "onnx_producer_version";
+inline constexpr const char* kModelVersion = "onnx_model_version";
+inline constexpr const char* kMetadataProps = "onnx_metadata_props";  ///< {key: value}
+inline constexpr const char* kFunctions = "onnx_functions";           ///< serialized FunctionProtos
+inline constexpr const char* kGraphName = "onnx_graph_name";
+inline constexpr const char* kGraphDoc = "onnx_graph_doc_string";
+inline constexpr const char* kInitializerInputs = "onnx_initializer_inputs";  ///< graph inputs
+                                                                              ///< that are weights
+}  // namespace meta
+using namespace meta;  // fx::onnx::kName is fx::onnx::meta::kName
+
 /// Reads `length` bytes at `offset` of the external-data file `location` (relative to the model;
 /// `length` -1 means to the end of the file). Throws fx::Error when it cannot.
 using ExternalDataReader =

@@ -55,4 +55,30 @@ class PassManager {
 /// A copy of `gm` (graph cloned, attribute tree shared): what a pass's "before" looks like.
 std::unique_ptr<GraphModule> copy_graph_module(const GraphModule& gm);
 
+// ---- The pass registry -------------------------------------------------------------------------
+// One list of the passes that are run by name: the CLI's --passes, fx.runPasses and fx.passNames()
+// in JS, the playground's pipeline. The core registers its IR passes (dce, cse, remove-dropout);
+// other layers add theirs (fx::exec::register_onnx_passes() adds fold and the fusions).
+//
+//   fx::register_pass({"my-pass", "what it does, in one line", my_pass});
+//   fx::PassManager pm;
+//   for (const char* name : {"dce", "my-pass"}) pm.add(name, fx::pass_by_name(name));
+
+/// A pass the registry knows by name.
+struct PassInfo {
+  std::string name;         ///< "dce", "fuse-conv-bn": lower case, words joined by '-'
+  std::string description;  ///< one line, for --help, fx.passNames() and the playground
+  PassFn fn;
+};
+
+/// Registers a pass, or replaces the function and description of the pass of that name (which
+/// keeps its place in the order). Throws fx::Error(Value) for an empty name or function.
+void register_pass(PassInfo info);
+/// Every registered pass, in registration order.
+std::vector<PassInfo> registered_passes();
+/// The names of registered_passes(), in order.
+std::vector<std::string> registered_pass_names();
+/// The registered pass called `name`; throws fx::Error(Value) listing the registered names.
+PassFn pass_by_name(const std::string& name);
+
 }  // namespace fx

@@ -9,6 +9,7 @@
 
 #include "exec/ops.h"
 #include "fx/exec.h"
+#include "fx/onnx.h"
 #include "kernels/elementwise.h"
 
 namespace fx::exec {
@@ -364,7 +365,7 @@ void OpCall::unsupported(const std::string& what) const {
 
 int64_t OpCall::opset(int64_t fallback) const {
   if (!module) return fallback;
-  const Argument* ops = module->meta().find("onnx_opset_import");
+  const Argument* ops = module->meta().find(fx::onnx::meta::kOpsetImport);
   if (!ops || ops->kind() != Argument::Kind::Dict) return fallback;
   for (const auto& kv : ops->dict_items())
     if (kv.first.kind() == Argument::Kind::String &&
@@ -375,7 +376,8 @@ int64_t OpCall::opset(int64_t fallback) const {
 }
 
 size_t OpCall::num_outputs() const {
-  if (const Argument* outs = node.meta().find("onnx_outputs"); outs && outs->is_sequence())
+  if (const Argument* outs = node.meta().find(fx::onnx::meta::kOutputs);
+      outs && outs->is_sequence())
     return std::max<size_t>(1, outs->elements().size());
   size_t n = 1;
   for (const Node* u : node.users())

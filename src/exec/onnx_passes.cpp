@@ -1,13 +1,14 @@
-#include "fx/onnx_passes.h"
-
-#include "fx/passes.h"
-
-#include "exec/ops.h"
+// The ONNX passes (fold, the fusions), the equivalence check and their place in the registry.
+#include "fx/exec/passes.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <sstream>
+
+#include "exec/ops.h"
+#include "fx/passes.h"
 
 namespace fx::exec {
 
@@ -398,25 +399,30 @@ EquivalenceCheck equivalence_check(std::vector<Value> inputs, float rtol, float 
   };
 }
 
-const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"dce",       "cse",           "remove-dropout",
-                                                 "fold",      "fuse-conv-bn",  "fuse-matmul-add",
-                                                 "fuse-gelu", "fuse-layernorm"};
-  return names;
+void register_onnx_passes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_pass(
+        {"fold", "fold nodes whose inputs are all constants into new weights", fold_constants});
+    register_pass({"fuse-conv-bn", "fold inference BatchNormalization into the Conv before it",
+                   fuse_conv_bn});
+    register_pass({"fuse-matmul-add",
+                   "MatMul of a 2-D input by a constant matrix, then Add of a constant: Gemm",
+                   fuse_matmul_add});
+    register_pass({"fuse-gelu", "decomposed GELU (Erf form): onnx.Gelu", fuse_gelu});
+    register_pass({"fuse-layernorm", "decomposed LayerNorm over the last axis: LayerNormalization",
+                   fuse_layer_norm});
+  });
+}
+
+std::vector<std::string> pass_names() {
+  register_onnx_passes();
+  return registered_pass_names();
 }
 
 PassFn pass_by_name(const std::string& name) {
-  if (name == "dce") return [](GraphModule& gm) { return eliminate_dead_code(gm); };
-  if (name == "cse") return [](GraphModule& gm) { return cse(gm); };
-  if (name == "remove-dropout") return remove_dropout;
-  if (name == "fold") return fold_constants;
-  if (name == "fuse-conv-bn") return fuse_conv_bn;
-  if (name == "fuse-matmul-add") return fuse_matmul_add;
-  if (name == "fuse-gelu") return fuse_gelu;
-  if (name == "fuse-layernorm") return fuse_layer_norm;
-  std::string all;
-  for (const std::string& n : pass_names()) all += (all.empty() ? "" : ", ") + n;
-  throw Error(ErrorKind::Value, "unknown pass '" + name + "': expected one of " + all);
+  register_onnx_passes();
+  return fx::pass_by_name(name);
 }
 
 }  // namespace fx::exec

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "exec/ops.h"
+#include "fx/onnx.h"
 
 namespace fx::exec {
 namespace {
@@ -22,12 +23,12 @@ void if_op(OpCall& c) {
   // Inputs after the ONNX ones are the values the bodies capture, in the order of their
   // outer-scope placeholders.
   size_t first = 1;
-  if (const Argument* k = c.node.meta().find("onnx_num_inputs");
+  if (const Argument* k = c.node.meta().find(fx::onnx::meta::kNumInputs);
       k && k->kind() == Argument::Kind::Int)
     first = static_cast<size_t>(k->to_int());
   // Each body placeholder is an outer-scope name (meta "onnx_outer_scope"); the node lists the
   // names of its trailing args in meta "onnx_captures".
-  const Argument* names = c.node.meta().find("onnx_captures");
+  const Argument* names = c.node.meta().find(fx::onnx::meta::kCaptures);
   auto captured = [&](const std::string& name) -> const Value& {
     if (names && names->is_sequence())
       for (size_t k = 0; k < names->elements().size(); ++k)
@@ -40,7 +41,7 @@ void if_op(OpCall& c) {
   std::vector<Value> args;
   for (const Node* p : body->graph().nodes()) {
     if (p->op() != Opcode::Placeholder) continue;
-    const Argument* outer = p->meta().find("onnx_outer_scope");
+    const Argument* outer = p->meta().find(fx::onnx::meta::kOuterScope);
     if (!outer || outer->kind() != Argument::Kind::String)
       c.fail("body '" + path + "' has an input '" + p->name() + "'; If bodies take none");
     args.push_back(captured(outer->to_string()));

@@ -15,18 +15,4 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
 void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* p,
                      bool embed_external);
 
-// Meta keys (node meta and GraphModule meta) that carry what FX has no field for.
-inline constexpr const char* kName = "onnx_name";             // original node/value name
-inline constexpr const char* kOutputs = "onnx_outputs";       // node: all output names
-inline constexpr const char* kType = "onnx_type";             // value type
-inline constexpr const char* kDomain = "onnx_domain";         // node domain if not default
-inline constexpr const char* kDoc = "onnx_doc_string";        // doc_string
-inline constexpr const char* kNumInputs = "onnx_num_inputs";  // real inputs before captures
-inline constexpr const char* kCaptures = "onnx_captures";     // node: captured names, in arg order
-inline constexpr const char* kOuterScope = "onnx_outer_scope";    // placeholder: captured name
-inline constexpr const char* kConstant = "onnx_constant";         // get_attr: was a Constant node
-inline constexpr const char* kTensorAttrs = "onnx_tensor_attrs";  // scalars that were tensors
-inline constexpr const char* kAttrTypes = "onnx_attr_types";      // empty lists: INTS/FLOATS..
-inline constexpr const char* kOutputTypes = "onnx_output_types";  // output node: types
-
 }  // namespace fx::onnx

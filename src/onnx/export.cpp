@@ -56,14 +56,13 @@ class Exporter {
   void export_graph(const GraphModule& gm, ::onnx::GraphProto* out,
                     const std::string& fallback_name) {
     const Graph& g = gm.graph();
-    if (const std::string* s = meta_string(gm.meta(), "onnx_graph_name"))
+    if (const std::string* s = meta_string(gm.meta(), kGraphName))
       out->set_name(*s);
     else
       out->set_name(fallback_name);
-    if (const std::string* s = meta_string(gm.meta(), "onnx_graph_doc_string"))
-      out->set_doc_string(*s);
+    if (const std::string* s = meta_string(gm.meta(), kGraphDoc)) out->set_doc_string(*s);
     std::unordered_set<std::string> initializer_inputs;
-    if (const Argument* a = gm.meta().find("onnx_initializer_inputs"); a && a->is_sequence())
+    if (const Argument* a = gm.meta().find(kInitializerInputs); a && a->is_sequence())
       for (const Argument& e : a->elements())
         if (e.kind() == Argument::Kind::String) initializer_inputs.insert(e.to_string());
 
@@ -130,13 +129,12 @@ class Exporter {
             if (n->meta().find(kConstant)) {
               auto* c = out->add_node();
               c->set_op_type("Constant");
-              if (const std::string* nn = meta_string(n->meta(), "onnx_node_name"))
-                c->set_name(*nn);
+              if (const std::string* nn = meta_string(n->meta(), kNodeName)) c->set_name(*nn);
               c->add_output(name);
               auto* a = c->add_attribute();
               a->set_name("value");
               a->set_type(::onnx::AttributeProto::TENSOR);
-              const std::string* tn = meta_string(n->meta(), "onnx_tensor_name");
+              const std::string* tn = meta_string(n->meta(), kTensorName);
               tensor_to_proto(*t, tn ? *tn : std::string(), a->mutable_t(),
                               options_.embed_external_data);
             } else {
@@ -538,26 +536,25 @@ class Exporter {
 std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& options) {
   ::onnx::ModelProto model;
   const Kwargs& meta = gm.meta();
-  const Argument* ir = meta.find("onnx_ir_version");
+  const Argument* ir = meta.find(kIrVersion);
   model.set_ir_version(ir && ir->kind() == Argument::Kind::Int ? ir->to_int() : 8);
-  if (const std::string* s = meta_string(meta, "onnx_producer_name"))
+  if (const std::string* s = meta_string(meta, kProducerName))
     model.set_producer_name(*s);
   else
     model.set_producer_name("fxwasm");
-  if (const std::string* s = meta_string(meta, "onnx_producer_version"))
-    model.set_producer_version(*s);
-  if (const std::string* s = meta_string(meta, "onnx_domain")) model.set_domain(*s);
-  if (const Argument* v = meta.find("onnx_model_version"); v && v->kind() == Argument::Kind::Int)
+  if (const std::string* s = meta_string(meta, kProducerVersion)) model.set_producer_version(*s);
+  if (const std::string* s = meta_string(meta, kDomain)) model.set_domain(*s);
+  if (const Argument* v = meta.find(kModelVersion); v && v->kind() == Argument::Kind::Int)
     model.set_model_version(v->to_int());
-  if (const std::string* s = meta_string(meta, "onnx_doc_string")) model.set_doc_string(*s);
-  if (const Argument* props = meta.find("onnx_metadata_props");
+  if (const std::string* s = meta_string(meta, kDoc)) model.set_doc_string(*s);
+  if (const Argument* props = meta.find(kMetadataProps);
       props && props->kind() == Argument::Kind::Dict)
     for (const auto& kv : props->dict_items()) {
       auto* p = model.add_metadata_props();
       p->set_key(kv.first.to_string());
       p->set_value(kv.second.to_string());
     }
-  if (const Argument* fns = meta.find("onnx_functions"); fns && fns->is_sequence())
+  if (const Argument* fns = meta.find(kFunctions); fns && fns->is_sequence())
     for (const Argument& f : fns->elements())
       if (!model.add_functions()->ParseFromString(f.to_string()))
         throw Error(ErrorKind::Value, "meta 'onnx_functions' holds a malformed FunctionProto");
@@ -566,8 +563,7 @@ std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& op
   exporter.export_graph(gm, model.mutable_graph(), "main_graph");
 
   std::unordered_set<std::string> have;
-  if (const Argument* ops = meta.find("onnx_opset_import");
-      ops && ops->kind() == Argument::Kind::Dict)
+  if (const Argument* ops = meta.find(kOpsetImport); ops && ops->kind() == Argument::Kind::Dict)
     for (const auto& kv : ops->dict_items()) {
       auto* o = model.add_opset_import();
       o->set_domain(kv.first.to_string());

@@ -216,10 +216,10 @@ class Importer {
     out->meta().set(kOutputTypes, Argument::list(std::move(types)));
 
     auto gm = std::make_shared<GraphModule>(root.get(), std::move(graph), class_name);
-    if (!g.name().empty()) gm->meta().set("onnx_graph_name", g.name());
-    if (!g.doc_string().empty()) gm->meta().set("onnx_graph_doc_string", g.doc_string());
+    if (!g.name().empty()) gm->meta().set(kGraphName, g.name());
+    if (!g.doc_string().empty()) gm->meta().set(kGraphDoc, g.doc_string());
     if (!initializer_inputs.empty())
-      gm->meta().set("onnx_initializer_inputs", Argument::list(std::move(initializer_inputs)));
+      gm->meta().set(kInitializerInputs, Argument::list(std::move(initializer_inputs)));
     return gm;
   }
 
@@ -588,8 +588,8 @@ class Importer {
     Node* c = graph.get_attr(path);
     c->meta().set(kConstant, true);
     if (c->name() != n.output(0)) c->meta().set(kName, n.output(0));
-    if (!n.name().empty()) c->meta().set("onnx_node_name", n.name());
-    if (!a.t().name().empty()) c->meta().set("onnx_tensor_name", a.t().name());
+    if (!n.name().empty()) c->meta().set(kNodeName, n.name());
+    if (!a.t().name().empty()) c->meta().set(kTensorName, a.t().name());
     return c;
   }
 
@@ -681,33 +681,32 @@ std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model,
   auto gm = std::make_unique<GraphModule>(shared.get(), shared->graph().clone(), "OnnxModule");
   gm->meta() = shared->meta();
   Kwargs& meta = gm->meta();
-  meta.set("onnx_ir_version", static_cast<long long>(model.ir_version()));
+  meta.set(kIrVersion, static_cast<long long>(model.ir_version()));
   Argument::DictItems opsets;
   for (const auto& o : model.opset_import())
     opsets.emplace_back(o.domain(), static_cast<long long>(o.version()));
   const Argument opset_dict = Argument::dict(std::move(opsets));
-  meta.set("onnx_opset_import", opset_dict);
+  meta.set(kOpsetImport, opset_dict);
   // Bodies run with the model's opsets too.
   for (const auto& [path, m] : gm->named_modules())
     if (!path.empty())
       if (auto* body = dynamic_cast<GraphModule*>(const_cast<Module*>(m)))
-        body->meta().set("onnx_opset_import", opset_dict);
-  if (!model.producer_name().empty()) meta.set("onnx_producer_name", model.producer_name());
-  if (!model.producer_version().empty())
-    meta.set("onnx_producer_version", model.producer_version());
-  if (!model.domain().empty()) meta.set("onnx_domain", model.domain());
+        body->meta().set(kOpsetImport, opset_dict);
+  if (!model.producer_name().empty()) meta.set(kProducerName, model.producer_name());
+  if (!model.producer_version().empty()) meta.set(kProducerVersion, model.producer_version());
+  if (!model.domain().empty()) meta.set(kDomain, model.domain());
   if (model.has_model_version())
-    meta.set("onnx_model_version", static_cast<long long>(model.model_version()));
-  if (!model.doc_string().empty()) meta.set("onnx_doc_string", model.doc_string());
+    meta.set(kModelVersion, static_cast<long long>(model.model_version()));
+  if (!model.doc_string().empty()) meta.set(kDoc, model.doc_string());
   if (model.metadata_props_size()) {
     Argument::DictItems props;
     for (const auto& kv : model.metadata_props()) props.emplace_back(kv.key(), kv.value());
-    meta.set("onnx_metadata_props", Argument::dict(std::move(props)));
+    meta.set(kMetadataProps, Argument::dict(std::move(props)));
   }
   if (model.functions_size()) {
     Argument::Items fns;
     for (const auto& f : model.functions()) fns.emplace_back(f.SerializeAsString());
-    meta.set("onnx_functions", Argument::list(std::move(fns)));
+    meta.set(kFunctions, Argument::list(std::move(fns)));
   }
   return gm;
 }

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/fx.h"
-#include "fx/onnx_passes.h"
 #include "kernels/conv.h"
 #include "kernels/elementwise.h"
 

@@ -12,8 +12,8 @@
 #include <set>
 
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/onnx.h"
-#include "fx/onnx_passes.h"
 #include "fx/pass_manager.h"
 #include "zoo_util.h"
 

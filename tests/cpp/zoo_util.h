@@ -11,6 +11,7 @@
 
 #include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/onnx.h"
 
 namespace fxtest {
 
@@ -25,7 +26,7 @@ inline std::vector<fx::exec::Value> seeded_inputs(const fx::GraphModule& gm, uin
   };
   for (fx::Node* n : gm.graph().nodes()) {
     if (n->op() != fx::Opcode::Placeholder) continue;
-    const fx::Argument* t = n->meta().find("onnx_type");
+    const fx::Argument* t = n->meta().find(fx::onnx::meta::kType);
     if (!t) throw std::runtime_error("placeholder " + n->name() + " has no meta onnx_type");
     fx::Dtype dtype = fx::Dtype::Float32;
     std::vector<int64_t> shape;

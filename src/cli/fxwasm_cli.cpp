@@ -16,9 +16,9 @@
 #include <string>
 
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
-#include "fx/onnx_passes.h"
 
 namespace {
 
@@ -49,15 +49,11 @@ int usage(std::ostream& os, int code) {
   os << "usage: fxwasm-cli (model.onnx | --sample) [options]\n"
         "  --print WHAT          graph, tabular, code, readable, all (default), none\n"
         "  --num-users           print torch 2.x's [num_users=N] instead of [#users=N]\n"
-        "  --passes a,b,...      run passes in order: "
-     <<
-      [] {
-        std::string all;
-        for (const auto& n : fx::exec::pass_names()) all += (all.empty() ? "" : ",") + n;
-        return all;
-      }()
-     << "\n"
-        "  --check-equivalence   run the model before/after each pass on random inputs\n"
+        "  --passes a,b,...      run passes in order, from:\n";
+  fx::exec::register_onnx_passes();
+  for (const fx::PassInfo& p : fx::registered_passes())
+    os << "      " << std::left << std::setw(18) << p.name << p.description << "\n";
+  os << "  --check-equivalence   run the model before/after each pass on random inputs\n"
         "  --out FILE.onnx       export the (transformed) model\n"
         "  --coverage            list the nodes the executor cannot run\n"
         "  --run                 run the model (random inputs unless --inputs)\n"
@@ -88,7 +84,7 @@ std::vector<fx::exec::Value> random_inputs(const fx::GraphModule& gm, uint32_t s
     if (n->op() != fx::Opcode::Placeholder) continue;
     fx::Dtype dtype = fx::Dtype::Float32;
     std::vector<int64_t> shape;
-    if (const fx::Argument* t = n->meta().find("onnx_type");
+    if (const fx::Argument* t = n->meta().find(fx::onnx::meta::kType);
         t && t->kind() == fx::Argument::Kind::Dict) {
       for (const auto& kv : t->dict_items()) {
         if (kv.first.to_string() == "dtype" && kv.second.kind() == fx::Argument::Kind::Dtype)
@@ -220,7 +216,7 @@ int main(int argc, char** argv) {
       const std::vector<fx::exec::Value> outs = fx::exec::run(*gm, inputs);
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const fx::Argument* names = gm->graph().output_node()->meta().find("onnx_outputs");
+      const fx::Argument* names = gm->graph().output_node()->meta().find(fx::onnx::meta::kOutputs);
       for (size_t i = 0; i < outs.size(); ++i) {
         std::string name = "output_" + std::to_string(i);
         if (names && names->is_sequence() && i < names->elements().size())

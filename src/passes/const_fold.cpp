@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "fx/passes.h"
-#include "passes_internal.h"
+#include "passes/internal.h"
 
 namespace fx {
 

@@ -5,7 +5,7 @@
 #include <new>
 
 #include "fx/graph_module.h"
-#include "printer.h"
+#include "ir/printer.h"
 
 namespace fx {
 

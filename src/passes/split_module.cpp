@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "fx/passes.h"
-#include "passes_internal.h"
+#include "passes/internal.h"
 
 namespace fx {
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "fx/graph.h"
-#include "printer.h"
+#include "ir/printer.h"
 
 namespace fx {
 

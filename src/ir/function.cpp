@@ -42,12 +42,10 @@ struct TableRow {
   bool impure;
 };
 const TableRow kTable[] = {
-#if __has_include("function_table.inc")
 #define FX_FUNCTION(qualname, module, name, kind, impure) \
   {qualname, module, name, CallableKind::kind, impure},
-#include "function_table.inc"
+#include "ir/function_table.inc"
 #undef FX_FUNCTION
-#endif
     {"torch._assert", "torch", "_assert", CallableKind::Function, true},
 };
 
@@ -56,23 +54,19 @@ struct AliasRow {
   const char* qualname;
 };
 const AliasRow kAliases[] = {
-#if __has_include("function_table.inc")
 #define FX_FUNCTION(qualname, module, name, kind, impure)
 #define FX_FUNCTION_ALIAS(spelling, qualname) {spelling, qualname},
-#include "function_table.inc"
+#include "ir/function_table.inc"
 #undef FX_FUNCTION_ALIAS
 #undef FX_FUNCTION
-#endif
     {nullptr, nullptr},
 };
 const AliasRow kReprNames[] = {
-#if __has_include("function_table.inc")
 #define FX_FUNCTION(qualname, module, name, kind, impure)
 #define FX_FUNCTION_REPR_NAME(qualname, repr_name) {qualname, repr_name},
-#include "function_table.inc"
+#include "ir/function_table.inc"
 #undef FX_FUNCTION_REPR_NAME
 #undef FX_FUNCTION
-#endif
     {nullptr, nullptr},
 };
 

@@ -4,7 +4,7 @@
 
 #include "fx/graph.h"
 #include "fx/graph_module.h"
-#include "printer.h"
+#include "ir/printer.h"
 
 namespace fx {
 
