@@ -179,8 +179,6 @@ class Graph {
     const Node* node = nullptr;
     const Node* arg = nullptr;
   };
-  // Not noexcept on purpose: in wasm a noexcept frame needs a terminate landing pad around
-  // every call it makes, which costs a JS trampoline per call.
   LintIssue lint_scan(char* seen) const;
   void insert_node(Node* n);
   Node* new_node(const std::string& candidate, Opcode op, Target target,

@@ -110,8 +110,7 @@ class CodeGenerator {
     }
   }
 
-  // The statements of the body. Kept free of locals with destructors: in wasm every call that
-  // may throw from a frame with cleanups goes through a JS trampoline.
+  // The statements of the body.
   void emit_body(const std::vector<Node*>& nodes) {
     for (Node* node : nodes) {
       if (opts_.verbose) append_stacktrace_summary(node);

@@ -328,8 +328,7 @@ Graph::InsertGuard Graph::inserting_after(Node* n) {
 // ---- text ----
 
 namespace {
-// The node lines of print(graph). A separate frame without destructors: in wasm, calls that
-// may throw from a frame with cleanups go through a JS trampoline.
+// The node lines of print(graph).
 void put_node_lines(const Graph& g, UsersToken token, Out& out) {
   const ArgumentPrinter printer;
   for (Node* n : g.nodes()) {
@@ -416,9 +415,8 @@ std::string Graph::tabular() const {
 
 // ---- checks ----
 
-// The structural checks of lint(), as a scan that cannot throw (and has nothing to clean up):
-// returns the first problem found, in torch.fx's order. In wasm, calls that may throw from a
-// frame with cleanups go through a JS trampoline, so the error texts are built by the caller.
+// The structural checks of lint(), as a scan that cannot throw: returns the first problem found,
+// in torch.fx's order, and lint() builds the error text from it.
 Graph::LintIssue Graph::lint_scan(char* seen) const {
   for (Node* node = root_->next(); node != root_; node = node->next()) {
     if (node->erased()) continue;

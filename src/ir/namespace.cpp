@@ -54,8 +54,7 @@ bool Namespace::is_keyword(const std::string& name) { return keywords().count(na
 bool Namespace::is_reserved(const std::string& name) { return is_illegal(name, nullptr); }
 
 std::string snake_case(const std::string& s) {
-  // Two passes (count, then fill) instead of appending char by char: in wasm every append that
-  // may throw goes through a JS trampoline.
+  // Two passes (count, then fill): one allocation of the right size.
   size_t inserts = 0;
   bool prev_lower = false;
   for (char c : s) {
@@ -254,10 +253,8 @@ size_t put_suffix(char* buf, size_t base_len, uint64_t k) noexcept {
 
 }  // namespace
 
-// Kept free of locals with destructors on purpose: in wasm (Emscripten's JS exception runtime)
-// a call that may throw from a frame that needs cleanup goes through a JS trampoline, which
-// cost more than the rest of naming. Rare paths (long names, probing, objects) live in their
-// own functions.
+// The common case (a short fresh name) stays in this frame; rare paths (long names, probing,
+// objects) live in their own functions.
 std::string Namespace::create(const std::string& raw, const void* obj, const std::string* builtin,
                               const void* value) {
   State& st = *s_;
