@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: setup (idempotent installs), native + wasm builds, the C++ tests
-# natively (ctest) and as wasm under node (ctest), clang-format, the TypeScript declarations (tsc), the npm
+# natively (ctest) and as wasm under node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
 # package as packed (npm pack -> install into an empty folder -> import), and the JS tests (Jest).
 # Every step runs even if an earlier test step failed; the exit code is non-zero if any failed.
 # Full logs: build/test-logs/.
@@ -81,7 +81,12 @@ else
   if [ "$st" -eq 0 ]; then record "ctest wasm" ok "$detail"; else record "ctest wasm" FAILED "$detail"; fi
 fi
 
-# --- style -------------------------------------------------------------------------------------------
+# --- layering and style ----------------------------------------------------------------------------
+t=$(date +%s)
+banner "layering (scripts/check_layers.py: who may include whom, docs/architecture.md)"
+if python3 scripts/check_layers.py 2>&1 | tee "$logs/layers.log"; then record "layering" ok "$(elapsed "$t")"
+else record "layering" FAILED "$(elapsed "$t")"; fi
+
 t=$(date +%s)
 banner "C++ formatting (clang-format --check)"
 if bash scripts/format.sh --check 2>&1 | tee "$logs/format.log"; then record "clang-format" ok "$(elapsed "$t")"
