@@ -1,0 +1,195 @@
+// Where computed values live: a per-thread arena for large values and a pool of same-size
+// buffers for small ones (new_value, Value::recycle), and release_cached_memory().
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "exec/ops.h"
+#include "fx/exec.h"
+
+namespace fx::exec {
+
+// ---- arena ----
+//
+// Computed values of kArenaMin bytes and more live in ranges of a per-thread arena: a few large
+// chunks and an address-ordered free list with coalescing, best fit first. A value's range returns
+// to it when the last Value sharing it goes (its deleter holds the arena, so values may outlive the
+// thread or be dropped on another one). Against a pool of same-size buffers, a new value reuses
+// memory freed a moment ago by values of any size, so the run's values keep to a compact,
+// cache-warm set of addresses: a layer writing its output into a buffer last touched a whole run
+// earlier pays for reading it back from memory first (bench/README.md, "Executor arena", has the
+// measurements).
+
+namespace {
+class Arena : public std::enable_shared_from_this<Arena> {
+ public:
+  std::shared_ptr<const uint8_t> allocate(size_t n) {
+    n = (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_size_.lower_bound(n);
+    if (it == by_size_.end()) {
+      add_chunk(n);
+      it = by_size_.lower_bound(n);
+    }
+    uint8_t* p = it->second;
+    const size_t size = it->first;
+    by_size_.erase(it);
+    const int chunk = by_addr_.at(p).chunk;
+    by_addr_.erase(p);
+    if (size > n) insert(p + n, size - n, chunk);
+    // The range goes back when the last Value sharing it does (the deleter holds the arena).
+    return std::shared_ptr<const uint8_t>(p, [self = shared_from_this(), p, n, chunk](
+                                                 const uint8_t*) { self->release(p, n, chunk); });
+  }
+
+  // Frees the chunks no range of is in use.
+  void trim() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      Chunk& ch = chunks_[c];
+      if (!ch.mem) continue;
+      auto it = by_addr_.find(ch.start);
+      if (it == by_addr_.end() || it->second.size != ch.size) continue;
+      erase_size(ch.start, ch.size);
+      by_addr_.erase(it);
+      ch.mem.reset();
+    }
+  }
+
+ private:
+  static constexpr size_t kAlign = 64;  // kernels' vector loads stay within cache lines
+#ifdef __EMSCRIPTEN__
+  static constexpr size_t kChunk = 8u << 20;
+#else
+  static constexpr size_t kChunk = 32u << 20;
+#endif
+  struct Chunk {
+    std::unique_ptr<uint8_t[]> mem;
+    uint8_t* start = nullptr;
+    size_t size = 0;
+  };
+  struct Free {
+    size_t size;
+    int chunk;
+  };
+
+  void add_chunk(size_t n) {
+    Chunk ch;
+    ch.size = std::max(n, kChunk);
+    ch.mem.reset(new uint8_t[ch.size + kAlign]);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(ch.mem.get());
+    ch.start = ch.mem.get() + (kAlign - a % kAlign) % kAlign;
+    chunks_.push_back(std::move(ch));
+    insert(chunks_.back().start, chunks_.back().size, static_cast<int>(chunks_.size() - 1));
+  }
+  void insert(uint8_t* p, size_t size, int chunk) {
+    by_addr_[p] = Free{size, chunk};
+    by_size_.emplace(size, p);
+  }
+  void erase_size(uint8_t* p, size_t size) {
+    auto [lo, hi] = by_size_.equal_range(size);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == p) {
+        by_size_.erase(it);
+        return;
+      }
+  }
+  // The range [p, p + size) of chunk `chunk` is free again.
+  void release(uint8_t* p, size_t size, int chunk) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Coalesce with the free neighbours in the same chunk.
+    auto next = by_addr_.find(p + size);
+    if (next != by_addr_.end() && next->second.chunk == chunk) {
+      erase_size(next->first, next->second.size);
+      size += next->second.size;
+      by_addr_.erase(next);
+    }
+    auto after = by_addr_.lower_bound(p);
+    if (after != by_addr_.begin()) {
+      auto prev = std::prev(after);
+      if (prev->second.chunk == chunk && prev->first + prev->second.size == p) {
+        erase_size(prev->first, prev->second.size);
+        p = prev->first;
+        size += prev->second.size;
+        by_addr_.erase(prev);
+      }
+    }
+    insert(p, size, chunk);
+  }
+
+  std::mutex mu_;
+  std::vector<Chunk> chunks_;
+  std::map<uint8_t*, Free> by_addr_;
+  std::multimap<size_t, uint8_t*> by_size_;
+};
+
+Arena& arena() {
+  thread_local std::shared_ptr<Arena> a = std::make_shared<Arena>();
+  return *a;
+}
+
+// Values under kArenaMin bytes come from a per-thread pool of same-size buffers instead: a
+// run's many small values (a transformer's) then cost no free-list bookkeeping, and their
+// buffers stay in the caches anyway.
+constexpr size_t kArenaMin = 256 * 1024;
+struct BufferPool {
+  // Size -> free buffers of that size (a stack: vectors, so steady state allocates no nodes).
+  std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<uint8_t>>>> free;
+};
+BufferPool& pool() {
+  thread_local BufferPool p;
+  return p;
+}
+}  // namespace
+
+void release_cached_memory() {
+  pool().free.clear();
+  arena().trim();
+  release_constant_cache();
+}
+
+Value new_value(Dtype dtype, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(ErrorKind::Value,
+                  "a tensor dimension cannot be negative (" + std::to_string(d) + ")");
+    n *= d;
+  }
+  const size_t nbytes = static_cast<size_t>(n) * dtype_size(dtype);
+  if (nbytes < kArenaMin) {
+    BufferPool& p = pool();
+    auto it = nbytes == 0 ? p.free.end() : p.free.find(nbytes);
+    if (it == p.free.end() || it->second.empty()) return Value::zeros(dtype, std::move(shape));
+    std::shared_ptr<const std::vector<uint8_t>> buf = std::move(it->second.back());
+    it->second.pop_back();
+    return Value::wrap(dtype, std::move(shape), std::move(buf));
+  }
+  Value v;
+  v.dtype_ = dtype;
+  v.shape_ = std::move(shape);
+  v.nbytes_ = nbytes;
+  v.arena_ = arena().allocate(nbytes);
+  v.data_ = v.arena_.get();
+  return v;
+}
+
+Value zeroed_value(Dtype dtype, std::vector<int64_t> shape) {
+  Value v = new_value(dtype, std::move(shape));
+  std::memset(v.mutable_data<uint8_t>(), 0, v.nbytes());
+  return v;
+}
+
+void Value::recycle() {
+  // A pool-sized buffer nobody else holds (not a weight, not an output, not a view) is reused.
+  if (bytes_ && bytes_.use_count() == 1 && !bytes_->empty() && bytes_->size() < kArenaMin)
+    pool().free[bytes_->size()].push_back(std::move(bytes_));
+  bytes_.reset();
+  arena_.reset();
+  data_ = nullptr;
+  nbytes_ = 0;
+}
+
+}  // namespace fx::exec
