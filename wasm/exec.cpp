@@ -1,0 +1,100 @@
+// wasm/exec.cpp — running a GraphModule on fxwasm's kernels (fx::exec) from JS; tensors cross as
+// {dtype, shape, data} objects whose bytes are copied into (and out of) the wasm heap.
+#include <emscripten/val.h>
+
+#include <malloc.h>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fx/exec.h"
+#include "fx/exec/passes.h"
+#include "glue.h"
+#include "handles.h"
+
+namespace fxwasm {
+
+// {dtype, shape, data (a typed array)} -> Value; the bytes are copied into the wasm heap.
+fx::exec::Value value_from_js(const val& v, size_t index) {
+  const std::string where = "input " + std::to_string(index);
+  if (v.typeOf().as<std::string>() != "object" || v.isNull())
+    throw Error(ErrorKind::Type, where + ": expected {dtype, shape, data}");
+  const fx::Dtype dtype = fx::dtype_from_name(v["dtype"].as<std::string>());
+  std::vector<int64_t> shape;
+  const val js_shape = v["shape"];
+  const unsigned rank = js_shape["length"].as<unsigned>();
+  for (unsigned i = 0; i < rank; ++i)
+    shape.push_back(static_cast<int64_t>(js_shape[i].as<double>()));
+  fx::exec::Value out = fx::exec::Value::zeros(dtype, shape);
+  const val data = v["data"];
+  const size_t nbytes = data["byteLength"].as<size_t>();
+  if (nbytes != out.nbytes())
+    throw Error(ErrorKind::Value, where + ": " + out.describe() + " needs " +
+                                      std::to_string(out.nbytes()) + " bytes of data, got " +
+                                      std::to_string(nbytes));
+  const val bytes = val::global("Uint8Array").new_(data["buffer"], data["byteOffset"], nbytes);
+  val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())).call<void>("set", bytes);
+  return out;
+}
+
+std::vector<fx::exec::Value> values_from_js(const val& inputs) {
+  std::vector<fx::exec::Value> out;
+  const unsigned n = inputs["length"].as<unsigned>();
+  for (unsigned i = 0; i < n; ++i) out.push_back(value_from_js(inputs[i], i));
+  return out;
+}
+
+// Value -> {dtype, shape, bytes (a Uint8Array copy)}; the facade makes the typed array.
+val value_to_js(const fx::exec::Value& v) {
+  val o = val::object();
+  o.set("dtype", std::string(fx::dtype_name(v.dtype())));
+  val shape = val::array();
+  for (int64_t d : v.shape()) shape.call<void>("push", static_cast<double>(d));
+  o.set("shape", shape);
+  o.set("bytes",
+        val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())).call<val>("slice"));
+  return o;
+}
+
+val gm_run(double id, val inputs, val probe) {
+  return guarded([&] {
+    fx::exec::RunOptions opts;
+    const unsigned np = probe["length"].as<unsigned>();
+    for (unsigned i = 0; i < np; ++i) opts.probe.push_back(probe[i].as<std::string>());
+    const fx::exec::RunResult r = fx::exec::run(*gm_entry(id).gm, values_from_js(inputs), opts);
+    val out = val::object();
+    val outputs = val::array();
+    for (const auto& v : r.outputs) outputs.call<void>("push", value_to_js(v));
+    val probes = val::array();
+    for (const auto& [name, v] : r.probes) {
+      val p = value_to_js(v);
+      p.set("node", name);
+      probes.call<void>("push", p);
+    }
+    out.set("outputs", outputs);
+    out.set("probes", probes);
+    return out;
+  });
+}
+
+val gm_coverage(double id) {
+  return guarded([&] {
+    val out = val::array();
+    for (const fx::exec::CoverageGap& g : fx::exec::coverage(*gm_entry(id).gm)) {
+      val o = val::object();
+      o.set("node", g.node);
+      o.set("target", g.target);
+      o.set("reason", g.reason);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+void gm_shape_prop(double id, val inputs) {
+  guarded([&] { fx::exec::shape_prop(*gm_entry(id).gm, values_from_js(inputs)); });
+}
+
+double heap_used() { return static_cast<double>(mallinfo().uordblks); }
+
+}  // namespace fxwasm

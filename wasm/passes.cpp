@@ -1,0 +1,111 @@
+// wasm/passes.cpp — passes by name (fx::PassManager) and the subgraph rewriter for JS
+// (wasm/passes.mjs).
+#include <emscripten/val.h>
+
+#include <string>
+#include <vector>
+
+#include "codec.h"
+#include "fx/exec.h"
+#include "fx/exec/passes.h"
+#include "glue.h"
+#include "handles.h"
+
+namespace fxwasm {
+
+namespace {
+
+// A graph value as [name, true] for a node, [encoded literal, false] otherwise.
+val match_value_to_js(const Argument& a) {
+  val pair = val::array();
+  pair.call<void>("push", a.is_node() ? val(a.to_node()->name()) : val(encode(a)));
+  pair.call<void>("push", a.is_node());
+  return pair;
+}
+
+}  // namespace
+
+// The passes callable by name (CLI, JS pipelines).
+val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
+                  double max_iterations) {
+  return guarded([&] {
+    fx::PassManager pm;
+    const unsigned n = names["length"].as<unsigned>();
+    for (unsigned i = 0; i < n; ++i) {
+      const std::string name = names[i].as<std::string>();
+      pm.add(name, fx::exec::pass_by_name(name));
+    }
+    pm.max_iterations(static_cast<int>(max_iterations));
+    if (!check_inputs.isNull() && !check_inputs.isUndefined())
+      pm.check_equivalence(fx::exec::equivalence_check(
+          values_from_js(check_inputs), static_cast<float>(rtol), static_cast<float>(atol)));
+    val out = val::array();
+    for (const fx::PassReport& r : pm.run(*gm_entry(id).gm)) {
+      val o = val::object();
+      o.set("pass", r.pass);
+      o.set("iteration", r.iteration);
+      o.set("modified", r.modified);
+      o.set("nodesBefore", static_cast<double>(r.nodes_before));
+      o.set("nodesAfter", static_cast<double>(r.nodes_after));
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+// `filter` (JS, or undefined): called with each InternalMatch as {anchors, nodesMap,
+// placeholderNodes, returningNodes}; returns true/false, or null when a user filter threw (the
+// JS facade rethrows that error; nothing is replaced).
+val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val filter) {
+  return guarded([&] {
+    const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
+    const fx::Graph& replacement = *graph_entry(replacement_gid).graph;
+    std::vector<fx::MatchFilter> filters;
+    if (filter.typeOf().as<std::string>() == "function") {
+      filters.push_back([&filter](const fx::InternalMatch& m, const fx::Graph&, const fx::Graph&) {
+        val o = val::object();
+        val anchors = val::array();
+        for (const fx::Node* a : m.anchors) anchors.call<void>("push", a->name());
+        val nodes = val::array();
+        for (const auto& [pn, gv] : m.nodes_map) {
+          val pair = match_value_to_js(gv);
+          pair.call<void>("unshift", pn->name());
+          nodes.call<void>("push", pair);
+        }
+        val placeholders = val::array();
+        for (const Argument& a : m.placeholder_nodes)
+          placeholders.call<void>("push", match_value_to_js(a));
+        val returning = val::array();
+        for (const fx::Node* r : m.returning_nodes) returning.call<void>("push", r->name());
+        o.set("anchors", anchors);
+        o.set("nodesMap", nodes);
+        o.set("placeholderNodes", placeholders);
+        o.set("returningNodes", returning);
+        const val keep = filter(o);
+        if (keep.isNull())
+          throw Error(ErrorKind::Value, "replacePattern: a filter threw; nothing was replaced");
+        return keep.as<bool>();
+      });
+    }
+    const std::vector<fx::Match> matches =
+        fx::replace_pattern_with_filters(*gm_entry(id).gm, pattern, replacement, filters);
+    val out = val::array();
+    for (const fx::Match& m : matches) {
+      val o = val::object();
+      o.set("anchor", m.anchor ? m.anchor->name() : std::string());
+      val map = val::array();
+      for (const auto& [pn, gv] : m.nodes_map) {
+        val pair = val::array();
+        pair.call<void>("push", pn->name());
+        pair.call<void>("push", gv.is_node() ? val(gv.to_node()->name()) : val(encode(gv)));
+        pair.call<void>("push", gv.is_node());
+        map.call<void>("push", pair);
+      }
+      o.set("nodesMap", map);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+}  // namespace fxwasm
