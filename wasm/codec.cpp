@@ -143,7 +143,7 @@ class Decoder {
  private:
   [[noreturn]] void malformed() const {
     throw Error(ErrorKind::Value, std::string(what_) + ": malformed encoded value at offset " +
-                                      std::to_string(i_) + " (a bug in wasm/index.mjs)");
+                                      std::to_string(i_) + " (a bug in wasm/codec.mjs)");
   }
   char next() {
     if (i_ >= s_.size()) malformed();

@@ -1,0 +1,223 @@
+// wasm/graph_module.mjs — GraphModule (torch.fx.GraphModule): a Graph plus its attribute tree.
+import { FxError, typeError } from './errors.mjs';
+import { M, PRIVATE, ck, requireModule, liveGraphs, finalizer, disposeSymbol } from './runtime.mjs';
+import { MAX_DEPTH, enc, decode, plainObject } from './codec.mjs';
+import { Graph, pythonCodeResult } from './graph.mjs';
+import { encodeTensors, tensorFromWasm } from './tensors.mjs';
+
+function bytesOf(data, where) {
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (Object.prototype.toString.call(data) === '[object ArrayBuffer]') return new Uint8Array(data);
+  throw typeError(`${where}: data must be an ArrayBuffer or a typed array`);
+}
+
+// Turns a ModuleSpec into (encoded description, one Uint8Array holding all tensor bytes).
+function encodeModuleSpec(spec) {
+  const chunks = [];
+  let total = 0;
+  const tensor = (t, where) => {
+    if (t == null || typeof t !== 'object') throw typeError(`${where}: a tensor spec must be an object`);
+    const out = {};
+    for (const [k, v] of Object.entries(t)) {
+      if (v === undefined) continue;
+      if (k === 'data') {
+        const b = bytesOf(v, where);
+        out.data = [total, b.length];
+        chunks.push(b);
+        total += b.length;
+      } else {
+        out[k] = v;
+      }
+    }
+    return out;
+  };
+  const module = (m, where, depth) => {
+    if (m == null || typeof m !== 'object') throw typeError(`${where}: a module spec must be an object`);
+    if (depth > MAX_DEPTH / 2) throw new FxError('ValueError', `${where}: modules nested too deeply`);
+    const out = {};
+    for (const [k, v] of Object.entries(m)) {
+      if (v === undefined) continue;
+      if ((k === 'modules' || k === 'parameters' || k === 'buffers') && (v === null || typeof v !== 'object'))
+        throw typeError(`${where}: ${k} must be an object`);
+      if (k === 'modules') {
+        out.modules = {};
+        for (const [name, sub] of Object.entries(v)) out.modules[name] = module(sub, `${where}.${name}`, depth + 1);
+      } else if (k === 'parameters' || k === 'buffers') {
+        out[k] = {};
+        for (const [name, t] of Object.entries(v)) out[k][name] = tensor(t, `${where}.${name}`);
+      } else {
+        out[k] = v;
+      }
+    }
+    return out;
+  };
+  const desc = enc(module(spec, 'root', 0), 0);
+  const blob = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    blob.set(c, off);
+    off += c.length;
+  }
+  return [desc, blob];
+}
+
+/**
+ * torch.fx.GraphModule: takes over `graph` (which stays usable as `gm.graph`) and copies from
+ * `options.root` the attributes its get_attr / call_module nodes reference.
+ */
+export class GraphModule {
+  constructor(graph, options = {}) {
+    if (graph === PRIVATE) {
+      // [gm id, graph id] of a GraphModule made in C++ (loadONNX, submodule()).
+      const [id, gid] = options;
+      this._id = id;
+      this._graph = new Graph(PRIVATE, gid);
+      this._deleted = false;
+      finalizer.unregister(this._graph);
+      this._graph._owner = this;
+      finalizer.register(this, { kind: 'gm', id: this._id }, this);
+      return;
+    }
+    requireModule();
+    if (!(graph instanceof Graph)) throw typeError('GraphModule: expected a Graph');
+    const className = options?.className ?? 'GraphModule';
+    if (typeof className !== 'string') throw typeError('GraphModule: className must be a string');
+    const [desc, blob] = options?.root != null ? encodeModuleSpec(options?.root) : ['', new Uint8Array(0)];
+    this._id = ck(M.gmNew(graph._gid, desc, blob, className));
+    this._graph = graph;
+    this._deleted = false;
+    finalizer.unregister(graph);
+    graph._owner = this;
+    finalizer.register(this, { kind: 'gm', id: this._id }, this);
+  }
+
+  get graph() {
+    return this._graph;
+  }
+
+  get className() {
+    return ck(M.gmClassName(this._id));
+  }
+
+  get code() {
+    return ck(M.gmCode(this._id));
+  }
+
+  recompile() {
+    return pythonCodeResult(ck(M.gmRecompile(this._id)));
+  }
+
+  pythonCode() {
+    return pythonCodeResult(ck(M.gmPythonCode(this._id)));
+  }
+
+  printReadable() {
+    return ck(M.gmPrintReadable(this._id));
+  }
+
+  toString() {
+    return ck(M.gmStr(this._id));
+  }
+
+  setTorch113Bugs(on) {
+    M.gmSetTorch113Bugs(this._id, !!on);
+    ck();
+  }
+
+  addSubmodule(target, module) {
+    if (typeof target !== 'string') throw typeError('addSubmodule: target must be a string');
+    const [desc, blob] = encodeModuleSpec(module);
+    return ck(M.gmAddSubmodule(this._id, target, desc, blob));
+  }
+
+  deleteSubmodule(target) {
+    if (typeof target !== 'string') throw typeError('deleteSubmodule: target must be a string');
+    return ck(M.gmDeleteSubmodule(this._id, target));
+  }
+
+  deleteAllUnusedSubmodules() {
+    M.gmDeleteAllUnusedSubmodules(this._id);
+    ck();
+  }
+
+  namedModules() {
+    return Array.from(decode(ck(M.gmNamedModules(this._id)), null), (p) => [p[0], p[1]]);
+  }
+
+  namedParameters() {
+    return Array.from(decode(ck(M.gmNamedParameters(this._id)), null), (p) => [p[0], { ...p[1], shape: [...p[1].shape] }]);
+  }
+
+  namedBuffers() {
+    return Array.from(decode(ck(M.gmNamedBuffers(this._id)), null), (p) => [p[0], { ...p[1], shape: [...p[1].shape] }]);
+  }
+
+  getTensorData(target) {
+    if (typeof target !== 'string') throw typeError('getTensorData: target must be a string');
+    return ck(M.gmTensorData(this._id, target));
+  }
+
+  /**
+   * Runs the graph on fxwasm's kernels (onnx.* nodes). `inputs`: one tensor per placeholder,
+   * `{ data: TypedArray, shape: number[], dtype?: string }`. `options.probe`: node names whose
+   * values to return too. Resolves nothing asynchronously: the run is synchronous.
+   */
+  run(inputs, options = {}) {
+    const probe = options?.probe ?? [];
+    if (!Array.isArray(probe) || probe.some((p) => typeof p !== 'string'))
+      throw typeError('run: options.probe must be an array of node names');
+    const r = ck(M.gmRun(this._id, encodeTensors(inputs, 'run'), probe));
+    const outputs = Array.from(r.outputs, tensorFromWasm);
+    if (options?.probe === undefined) return outputs;
+    return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, tensorFromWasm(p)])) };
+  }
+
+  /**
+   * Serializes the module as an ONNX ModelProto (onnx.* call_function nodes; names, opsets and
+   * metadata of an imported model are kept). `embedExternalData`: write tensors that live in
+   * external files into the model instead of referencing the files. `defaultOpset`: the opset
+   * when the module records none (a graph built by hand; default 17).
+   */
+  toONNX(options = {}) {
+    return ck(M.gmToOnnx(this._id, !!options?.embedExternalData, options?.defaultOpset ?? 0));
+  }
+
+  /** Metadata of the module as a whole (an imported model's opsets, producer, doc strings...). */
+  get meta() {
+    return plainObject(decode(ck(M.gmMeta(this._id)), null));
+  }
+
+  /**
+   * A copy of the GraphModule at attribute path `target` (the body of an imported If/Loop/Scan),
+   * owned by the caller: delete() it when done.
+   */
+  submodule(target) {
+    if (typeof target !== 'string') throw typeError('submodule: target must be a string');
+    return new GraphModule(PRIVATE, ck(M.gmSubmoduleGraphModule(this._id, target)));
+  }
+
+  /** The nodes that cannot run (unknown targets...), found before running. */
+  coverage() {
+    return Array.from(ck(M.gmCoverage(this._id)), (g) => ({ node: g.node, target: g.target, reason: g.reason }));
+  }
+
+  /** Runs the graph once and records meta["tensor_meta"] (shape, dtype) on every node. */
+  shapeProp(inputs) {
+    M.gmShapeProp(this._id, encodeTensors(inputs, 'shapeProp'));
+    ck();
+  }
+
+  delete() {
+    if (this._deleted) return;
+    this._deleted = true;
+    finalizer.unregister(this);
+    M.gmDelete(this._id);
+    ck();
+    this._graph._nodes.clear();
+    liveGraphs.delete(this._graph._gid);
+  }
+
+  [disposeSymbol]() {
+    this.delete();
+  }
+}

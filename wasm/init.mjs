@@ -1,0 +1,138 @@
+// wasm/init.mjs — init(): loads dist/fx.mjs + dist/fx.wasm once (memoized) and resolves to the
+// API object. The loaded module goes to runtime.mjs, where every other façade module reads it.
+import createFxModule from '../dist/fx.mjs';
+import { FxError } from './errors.mjs';
+import { M, setModule, isNode } from './runtime.mjs';
+import {
+  FxTuple,
+  FxFloat,
+  FxComplex,
+  FxSlice,
+  FxEllipsis,
+  FxDtype,
+  FxDevice,
+  FxMemoryFormat,
+  FxLayout,
+  tuple,
+  float,
+  complex,
+  slice,
+  ellipsis,
+  dtype,
+  device,
+  memoryFormat,
+  layout,
+} from './codec.mjs';
+import { Node } from './node.mjs';
+import { Graph, InsertPoint } from './graph.mjs';
+import { GraphModule } from './graph_module.mjs';
+import { passNames, runPasses, replacePattern } from './passes.mjs';
+import { loadONNX, tensorFromONNX, tensorToONNX } from './onnx.mjs';
+
+/** The memoized init() promise. */
+let initPromise = null;
+/** The API object init() resolves to. */
+let api = null;
+
+async function readNodeWasm(options) {
+  const fs = await import(/* webpackIgnore: true */ 'node:fs/promises');
+  let where = new URL('../dist/fx.wasm', import.meta.url);
+  if (typeof options.locateFile === 'function') {
+    const dir = new URL('../dist/', import.meta.url);
+    const p = options.locateFile('fx.wasm', dir.protocol === 'file:' ? decodeURIComponent(dir.pathname) : dir.href);
+    where = p instanceof URL || /^file:/.test(p) ? new URL(p) : p;
+  }
+  return fs.readFile(where);
+}
+
+async function load(options) {
+  const moduleOptions = {};
+  if (options.wasmBinary != null) {
+    moduleOptions.wasmBinary = options.wasmBinary;
+  } else if (isNode) {
+    // Debian's emscripten 3.1.6 loader cannot read a .wasm by path under Node >= 18 (it tries
+    // fetch), so read the bytes here.
+    try {
+      moduleOptions.wasmBinary = await readNodeWasm(options);
+    } catch (e) {
+      throw new FxError('RuntimeError', `cannot read fx.wasm (${e.message}); build it or pass init({ wasmBinary })`);
+    }
+  } else if (typeof options.locateFile === 'function') {
+    moduleOptions.locateFile = options.locateFile;
+  }
+  let pending;
+  if (isNode) {
+    // The 3.1.6 loader reads __dirname (undefined in ES modules) and installs process-wide
+    // uncaughtException/unhandledRejection handlers; give it the first, take back the second.
+    const before = {
+      uncaughtException: process.listeners('uncaughtException'),
+      unhandledRejection: process.listeners('unhandledRejection'),
+    };
+    const hadDirname = Object.prototype.hasOwnProperty.call(globalThis, '__dirname');
+    if (!hadDirname) globalThis.__dirname = decodeURIComponent(new URL('../dist/', import.meta.url).pathname);
+    try {
+      pending = createFxModule(moduleOptions);
+    } finally {
+      if (!hadDirname) delete globalThis.__dirname;
+      for (const [event, old] of Object.entries(before))
+        for (const l of process.listeners(event)) if (!old.includes(l)) process.removeListener(event, l);
+    }
+  } else {
+    pending = createFxModule(moduleOptions);
+  }
+  const module = await pending;
+  setModule(module, isNode ? await import(/* webpackIgnore: true */ 'node:fs') : null);
+  api = Object.freeze({
+    version: M.version(),
+    Graph,
+    GraphModule,
+    Node,
+    InsertPoint,
+    FxError,
+    FxTuple,
+    FxFloat,
+    FxComplex,
+    FxSlice,
+    FxEllipsis,
+    FxDtype,
+    FxDevice,
+    FxMemoryFormat,
+    FxLayout,
+    tuple,
+    float,
+    complex,
+    slice,
+    ellipsis,
+    dtype,
+    device,
+    memoryFormat,
+    layout,
+    runPasses,
+    replacePattern,
+    passNames,
+    loadONNX,
+    tensorFromONNX,
+    tensorToONNX,
+    heapUsed: () => M.heapUsed(),
+    heapSize: () => M.HEAP8.length,
+    liveHandles: () => M.liveHandles(),
+  });
+  return api;
+}
+
+/**
+ * Loads the wasm module once (memoized) and resolves to the API object. Options only matter on
+ * the first call: `wasmBinary` (the bytes of fx.wasm) or `locateFile(name, dir)` (where to find
+ * it; default: next to dist/fx.mjs).
+ */
+export function init(options = {}) {
+  if (!initPromise) {
+    initPromise = load(options ?? {}).catch((e) => {
+      initPromise = null;
+      throw e;
+    });
+  }
+  return initPromise;
+}
+
+export default init;

@@ -1,0 +1,195 @@
+// wasm/node.mjs — Node, a lightweight handle (graph, id) to an fx::Node, and the helpers the
+// façade uses to check and convert node handles.
+import { FxError, typeError } from './errors.mjs';
+import { M, PRIVATE, NODE_HANDLE, ck, inspectSymbol } from './runtime.mjs';
+import { enc, encArgs, encKwargs, decode, plainObject } from './codec.mjs';
+
+export function idsToNodes(graph, ids) {
+  const out = new Array(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = graph._node(ids[i]);
+  return out;
+}
+
+export function optNode(graph, id) {
+  return id < 0 ? null : graph._node(id);
+}
+
+export function checkNode(node, what) {
+  if (!(node instanceof Node)) throw typeError(`${what}: expected a Node handle`);
+  return node;
+}
+
+export function ownNode(graph, node, what) {
+  checkNode(node, what);
+  if (node.graph !== graph)
+    throw new FxError('GraphError', `${what}: Node '${safeName(node)}' does not belong to this Graph`, safeName(node));
+  return node;
+}
+
+export function safeName(node) {
+  try {
+    return node.name;
+  } catch {
+    return `#${node.id}`;
+  }
+}
+
+export function optString(v, what) {
+  if (v == null) return null;
+  if (typeof v !== 'string') throw typeError(`${what} must be a string`);
+  return v;
+}
+
+
+/** A lightweight handle (graph, id) to an fx::Node; every use is checked in C++. */
+export class Node {
+  constructor(token, graph, id) {
+    if (token !== PRIVATE) throw typeError('Node handles come from Graph methods');
+    this.graph = graph;
+    this.id = id;
+  }
+
+  get [NODE_HANDLE]() {
+    return true;
+  }
+
+  get name() {
+    return ck(M.nodeName(this.graph._gid, this.id));
+  }
+  get op() {
+    return ck(M.nodeOp(this.graph._gid, this.id));
+  }
+  get target() {
+    return ck(M.nodeTarget(this.graph._gid, this.id));
+  }
+  get type() {
+    return ck(M.nodeType(this.graph._gid, this.id));
+  }
+  set type(t) {
+    M.nodeSetType(this.graph._gid, this.id, optString(t, 'type'));
+    ck();
+  }
+  get args() {
+    return decode(ck(M.nodeArgs(this.graph._gid, this.id)), this.graph);
+  }
+  set args(args) {
+    this.setArgs(args);
+  }
+  get kwargs() {
+    return plainObject(decode(ck(M.nodeKwargs(this.graph._gid, this.id)), this.graph));
+  }
+  set kwargs(kwargs) {
+    this.setKwargs(kwargs);
+  }
+  get users() {
+    return idsToNodes(this.graph, ck(M.nodeUsers(this.graph._gid, this.id)));
+  }
+  get allInputNodes() {
+    return idsToNodes(this.graph, ck(M.nodeAllInputNodes(this.graph._gid, this.id)));
+  }
+  get next() {
+    return optNode(this.graph, ck(M.nodeNext(this.graph._gid, this.id)));
+  }
+  get prev() {
+    return optNode(this.graph, ck(M.nodePrev(this.graph._gid, this.id)));
+  }
+  get erased() {
+    return ck(M.nodeErased(this.graph._gid, this.id));
+  }
+  get stackTrace() {
+    return ck(M.nodeStackTrace(this.graph._gid, this.id));
+  }
+  set stackTrace(trace) {
+    M.nodeSetStackTrace(this.graph._gid, this.id, optString(trace, 'stackTrace'));
+    ck();
+  }
+  get meta() {
+    return plainObject(decode(ck(M.nodeMeta(this.graph._gid, this.id)), null));
+  }
+
+  prepend(x) {
+    ownNode(this.graph, x, 'prepend');
+    M.nodePrepend(this.graph._gid, this.id, x.id);
+    ck();
+  }
+
+  append(x) {
+    ownNode(this.graph, x, 'append');
+    M.nodeAppend(this.graph._gid, this.id, x.id);
+    ck();
+  }
+
+  replaceAllUsesWith(replaceWith, deleteUserCb) {
+    ownNode(this.graph, replaceWith, 'replaceAllUsesWith');
+    let keep = '';
+    if (deleteUserCb != null) {
+      if (typeof deleteUserCb !== 'function') throw typeError('replaceAllUsesWith: deleteUserCb must be a function');
+      keep = '[';
+      for (const u of this.users) if (deleteUserCb(u)) keep += 'i' + u.id + ';';
+      keep += ']';
+    }
+    return idsToNodes(this.graph, ck(M.nodeReplaceAllUsesWith(this.graph._gid, this.id, replaceWith.id, keep)));
+  }
+
+  replaceInputWith(oldInput, newInput) {
+    ownNode(this.graph, oldInput, 'replaceInputWith');
+    ownNode(this.graph, newInput, 'replaceInputWith');
+    M.nodeReplaceInputWith(this.graph._gid, this.id, oldInput.id, newInput.id);
+    ck();
+  }
+
+  updateArg(idx, arg) {
+    if (!Number.isInteger(idx)) throw typeError('updateArg: index must be an integer');
+    M.nodeUpdateArg(this.graph._gid, this.id, idx, enc(arg, 0));
+    ck();
+  }
+
+  updateKwarg(key, arg) {
+    if (typeof key !== 'string') throw typeError('updateKwarg: key must be a string');
+    M.nodeUpdateKwarg(this.graph._gid, this.id, key, enc(arg, 0));
+    ck();
+  }
+
+  setArgs(args) {
+    M.nodeSetArgs(this.graph._gid, this.id, encArgs(args));
+    ck();
+  }
+
+  setKwargs(kwargs) {
+    M.nodeSetKwargs(this.graph._gid, this.id, encKwargs(kwargs ?? {}));
+    ck();
+  }
+
+  getMeta(key) {
+    if (typeof key !== 'string') throw typeError('getMeta: key must be a string');
+    const r = ck(M.nodeGetMeta(this.graph._gid, this.id, key));
+    return r === null ? undefined : decode(r, null);
+  }
+
+  setMeta(key, value) {
+    if (typeof key !== 'string') throw typeError('setMeta: key must be a string');
+    M.nodeSetMeta(this.graph._gid, this.id, key, enc(value, 0));
+    ck();
+  }
+
+  deleteMeta(key) {
+    if (typeof key !== 'string') throw typeError('deleteMeta: key must be a string');
+    return ck(M.nodeDeleteMeta(this.graph._gid, this.id, key));
+  }
+
+  isImpure() {
+    return ck(M.nodeIsImpure(this.graph._gid, this.id));
+  }
+
+  formatNode(options = {}) {
+    return ck(M.nodeFormatNode(this.graph._gid, this.id, !!options?.numUsers));
+  }
+
+  toString() {
+    return safeName(this);
+  }
+
+  [inspectSymbol]() {
+    return `Node(${safeName(this)})`;
+  }
+}

@@ -1,0 +1,111 @@
+// wasm/onnx.mjs — ONNX models and tensors in and out (fx::onnx).
+import { FxError, typeError } from './errors.mjs';
+import { M, PRIVATE, ck, requireModule, nodeFs } from './runtime.mjs';
+import { GraphModule } from './graph_module.mjs';
+import { encodeTensors, tensorFromWasm } from './tensors.mjs';
+
+function asBytes(data, what) {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return data;
+  throw typeError(`${what}: expected a Uint8Array or ArrayBuffer`);
+}
+
+function blobRange(blob, offset, length, location) {
+  if (typeof FileReaderSync === 'undefined')
+    throw new FxError(
+      'ValueError',
+      `external data '${location}' is a Blob, which can only be read synchronously in a Web Worker; ` +
+        'read it into a Uint8Array first (await blob.arrayBuffer()) or load the model in a worker',
+    );
+  const part = length >= 0 ? blob.slice(offset, offset + length) : blob.slice(offset);
+  return new Uint8Array(new FileReaderSync().readAsArrayBuffer(part));
+}
+
+// The reader C++ calls (location, offset, length) -> Uint8Array | null, over what the caller gave.
+function externalReader(externalData) {
+  if (externalData == null) return null;
+  let read;
+  if (typeof externalData === 'function') {
+    read = externalData;
+  } else if (typeof externalData === 'string') {
+    if (!nodeFs) throw typeError('loadONNX: externalData as a folder path works in Node only');
+    const dir = externalData;
+    read = (location, offset, length) => {
+      if (location.startsWith('/') || location.split(/[\\/]/).includes('..'))
+        throw new FxError('ValueError', `external data location '${location}' must stay inside the model's folder`);
+      const fd = nodeFs.openSync(`${dir}/${location}`, 'r');
+      try {
+        const size = nodeFs.fstatSync(fd).size;
+        const n = length >= 0 ? length : size - offset;
+        if (offset + n > size)
+          throw new FxError('ParseError', `external data '${location}' is ${size} bytes, shorter than offset ${offset} + length ${n}`);
+        const out = new Uint8Array(n);
+        nodeFs.readSync(fd, out, 0, n, offset);
+        return out;
+      } finally {
+        nodeFs.closeSync(fd);
+      }
+    };
+  } else if (typeof externalData === 'object') {
+    const get = externalData instanceof Map ? (k) => externalData.get(k) : (k) => externalData[k];
+    read = (location, offset, length) => {
+      const src = get(location);
+      if (src == null) return null;
+      if (typeof Blob !== 'undefined' && src instanceof Blob) return blobRange(src, offset, length, location);
+      const b = asBytes(src, `externalData['${location}']`);
+      const end = length >= 0 ? offset + length : b.byteLength;
+      if (end > b.byteLength)
+        throw new FxError('ParseError', `external data '${location}' is ${b.byteLength} bytes, shorter than offset ${offset} + length ${length}`);
+      return b.subarray(offset, end);
+    };
+  } else {
+    throw typeError('loadONNX: externalData must be a function, an object/Map of location -> bytes, or (Node) a folder path');
+  }
+  // A JS exception must not unwind through C++ frames: report it as "not supplied" plus its text.
+  return (location, offset, length) => {
+    try {
+      return read(location, offset, length) ?? null;
+    } catch (e) {
+      lastReaderError = e;
+      return null;
+    }
+  };
+}
+let lastReaderError = null;
+
+/**
+ * Imports an ONNX model (the bytes of a .onnx file) as a GraphModule: graph inputs become
+ * placeholders, initializers get_attr nodes over the module's parameters, every node a
+ * call_function of `onnx.<OpType>` with its attributes as kwargs. `options.externalData` resolves
+ * tensors stored outside the model, lazily (when they are first needed): a function
+ * `(location, offset, length) => Uint8Array`, an object or Map from location to bytes (or a
+ * Blob, inside a Web Worker), or under Node the folder the files live in.
+ */
+export function loadONNX(bytes, options = {}) {
+  requireModule();
+  const data = asBytes(bytes, 'loadONNX');
+  const reader = externalReader(options?.externalData);
+  lastReaderError = null;
+  const ids = M.loadOnnx(data, reader);
+  try {
+    ck();
+  } catch (e) {
+    if (lastReaderError) e.message += ` (${lastReaderError.message})`;
+    throw e;
+  }
+  return new GraphModule(PRIVATE, ids);
+}
+
+/** Decodes an ONNX TensorProto (e.g. ONNX test data `input_0.pb`) into `{ name, dtype, shape, data }`. */
+export function tensorFromONNX(bytes) {
+  requireModule();
+  const t = ck(M.tensorFromOnnx(asBytes(bytes, 'tensorFromONNX')));
+  return { name: t.name, ...tensorFromWasm(t) };
+}
+
+/** Encodes a tensor `{ data, shape, dtype? }` as an ONNX TensorProto named `name`. */
+export function tensorToONNX(tensor, name = '') {
+  requireModule();
+  const [t] = encodeTensors([tensor], 'tensorToONNX');
+  return ck(M.tensorToOnnx(t, String(name)));
+}

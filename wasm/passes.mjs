@@ -1,0 +1,87 @@
+// wasm/passes.mjs — passes by name (fx::PassManager) and the subgraph rewriter.
+import { typeError } from './errors.mjs';
+import { M, ck, requireModule } from './runtime.mjs';
+import { decode } from './codec.mjs';
+import { Graph } from './graph.mjs';
+import { GraphModule } from './graph_module.mjs';
+import { encodeTensors } from './tensors.mjs';
+
+/** The pass names runPasses accepts. */
+export const passNames = Object.freeze([
+  'dce',
+  'cse',
+  'remove-dropout',
+  'fold',
+  'fuse-conv-bn',
+  'fuse-matmul-add',
+  'fuse-gelu',
+  'fuse-layernorm',
+]);
+
+/**
+ * Runs passes on `gm` in order (fx::PassManager): lint after each, recompile when modified.
+ * `options.checkEquivalence`: inputs to run before and after every modifying pass; the first
+ * pass that changes the outputs beyond `rtol`/`atol` throws an FxError naming it and the first
+ * diverging node. `options.maxIterations` repeats the pipeline until nothing changes.
+ */
+export function runPasses(gm, names, options = {}) {
+  requireModule();
+  if (!(gm instanceof GraphModule)) throw typeError('runPasses: expected a GraphModule');
+  if (!Array.isArray(names) || names.some((n) => typeof n !== 'string'))
+    throw typeError('runPasses: names must be an array of pass names');
+  const check = options?.checkEquivalence != null ? encodeTensors(options.checkEquivalence, 'runPasses') : null;
+  const r = ck(
+    M.gmRunPasses(gm._id, names, check, options?.rtol ?? 1e-4, options?.atol ?? 1e-5, options?.maxIterations ?? 1),
+  );
+  return Array.from(r, (x) => ({ ...x }));
+}
+
+/**
+ * torch.fx.subgraph_rewriter.replace_pattern with Graphs as pattern and replacement. Returns one
+ * `{ anchor, nodesMap }` per replaced match (`nodesMap`: [patternNodeName, graphNodeName or
+ * literal value]). `options.filters` (replace_pattern_with_filters): functions
+ * `(match, originalGraph, patternGraph) => boolean`; a match is replaced when every filter
+ * returns true. `match` is `{ anchors, nodesMap, placeholderNodes, returningNodes }` (anchors:
+ * pattern node names; the rest graph node names;
+ * a literal a placeholder bound is given as its value). A filter that throws stops the call with
+ * its error before anything is replaced.
+ */
+export function replacePattern(gm, pattern, replacement, options = {}) {
+  requireModule();
+  if (!(gm instanceof GraphModule) || !(pattern instanceof Graph) || !(replacement instanceof Graph))
+    throw typeError('replacePattern: expected (GraphModule, Graph, Graph)');
+  const filters = options?.filters ?? [];
+  if (!Array.isArray(filters) || filters.some((f) => typeof f !== 'function'))
+    throw typeError('replacePattern: options.filters must be an array of functions');
+  let thrown = null;
+  const value = ([v, isNode]) => (isNode ? v : decode(v, null));
+  const filter =
+    filters.length === 0
+      ? undefined
+      : (m) => {
+          const match = {
+            anchors: Array.from(m.anchors),
+            nodesMap: Array.from(m.nodesMap, ([p, v, isNode]) => [p, value([v, isNode])]),
+            placeholderNodes: Array.from(m.placeholderNodes, value),
+            returningNodes: Array.from(m.returningNodes),
+          };
+          try {
+            return filters.every((f) => f(match, gm.graph, pattern) === true);
+          } catch (e) {
+            thrown = e;
+            return null;
+          }
+        };
+  let r;
+  try {
+    r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid, filter));
+  } catch (e) {
+    if (thrown) throw thrown;
+    throw e;
+  }
+  return Array.from(r, (m) => ({
+    anchor: m.anchor,
+    nodesMap: Array.from(m.nodesMap, ([p, g, isNode]) => [p, isNode ? g : decode(g, null)]),
+  }));
+}
+

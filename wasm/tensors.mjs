@@ -1,0 +1,42 @@
+// wasm/tensors.mjs — tensors as JS objects `{ data: TypedArray, shape, dtype }` and their
+// conversion to and from what the exec glue (wasm/exec.cpp) takes and returns.
+import { typeError } from './errors.mjs';
+
+const typedArrayDtypes = [
+  [Float32Array, 'float32'],
+  [Float64Array, 'float64'],
+  [BigInt64Array, 'int64'],
+  [Int32Array, 'int32'],
+  [Int16Array, 'int16'],
+  [Int8Array, 'int8'],
+  [Uint8Array, 'uint8'],
+];
+const dtypeArrays = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int64: BigInt64Array,
+  int32: Int32Array,
+  int16: Int16Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  bool: Uint8Array,
+};
+
+export function encodeTensors(inputs, what) {
+  if (!Array.isArray(inputs)) throw typeError(`${what}: inputs must be an array of tensors`);
+  return inputs.map((t, i) => {
+    if (t == null || !ArrayBuffer.isView(t.data) || !Array.isArray(t.shape))
+      throw typeError(`${what}: input ${i} must be { data: TypedArray, shape: number[], dtype? }`);
+    const inferred = typedArrayDtypes.find(([C]) => t.data instanceof C)?.[1];
+    const dt = t.dtype ?? inferred;
+    if (typeof dt !== 'string') throw typeError(`${what}: input ${i} needs a dtype`);
+    return { dtype: dt, shape: t.shape, data: t.data };
+  });
+}
+
+export function tensorFromWasm(t) {
+  const C = dtypeArrays[t.dtype];
+  const bytes = t.bytes;
+  const data = C ? new C(bytes.buffer, bytes.byteOffset, bytes.byteLength / C.BYTES_PER_ELEMENT) : bytes;
+  return { dtype: t.dtype, shape: Array.from(t.shape), data };
+}
