@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: setup (idempotent installs), native + wasm builds, the C++ tests
-# natively (ctest) and as wasm under node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
+# natively (ctest), the installed CMake package used by tests/package, the C++ tests as wasm under
+# node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
 # package as packed (npm pack -> install into an empty folder -> import), and the JS tests (Jest).
 # Every step runs even if an earlier test step failed; the exit code is non-zero if any failed.
 # Full logs: build/test-logs/.
@@ -64,6 +65,28 @@ else
   count_ctest "$logs/ctest-native.log"
   detail="$counted, $(elapsed "$t")"
   if [ "$st" -eq 0 ]; then record "ctest native" ok "$detail"; else record "ctest native" FAILED "$detail"; fi
+fi
+
+# The installed CMake package, used as another project would: install build/native into a
+# scratch prefix, then configure, build and run tests/package against it (find_package(fxwasm)).
+t=$(date +%s)
+banner "CMake package (cmake --install, find_package(fxwasm) from tests/package)"
+if [ "$native_ok" -ne 0 ]; then record "cmake package" skipped "build failed"
+else
+  (
+    set -e
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    cmake --install build/native --prefix "$tmp/prefix" >/dev/null
+    with_torch=OFF
+    grep -q '^FXWASM_WITH_TORCH:BOOL=ON' build/native/CMakeCache.txt && with_torch=ON
+    cmake -S tests/package -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$tmp/prefix" -DWITH_TORCH="$with_torch" >/dev/null
+    cmake --build "$tmp/build" >/dev/null
+    "$tmp/build/consumer"
+  ) 2>&1 | tee "$logs/cmake-package.log"
+  if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "cmake package" ok "$(elapsed "$t")"
+  else record "cmake package" FAILED "$(elapsed "$t")"; fi
 fi
 
 # The wasm suite is one CTest test running the whole gtest binary under node; count gtest's cases.
