@@ -77,6 +77,7 @@ else
     set -e
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
+    cmake --list-presets all >/dev/null  # CMakePresets.json still reads
     cmake --install build/native --prefix "$tmp/prefix" >/dev/null
     with_torch=OFF
     grep -q '^FXWASM_WITH_TORCH:BOOL=ON' build/native/CMakeCache.txt && with_torch=ON
