@@ -171,6 +171,18 @@ class Graph {
   /// Node::id() with it.
   uint64_t id_bound() const { return storage_.size(); }
 
+  /// A counter bumped by every change of the graph or of one of its nodes: node creation,
+  /// insertion, move (prepend/append) and erase; args/kwargs changes (set_args, update_arg,
+  /// replace_all_uses_with..., which also change users); set_type, set_stack_trace and every
+  /// non-const access to a node's meta() (the caller may write through the reference: take it
+  /// again for each change, so the counter moves with it). Caches derived from a graph (the
+  /// executor's plans) are valid while (serial(), version()) is unchanged. It never decreases.
+  uint64_t version() const { return version_; }
+  /// A process-unique number for this graph, never reused (unlike its address).
+  uint64_t serial() const { return serial_; }
+  /// Expires when the graph is destroyed, so a cache keyed by serial() can drop its entries.
+  std::weak_ptr<const void> lifetime() const { return lifetime_; }
+
  private:
   friend class GraphModule;
   friend class Node;
@@ -196,6 +208,9 @@ class Graph {
   size_t len_ = 0;
   Namespace namespace_;  // also maps each name to its node (Namespace::bound)
   GraphModule* owning_module_ = nullptr;
+  uint64_t version_ = 0;
+  const uint64_t serial_;
+  std::shared_ptr<const char> lifetime_ = std::make_shared<const char>(0);
 };
 
 }  // namespace fx

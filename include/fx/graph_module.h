@@ -157,8 +157,9 @@ class GraphModule : public Module {
   CodegenOptions& codegen_options() { return codegen_options_; }
 
   /// Free-form metadata of the module as a whole (an imported ONNX model keeps its opsets,
-  /// producer, doc strings and metadata_props here so that export is lossless).
-  Kwargs& meta() { return meta_; }
+  /// producer, doc strings and metadata_props here so that export is lossless). The non-const
+  /// access bumps graph().version(), like a node's meta() (the executor's plans read the opsets).
+  Kwargs& meta();
   const Kwargs& meta() const { return meta_; }
 
  private:

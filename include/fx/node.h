@@ -110,7 +110,7 @@ class Node {
 
   /// Optional Python type annotation in repr form ("torch.Tensor", "typing.List[int]").
   const std::optional<std::string>& type() const { return type_; }
-  void set_type(std::optional<std::string> type) { type_ = std::move(type); }
+  void set_type(std::optional<std::string> type);
 
   const std::vector<Argument>& args() const { return args_; }
   const Kwargs& kwargs() const { return kwargs_; }
@@ -145,8 +145,9 @@ class Node {
   /// Replaces every occurrence of `old_input` among this node's inputs with `new_input`.
   void replace_input_with(Node* old_input, Node* new_input);
 
-  /// Free-form metadata (torch.fx `node.meta`); insertion ordered.
-  Kwargs& meta() { return meta_; }
+  /// Free-form metadata (torch.fx `node.meta`); insertion ordered. The non-const access bumps
+  /// the graph's version() (the caller may write through it).
+  Kwargs& meta();
   const Kwargs& meta() const { return meta_; }
   /// meta["stack_trace"] if it is a string.
   std::optional<std::string> stack_trace() const;

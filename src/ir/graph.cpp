@@ -1,6 +1,7 @@
 #include "fx/graph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <new>
 
@@ -46,7 +47,11 @@ std::vector<Node*> Graph::NodeList::to_vector() const {
 
 // ---- construction ----
 
-Graph::Graph() {
+namespace {
+std::atomic<uint64_t> next_graph_serial{1};
+}  // namespace
+
+Graph::Graph() : serial_(next_graph_serial.fetch_add(1, std::memory_order_relaxed)) {
   root_ = new_node("", Opcode::Root, "", std::nullopt);
   insert_anchor_ = root_;
   insert_after_ = false;
@@ -78,10 +83,12 @@ Node* Graph::new_node(const std::string& candidate, Opcode op, Target target,
   n->name_hash_ = Namespace::hash(n->name());
   --arena_left_;
   storage_.push_back(n);
+  ++version_;
   return n;
 }
 
 void Graph::insert_node(Node* n) {
+  ++version_;
   if (insert_after_) {
     insert_anchor_->append(n);
   } else {

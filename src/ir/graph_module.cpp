@@ -306,6 +306,11 @@ GraphModule::GraphModule(const Module* root, std::unique_ptr<Graph>&& graph, std
   install(graph);
 }
 
+Kwargs& GraphModule::meta() {
+  ++graph_->version_;
+  return meta_;
+}
+
 void GraphModule::install(std::unique_ptr<Graph>& graph) {
   std::unique_ptr<Graph> old = std::move(graph_);
   graph_ = std::move(graph);

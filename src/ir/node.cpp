@@ -113,7 +113,18 @@ Node::Node(Graph* graph, uint64_t id, std::string name, Opcode op, Target target
       target_(std::move(target)),
       type_(std::move(type)) {}
 
+void Node::set_type(std::optional<std::string> type) {
+  type_ = std::move(type);
+  ++graph_->version_;
+}
+
+Kwargs& Node::meta() {
+  ++graph_->version_;
+  return meta_;
+}
+
 void Node::update_args_kwargs(std::vector<Argument> args, Kwargs kwargs) {
+  ++graph_->version_;
   // Like torch.fx: drop this node from every old input's users, then re-add it, so a user
   // that is re-linked moves to the end of its inputs' user order.
   for (Node* old_input : inputs_) old_input->users_.erase(this);
@@ -150,6 +161,7 @@ void Node::update_kwarg(const std::string& key, Argument arg) {
 }
 
 void Node::remove_from_list() {
+  ++graph_->version_;
   Node* p = prev_;
   Node* n = next_;
   p->next_ = n;
@@ -215,6 +227,7 @@ std::optional<std::string> Node::stack_trace() const {
 }
 
 void Node::set_stack_trace(std::optional<std::string> trace) {
+  ++graph_->version_;
   if (trace) {
     meta_.set("stack_trace", *trace);
   } else {
