@@ -13,8 +13,12 @@
 //    façade turns into FxError.
 //  * Values cross as a compact tagged text, so 1 vs 1.0, tuple vs list, dtype, device, slice...
 //    all survive the round trip exactly.
-//  * No JS callbacks are called from C++: node_copy's arg_transform and
-//    replace_all_uses_with's delete_user_cb are evaluated in JS first and passed in as tables.
+//  * No JS callbacks are called from C++ (so no JS exception can unwind through C++ frames, and
+//    no user code runs while C++ holds pointers into a graph): node_copy's arg_transform and
+//    replace_all_uses_with's delete_user_cb are evaluated in JS first and passed in as tables;
+//    replacePattern's filters run in JS on gmMatchPattern's matches and gmReplacePattern
+//    replaces the accepted ones; loadONNX's external data is listed by gmExternalData, read in
+//    JS and handed in with gmSupplyExternalData before loadONNX returns.
 #include <emscripten/bind.h>
 
 #include <string>
@@ -41,6 +45,8 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("version", &version);
   function("gmRun", &gm_run);
   function("loadOnnx", &load_onnx);
+  function("gmExternalData", &gm_external_data);
+  function("gmSupplyExternalData", &gm_supply_external_data);
   function("gmToOnnx", &gm_to_onnx);
   function("gmMeta", &gm_meta);
   function("gmSubmoduleGraphModule", &gm_submodule_graph_module);
@@ -49,6 +55,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmCoverage", &gm_coverage);
   function("gmShapeProp", &gm_shape_prop);
   function("gmRunPasses", &gm_run_passes);
+  function("gmMatchPattern", &gm_match_pattern);
   function("gmReplacePattern", &gm_replace_pattern);
   function("heapUsed", &heap_used);
   function("liveHandles", &live_handles);

@@ -115,10 +115,13 @@ double heap_used();
 // passes.cpp: the pass manager and the subgraph rewriter.
 val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
                   double max_iterations);
-val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val filter);
+val gm_match_pattern(double id, double pattern_gid);
+val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted);
 
 // onnx.cpp: ONNX import/export (fx::onnx).
-val load_onnx(val data, val reader);
+val load_onnx(val data, bool external);
+val gm_external_data(double id);
+void gm_supply_external_data(double id, val supplied);
 val gm_to_onnx(double id, bool embed_external, double default_opset);
 std::string gm_meta(double id);
 val gm_submodule_graph_module(double id, std::string target);

@@ -675,10 +675,11 @@ export interface BlobLike {
 }
 
 /**
- * Where tensors stored as ONNX external data come from: a reader called lazily with the file
- * name, byte offset and length (-1: to the end); an object or Map from file name to its bytes
- * (or a Blob, inside a Web Worker); or, under Node, the folder the files are in. Each tensor is
- * read once, when its bytes are first needed, and kept with the module after that.
+ * Where tensors stored as ONNX external data come from: a reader called with the file name, byte
+ * offset and length; an object or Map from file name to its bytes (or a Blob, inside a Web
+ * Worker); or, under Node, the folder the files are in. Each range the model references is read
+ * once, while loadONNX runs, and kept with the module; a range that cannot be read (missing, or
+ * the reader throws) fails only when its tensor's bytes are needed, naming the reason.
  */
 export type ExternalDataSource =
   | ((location: string, offset: number, length: number) => Uint8Array | null | undefined)
@@ -688,7 +689,7 @@ export type ExternalDataSource =
 
 /** Options of {@link loadONNX}. */
 export interface LoadONNXOptions {
-  /** Resolves external data, lazily (when a tensor's bytes are first needed). */
+  /** Resolves external data (read once, before loadONNX returns). */
   externalData?: ExternalDataSource;
 }
 

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "codec.h"
@@ -35,21 +38,46 @@ val bytes_to_js(const std::vector<uint8_t>& b) {
   return val(emscripten::typed_memory_view(b.size(), b.data())).call<val>("slice");
 }
 
+// External data without callbacks into JS. load_onnx installs a C++ reader over a table that
+// starts empty and lists what the model references (gm_external_data); JS reads those ranges
+// itself (from a folder, a Map of bytes, a Blob, or the user's function) and hands the bytes in
+// (gm_supply_external_data) before loadONNX returns. A tensor then reads from the table on first
+// use and keeps its bytes (ExternalData::keep), so each range crosses from JS once.
+struct ExternalTable {
+  struct Entry {
+    fx::Bytes bytes;     // null: not supplied
+    std::string reason;  // why not, when JS knows (the reader's error)
+  };
+  std::map<std::tuple<std::string, int64_t, int64_t>, Entry> entries;
+};
+
+// Tables of imports whose data JS has not supplied yet, by GraphModule id (only between the
+// two calls of one loadONNX).
+std::map<uint32_t, std::shared_ptr<ExternalTable>> g_external_tables;
+
+fx::onnx::ExternalDataReader table_reader(std::shared_ptr<const ExternalTable> table) {
+  return [table](const std::string& location, int64_t offset, int64_t length) -> fx::Bytes {
+    auto it = table->entries.find({location, offset, length});
+    if (it == table->entries.end() || !it->second.bytes)
+      throw Error(ErrorKind::Value, "external data '" + location + "' was not supplied" +
+                                        (it == table->entries.end() || it->second.reason.empty()
+                                             ? std::string()
+                                             : " (" + it->second.reason + ")"));
+    return it->second.bytes;
+  };
+}
+
 }  // namespace
 
-// `reader`: null, or a JS function (location, offset, length) -> Uint8Array called when a
-// tensor stored as external data is needed.
-val load_onnx(val data, val reader) {
+// `external`: whether the caller gave external data (else such tensors have no reader, as in
+// fx::onnx::import_model without one).
+val load_onnx(val data, bool external) {
   return guarded([&] {
     fx::onnx::ImportOptions opts;
-    if (!reader.isNull() && !reader.isUndefined()) {
-      opts.external_data = [reader](const std::string& location, int64_t offset,
-                                    int64_t length) -> fx::Bytes {
-        val r = reader(location, static_cast<double>(offset), static_cast<double>(length));
-        if (r.isNull() || r.isUndefined())
-          throw Error(ErrorKind::Value, "external data '" + location + "' was not supplied");
-        return std::make_shared<const std::vector<uint8_t>>(bytes_from_js(r, "external data"));
-      };
+    std::shared_ptr<ExternalTable> table;
+    if (external) {
+      table = std::make_shared<ExternalTable>();
+      opts.external_data = table_reader(table);
     }
     // The file is streamed in from JS in 1 MB chunks (never copied whole into the heap), and
     // each initializer's parsed bytes are released once its tensor holds them.
@@ -69,7 +97,58 @@ val load_onnx(val data, val reader) {
       return n;
     };
     std::unique_ptr<fx::GraphModule> gm = fx::onnx::import_model_stream(read, opts);
-    return register_graph_module(std::move(gm));
+    val ids = register_graph_module(std::move(gm));
+    if (table) g_external_tables[ids[0].as<uint32_t>()] = std::move(table);
+    return ids;
+  });
+}
+
+// The external-data ranges of an import's tensors that no bytes were supplied for yet, each once
+// in first-use order: [[location, offset, length], ...] (length: the bytes the tensor needs).
+val gm_external_data(double id) {
+  return guarded([&] {
+    const fx::GraphModule& gm = *gm_entry(id).gm;
+    std::set<std::tuple<std::string, int64_t, int64_t>> seen;
+    val out = val::array();
+    auto visit = [&](const std::vector<std::pair<std::string, const fx::Tensor*>>& ts) {
+      for (const auto& [name, t] : ts) {
+        if (t->data || !t->external || !t->external->keep) continue;
+        const fx::ExternalData& e = *t->external;
+        const int64_t length = e.length >= 0 ? e.length : static_cast<int64_t>(t->nbytes());
+        if (!seen.insert({e.location, e.offset, length}).second) continue;
+        val r = val::array();
+        r.call<void>("push", e.location);
+        r.call<void>("push", static_cast<double>(e.offset));
+        r.call<void>("push", static_cast<double>(length));
+        out.call<void>("push", r);
+      }
+    };
+    visit(gm.named_parameters());
+    visit(gm.named_buffers());
+    return out;
+  });
+}
+
+// Hands in what JS read for gm_external_data's ranges: `supplied` is [[location, offset, length,
+// bytes or null, reason], ...]. Ends the import's table (later reads go through the tensors).
+void gm_supply_external_data(double id, val supplied) {
+  guarded([&] {
+    auto it = g_external_tables.find(to_id(id));
+    if (it == g_external_tables.end()) return;
+    std::shared_ptr<ExternalTable> table = std::move(it->second);
+    g_external_tables.erase(it);
+    const unsigned n = supplied["length"].as<unsigned>();
+    for (unsigned i = 0; i < n; ++i) {
+      const val s = supplied[i];
+      ExternalTable::Entry& e =
+          table->entries[{s[0].as<std::string>(), static_cast<int64_t>(s[1].as<double>()),
+                          static_cast<int64_t>(s[2].as<double>())}];
+      if (!s[3].isNull())
+        e.bytes =
+            std::make_shared<const std::vector<uint8_t>>(bytes_from_js(s[3], "external data"));
+      else
+        e.reason = s[4].isNull() ? std::string() : s[4].as<std::string>();
+    }
   });
 }
 

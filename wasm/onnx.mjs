@@ -21,7 +21,7 @@ function blobRange(blob, offset, length, location) {
   return new Uint8Array(new FileReaderSync().readAsArrayBuffer(part));
 }
 
-// The reader C++ calls (location, offset, length) -> Uint8Array | null, over what the caller gave.
+// A reader (location, offset, length) -> Uint8Array | null over what the caller gave.
 function externalReader(externalData) {
   if (externalData == null) return null;
   let read;
@@ -61,39 +61,49 @@ function externalReader(externalData) {
   } else {
     throw typeError('loadONNX: externalData must be a function, an object/Map of location -> bytes, or (Node) a folder path');
   }
-  // A JS exception must not unwind through C++ frames: report it as "not supplied" plus its text.
-  return (location, offset, length) => {
-    try {
-      return read(location, offset, length) ?? null;
-    } catch (e) {
-      lastReaderError = e;
-      return null;
-    }
-  };
+  return read;
 }
-let lastReaderError = null;
 
 /**
  * Imports an ONNX model (the bytes of a .onnx file) as a GraphModule: graph inputs become
  * placeholders, initializers get_attr nodes over the module's parameters, every node a
  * call_function of `onnx.<OpType>` with its attributes as kwargs. `options.externalData` resolves
- * tensors stored outside the model, lazily (when they are first needed): a function
- * `(location, offset, length) => Uint8Array`, an object or Map from location to bytes (or a
- * Blob, inside a Web Worker), or under Node the folder the files live in.
+ * tensors stored outside the model: a function `(location, offset, length) => Uint8Array`, an
+ * object or Map from location to bytes (or a Blob, inside a Web Worker), or under Node the folder
+ * the files live in. Each range the model references is read once, before loadONNX returns; one
+ * that cannot be read (missing, or the reader throws) fails when its tensor is first needed,
+ * with an FxError naming the location and the reason.
  */
 export function loadONNX(bytes, options = {}) {
   requireModule();
   const data = asBytes(bytes, 'loadONNX');
-  const reader = externalReader(options?.externalData);
-  lastReaderError = null;
-  const ids = M.loadOnnx(data, reader);
-  try {
-    ck();
-  } catch (e) {
-    if (lastReaderError) e.message += ` (${lastReaderError.message})`;
-    throw e;
+  const read = externalReader(options?.externalData);
+  const gm = new GraphModule(PRIVATE, ck(M.loadOnnx(data, read !== null)));
+  if (read !== null) {
+    // C++ lists the ranges the model's tensors reference; each is read here once and handed in.
+    // What cannot be read imports fine and fails when it is needed, naming the reason.
+    const supplied = [];
+    try {
+      for (const [location, offset, length] of ck(M.gmExternalData(gm._id))) {
+        let bytes = null;
+        let reason = null;
+        try {
+          const r = read(location, offset, length);
+          if (r != null) bytes = asBytes(r, `externalData('${location}')`);
+        } catch (e) {
+          reason = e?.message ?? String(e);
+        }
+        supplied.push([location, offset, length, bytes, reason]);
+      }
+      M.gmSupplyExternalData(gm._id, supplied);
+      ck();
+    } catch (e) {
+      M.gmSupplyExternalData(gm._id, []); // ends the import's table if the first call failed
+      gm.delete();
+      throw e;
+    }
   }
-  return new GraphModule(PRIVATE, ids);
+  return gm;
 }
 
 /** Decodes an ONNX TensorProto (e.g. ONNX test data `input_0.pb`) into `{ name, dtype, shape, data }`. */

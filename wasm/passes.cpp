@@ -3,6 +3,7 @@
 #include <emscripten/val.h>
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "codec.h"
@@ -21,6 +22,44 @@ val match_value_to_js(const Argument& a) {
   pair.call<void>("push", a.is_node() ? val(a.to_node()->name()) : val(encode(a)));
   pair.call<void>("push", a.is_node());
   return pair;
+}
+
+// What a match matched, as text: the graph node ids (and literals) of its nodes_map in order.
+// Two matches of one pattern never share it (they cover different nodes).
+std::string match_key(const fx::InternalMatch& m) {
+  std::string key;
+  for (const auto& [pn, gv] : m.nodes_map) {
+    if (gv.is_node())
+      key += '#' + std::to_string(gv.to_node()->id()) + ';';
+    else
+      encode(gv, key);
+  }
+  return key;
+}
+
+// A match as the filters of replacePattern see it: {anchors, nodesMap, placeholderNodes,
+// returningNodes}, plus `key`, which names the match for gm_replace_pattern.
+val internal_match_to_js(const fx::InternalMatch& m) {
+  val o = val::object();
+  val anchors = val::array();
+  for (const fx::Node* a : m.anchors) anchors.call<void>("push", a->name());
+  val nodes = val::array();
+  for (const auto& [pn, gv] : m.nodes_map) {
+    val pair = match_value_to_js(gv);
+    pair.call<void>("unshift", pn->name());
+    nodes.call<void>("push", pair);
+  }
+  val placeholders = val::array();
+  for (const Argument& a : m.placeholder_nodes)
+    placeholders.call<void>("push", match_value_to_js(a));
+  val returning = val::array();
+  for (const fx::Node* r : m.returning_nodes) returning.call<void>("push", r->name());
+  o.set("anchors", anchors);
+  o.set("nodesMap", nodes);
+  o.set("placeholderNodes", placeholders);
+  o.set("returningNodes", returning);
+  o.set("key", match_key(m));
+  return o;
 }
 
 }  // namespace
@@ -53,38 +92,32 @@ val gm_run_passes(double id, val names, val check_inputs, double rtol, double at
   });
 }
 
-// `filter` (JS, or undefined): called with each InternalMatch as {anchors, nodesMap,
-// placeholderNodes, returningNodes}; returns true/false, or null when a user filter threw (the
-// JS facade rethrows that error; nothing is replaced).
-val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val filter) {
+// Every match replace_pattern would consider (the same matcher and options), for the JS filters.
+val gm_match_pattern(double id, double pattern_gid) {
+  return guarded([&] {
+    const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
+    const fx::SubgraphMatcher matcher(pattern, false, false, true);
+    val out = val::array();
+    for (const fx::InternalMatch& m : matcher.match(gm_entry(id).gm->graph()))
+      out.call<void>("push", internal_match_to_js(m));
+    return out;
+  });
+}
+
+// `accepted`: null to replace every match, else the keys (gm_match_pattern) of the matches the
+// JS filters accepted. Matching is deterministic, so the rewriter finds the same matches again;
+// one whose key is not in the list is left alone (as is any the filters never saw).
+val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted) {
   return guarded([&] {
     const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
     const fx::Graph& replacement = *graph_entry(replacement_gid).graph;
     std::vector<fx::MatchFilter> filters;
-    if (filter.typeOf().as<std::string>() == "function") {
-      filters.push_back([&filter](const fx::InternalMatch& m, const fx::Graph&, const fx::Graph&) {
-        val o = val::object();
-        val anchors = val::array();
-        for (const fx::Node* a : m.anchors) anchors.call<void>("push", a->name());
-        val nodes = val::array();
-        for (const auto& [pn, gv] : m.nodes_map) {
-          val pair = match_value_to_js(gv);
-          pair.call<void>("unshift", pn->name());
-          nodes.call<void>("push", pair);
-        }
-        val placeholders = val::array();
-        for (const Argument& a : m.placeholder_nodes)
-          placeholders.call<void>("push", match_value_to_js(a));
-        val returning = val::array();
-        for (const fx::Node* r : m.returning_nodes) returning.call<void>("push", r->name());
-        o.set("anchors", anchors);
-        o.set("nodesMap", nodes);
-        o.set("placeholderNodes", placeholders);
-        o.set("returningNodes", returning);
-        const val keep = filter(o);
-        if (keep.isNull())
-          throw Error(ErrorKind::Value, "replacePattern: a filter threw; nothing was replaced");
-        return keep.as<bool>();
+    std::unordered_set<std::string> keys;
+    if (!accepted.isNull() && !accepted.isUndefined()) {
+      const unsigned n = accepted["length"].as<unsigned>();
+      for (unsigned i = 0; i < n; ++i) keys.insert(accepted[i].as<std::string>());
+      filters.push_back([&keys](const fx::InternalMatch& m, const fx::Graph&, const fx::Graph&) {
+        return keys.count(match_key(m)) != 0;
       });
     }
     const std::vector<fx::Match> matches =

@@ -53,32 +53,23 @@ export function replacePattern(gm, pattern, replacement, options = {}) {
   const filters = options?.filters ?? [];
   if (!Array.isArray(filters) || filters.some((f) => typeof f !== 'function'))
     throw typeError('replacePattern: options.filters must be an array of functions');
-  let thrown = null;
-  const value = ([v, isNode]) => (isNode ? v : decode(v, null));
-  const filter =
-    filters.length === 0
-      ? undefined
-      : (m) => {
-          const match = {
-            anchors: Array.from(m.anchors),
-            nodesMap: Array.from(m.nodesMap, ([p, v, isNode]) => [p, value([v, isNode])]),
-            placeholderNodes: Array.from(m.placeholderNodes, value),
-            returningNodes: Array.from(m.returningNodes),
-          };
-          try {
-            return filters.every((f) => f(match, gm.graph, pattern) === true);
-          } catch (e) {
-            thrown = e;
-            return null;
-          }
-        };
-  let r;
-  try {
-    r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid, filter));
-  } catch (e) {
-    if (thrown) throw thrown;
-    throw e;
+  // The filters run here, in JS, between two C++ calls (C++ never calls back into JS): match,
+  // filter, then replace the accepted matches, named by the keys C++ gave them.
+  let accepted = null;
+  if (filters.length > 0) {
+    const value = ([v, isNode]) => (isNode ? v : decode(v, null));
+    accepted = [];
+    for (const m of ck(M.gmMatchPattern(gm._id, pattern._gid))) {
+      const match = {
+        anchors: Array.from(m.anchors),
+        nodesMap: Array.from(m.nodesMap, ([p, v, isNode]) => [p, value([v, isNode])]),
+        placeholderNodes: Array.from(m.placeholderNodes, value),
+        returningNodes: Array.from(m.returningNodes),
+      };
+      if (filters.every((f) => f(match, gm.graph, pattern) === true)) accepted.push(m.key);
+    }
   }
+  const r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid, accepted));
   return Array.from(r, (m) => ({
     anchor: m.anchor,
     nodesMap: Array.from(m.nodesMap, ([p, g, isNode]) => [p, isNode ? g : decode(g, null)]),

@@ -101,7 +101,7 @@ test('bad bytes give an FxError and the module keeps working', () => {
   gm.delete();
 });
 
-test('external data is read lazily through the caller\'s reader', () => {
+test('external data is read once, while loading, through the caller\'s reader', () => {
   // Move the sample's conv weight into an external file.
   const script = `
 import sys, onnx
@@ -109,11 +109,15 @@ m = onnx.load_from_string(sys.stdin.buffer.read())
 from onnx.external_data_helper import set_external_data
 t = [t for t in m.graph.initializer if t.name == 'features.0.weight'][0]
 raw = t.raw_data
-set_external_data(t, 'w.bin', offset=8, length=len(raw))
+set_external_data(t, sys.argv[1], offset=8, length=len(raw))
 t.ClearField('raw_data')
 sys.stdout.buffer.write(len(raw).to_bytes(4, 'little') + raw + m.SerializeToString())`;
-  const r = spawnSync('/usr/bin/python3', ['-c', script], { input: sample });
-  expect(r.status).toBe(0);
+  const withLocation = (location) => {
+    const r = spawnSync('/usr/bin/python3', ['-c', script, location], { input: sample });
+    expect(r.status).toBe(0);
+    return r;
+  };
+  const r = withLocation('w.bin');
   const n = r.stdout.readUInt32LE(0);
   const weights = new Uint8Array(8 + n);
   weights.set(r.stdout.subarray(4, 4 + n), 8);
@@ -126,7 +130,7 @@ sys.stdout.buffer.write(len(raw).to_bytes(4, 'little') + raw + m.SerializeToStri
       return weights.subarray(offset, offset + length);
     },
   });
-  expect(calls).toEqual([]);  // nothing read yet
+  expect(calls).toEqual([['w.bin', 8, n]]);  // read in JS before loadONNX returns (C++ never calls JS)
   const x = { data: new Float32Array(2 * 3 * 32 * 32).fill(0.5), shape: [2, 3, 32, 32] };
   const [y] = gm.run([x]);
   expect(calls).toEqual([['w.bin', 8, n]]);
@@ -139,7 +143,34 @@ sys.stdout.buffer.write(len(raw).to_bytes(4, 'little') + raw + m.SerializeToStri
   expect(Array.from(byName.run([x])[0].data)).toEqual(Array.from(ref.data));
   const none = loadONNX(model, { externalData: {} });
   expectFxError(() => none.run([x]), 'ValueError', "'w.bin' was not supplied");
-  for (const m of [gm, byName, none]) m.delete();
+  // A reader that throws, or returns what is not bytes: the model loads, and the tensor's first
+  // use names the location and the reason.
+  const failing = loadONNX(model, { externalData: () => { throw new Error('disk on fire'); } });
+  expectFxError(() => failing.run([x]), 'ValueError', "external data 'w.bin' was not supplied (disk on fire)");
+  const wrong = loadONNX(model, { externalData: () => 'bytes' });
+  expectFxError(() => wrong.run([x]), 'ValueError', "'w.bin' was not supplied (externalData('w.bin'): expected a Uint8Array or ArrayBuffer)");
+  // Bytes of the wrong size are refused when the tensor is needed, as before.
+  const short = loadONNX(model, { externalData: () => new Uint8Array(4) });
+  expectFxError(() => short.run([x]), 'ParseError', "external data 'w.bin' at offset 8 has 4 bytes");
+  // A folder path (Node): the file next to the model, read once; `..` and absolute paths refused.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fxwasm-ext-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'w.bin'), weights);
+    const fromDir = loadONNX(model, { externalData: dir });
+    expect(Array.from(fromDir.run([x])[0].data)).toEqual(Array.from(ref.data));
+    fromDir.delete();
+    const elsewhere = loadONNX(model, { externalData: path.join(dir, 'sub') });
+    expectFxError(() => elsewhere.run([x]), 'ValueError', "'w.bin' was not supplied (ENOENT");
+    elsewhere.delete();
+    for (const location of ['../w.bin', path.join(dir, 'w.bin')]) {
+      const escaping = loadONNX(withLocation(location).stdout.subarray(4 + n), { externalData: path.join(dir, 'sub') });
+      expectFxError(() => escaping.run([x]), 'ValueError', `external data location '${location}' must stay inside the model's folder`);
+      escaping.delete();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  for (const m of [gm, byName, none, failing, wrong, short]) m.delete();
 });
 
 // Every zoo model: fxwasm (wasm) vs onnxruntime-node on the same seeded inputs, before and after
