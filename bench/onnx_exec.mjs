@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { mulberry32 } from '../scripts/mulberry32.mjs';
+import { mulberry32 } from '../wasm/inputs.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The fxwasm package to load: FXWASM_PKG (a folder with wasm/index.mjs and dist/fx.{mjs,wasm};

@@ -33,7 +33,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
 
-import { mulberry32 } from './mulberry32.mjs';
+import { mulberry32 } from '../wasm/inputs.mjs';
 
 const ARRAYS = {
   float32: Float32Array,

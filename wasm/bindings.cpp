@@ -52,8 +52,10 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmSubmoduleGraphModule", &gm_submodule_graph_module);
   function("tensorFromOnnx", &tensor_from_onnx);
   function("tensorToOnnx", &tensor_to_onnx);
+  function("onnxMetaKeys", &onnx_meta_keys);
   function("gmCoverage", &gm_coverage);
   function("gmShapeProp", &gm_shape_prop);
+  function("passInfo", &pass_info);
   function("gmRunPasses", &gm_run_passes);
   function("gmMatchPattern", &gm_match_pattern);
   function("gmReplacePattern", &gm_replace_pattern);

@@ -10,9 +10,11 @@
 // Exit codes: 0 success, 1 an error while working (FxError or other), 2 bad usage.
 import fs from 'node:fs';
 import path from 'node:path';
-import { init, passNames } from './index.mjs';
+import { init } from './index.mjs';
+import { randomInputs, outputNames } from './inputs.mjs';
 
-const USAGE = `Usage: fxwasm [options] (model.onnx | --sample)
+// The pass list comes from the C++ pass registry, so the usage text is made after init().
+const usage = (passes) => `Usage: fxwasm [options] (model.onnx | --sample)
 
 Import an ONNX model as a torch.fx graph, print it the way torch.fx 1.13 prints it, transform it,
 run it and export it.
@@ -22,7 +24,7 @@ Options:
                         readable, none
   --num-users           print graphs with torch 2.x's [num_users=N] instead of [#users=N]
   --passes a,b,...      run passes in order, printing nodes before/after for each:
-                        ${passNames.join(', ')}
+${passes.map((p) => `                        ${p.name.padEnd(16)} ${p.description}`).join('\n')}
   --check-equivalence   run the model before and after every pass (seeded random inputs) and
                         print the max abs/rel difference; stop at a pass that changes outputs
   --coverage            list the nodes the executor cannot run
@@ -44,7 +46,7 @@ const PRINTS = ['graph', 'tabular', 'code', 'readable', 'none'];
 
 class UsageError extends Error {}
 
-function parseArgs(argv) {
+function parseArgs(argv, passNames) {
   const opts = {
     sample: false, print: null, numUsers: false, help: false, version: false, files: [],
     passes: [], check: false, coverage: false, run: false, inputs: [], saveOutputs: null, out: null,
@@ -113,38 +115,6 @@ function buildSample(fx) {
   });
 }
 
-const ARRAYS = { float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array };
-
-/** Seeded random inputs from the placeholders' ONNX types (symbolic dimensions become 1). */
-function randomInputs(gm, seed) {
-  let s = seed >>> 0;
-  const rand = () => {  // mulberry32
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return gm.graph.nodes
-    .filter((n) => n.op === 'placeholder')
-    .map((n) => {
-      const type = n.meta.onnx_type ?? {};
-      const dtype = type.dtype ? String(type.dtype.name ?? type.dtype).replace(/^torch\./, '') : 'float32';
-      const shape = Array.from(type.shape ?? [], (d) => (typeof d === 'number' ? d : typeof d === 'bigint' ? Number(d) : 1));
-      const C = ARRAYS[dtype];
-      if (!C) throw new Error(`input '${n.name}': cannot make random ${dtype} data; pass --inputs`);
-      const data = new C(shape.reduce((a, b) => a * b, 1));
-      for (let i = 0; i < data.length; i++) {
-        const u = rand();
-        if (dtype === 'float32' || dtype === 'float64') data[i] = 2 * u - 1;
-        else if (dtype === 'bool') data[i] = u < 0.5 ? 1 : 0;
-        else if (dtype === 'int64') data[i] = BigInt(Math.floor(10 * u));
-        else data[i] = Math.floor(10 * u);
-      }
-      return { data, shape, dtype };
-    });
-}
-
 function maxDiff(before, after) {
   let abs = 0, rel = 0;
   before.forEach((b, k) => {
@@ -159,15 +129,22 @@ function maxDiff(before, after) {
   return { abs, rel };
 }
 
-function outputNames(gm) {
-  const names = gm.graph.outputNode?.meta.onnx_outputs;
-  return Array.isArray(names) ? names : [];
+// Random inputs for --run/--check-equivalence, with the way out when they cannot be made.
+function seededInputs(gm, seed) {
+  try {
+    return randomInputs(gm, seed);
+  } catch (e) {
+    if (e?.kind === 'UnsupportedError') e.message += '; pass --inputs';
+    throw e;
+  }
 }
 
 async function main(argv) {
+  const fx = await init();
+  const USAGE = usage(fx.passInfo());
   let opts;
   try {
-    opts = parseArgs(argv);
+    opts = parseArgs(argv, fx.passNames);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     process.stderr.write(`fxwasm: ${e.message}\n\n${USAGE}`);
@@ -177,7 +154,6 @@ async function main(argv) {
     process.stdout.write(USAGE);
     return 0;
   }
-  const fx = await init();
   if (opts.version) {
     process.stdout.write(fx.version + '\n');
     return 0;
@@ -202,7 +178,7 @@ async function main(argv) {
   }
   try {
     if (opts.passes.length) {
-      const inputs = opts.check ? randomInputs(gm, 1) : null;
+      const inputs = opts.check ? seededInputs(gm, 1) : null;
       for (const name of opts.passes) {
         const before = inputs ? gm.run(inputs) : null;
         const [report] = fx.runPasses(gm, [name], inputs ? { checkEquivalence: inputs } : {});
@@ -237,7 +213,7 @@ async function main(argv) {
       for (const g of gaps) process.stdout.write(`  ${g.node} (${g.target}): ${g.reason}\n`);
     }
     if (opts.run) {
-      const inputs = opts.inputs.length ? opts.inputs.map((f) => fx.tensorFromONNX(fs.readFileSync(f))) : randomInputs(gm, 0);
+      const inputs = opts.inputs.length ? opts.inputs.map((f) => fx.tensorFromONNX(fs.readFileSync(f))) : seededInputs(gm, 0);
       const t0 = performance.now();
       const outs = gm.run(inputs);
       const ms = performance.now() - t0;

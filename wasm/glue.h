@@ -113,6 +113,7 @@ val value_to_js(const fx::exec::Value& v);
 double heap_used();
 
 // passes.cpp: the pass manager and the subgraph rewriter.
+val pass_info();
 val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
                   double max_iterations);
 val gm_match_pattern(double id, double pattern_gid);
@@ -127,5 +128,6 @@ std::string gm_meta(double id);
 val gm_submodule_graph_module(double id, std::string target);
 val tensor_from_onnx(val data);
 val tensor_to_onnx(val tensor, std::string name);
+val onnx_meta_keys();
 
 }  // namespace fxwasm

@@ -583,7 +583,10 @@ export interface CoverageGap {
   reason: string;
 }
 
-/** Names accepted by {@link runPasses}. */
+/**
+ * Names accepted by {@link runPasses}: the C++ pass registry's names (tests/js/registry.test.mjs
+ * fails if this union and {@link passNames} differ).
+ */
 export type PassName =
   | 'dce'
   | 'cse'
@@ -623,8 +626,18 @@ export interface PatternMatch {
   nodesMap: Array<[string, unknown]>;
 }
 
-/** The pass names {@link runPasses} accepts. */
+/**
+ * The pass names {@link runPasses} accepts, from the C++ pass registry in its order. Filled by
+ * {@link init} (empty before) and frozen then.
+ */
 export declare const passNames: readonly PassName[];
+/** A registered pass: its name and a one-line description. */
+export interface PassInfo {
+  name: PassName;
+  description: string;
+}
+/** Every registered pass, in registry order (a fresh array each call). Needs {@link init}. */
+export declare function passInfo(): PassInfo[];
 /** Runs passes in order with lint after each (C++ `fx::PassManager`); see {@link RunPassesOptions}. */
 export declare function runPasses(gm: GraphModule, names: PassName[], options?: RunPassesOptions): PassReport[];
 /** A match as {@link ReplacePatternOptions.filters} see it (torch.fx `InternalMatch`). */
@@ -686,6 +699,64 @@ export type ExternalDataSource =
   | Record<string, Uint8Array | ArrayBuffer | BlobLike>
   | Map<string, Uint8Array | ArrayBuffer | BlobLike>
   | string;
+
+/**
+ * The meta keys an imported GraphModule carries (C++ `fx::onnx::meta`, include/fx/onnx.h), by the
+ * C++ names without the `k`, in camelCase: `onnxMetaKeys.outputs` is `"onnx_outputs"`. Read meta
+ * through them rather than spelling the strings. Filled by {@link init} and frozen then.
+ */
+export interface OnnxMetaKeys {
+  /** Node: original node or value name. */
+  readonly name: string;
+  /** Node: every output name, in order. */
+  readonly outputs: string;
+  /** Placeholder: `{dtype, shape}`. */
+  readonly type: string;
+  /** Node: its domain if not the default one. */
+  readonly domain: string;
+  /** Node, graph or model doc_string. */
+  readonly doc: string;
+  /** Constant node: its name. */
+  readonly nodeName: string;
+  /** Constant node: its tensor's name. */
+  readonly tensorName: string;
+  /** Node: real inputs before captured values. */
+  readonly numInputs: string;
+  /** Node: captured names, in argument order. */
+  readonly captures: string;
+  /** Body placeholder: the captured outer name. */
+  readonly outerScope: string;
+  /** get_attr: was a Constant node. */
+  readonly constant: string;
+  /** Scalars that were one-element tensors. */
+  readonly tensorAttrs: string;
+  /** Attribute types of empty lists. */
+  readonly attrTypes: string;
+  /** Output node: value types. */
+  readonly outputTypes: string;
+  /** GraphModule: `{domain: version}`. */
+  readonly opsetImport: string;
+  /** GraphModule: ir_version. */
+  readonly irVersion: string;
+  /** GraphModule: producer_name. */
+  readonly producerName: string;
+  /** GraphModule: producer_version. */
+  readonly producerVersion: string;
+  /** GraphModule: model_version. */
+  readonly modelVersion: string;
+  /** GraphModule: metadata_props `{key: value}`. */
+  readonly metadataProps: string;
+  /** GraphModule: serialized FunctionProtos. */
+  readonly functions: string;
+  /** GraphModule: the graph's name. */
+  readonly graphName: string;
+  /** GraphModule: the graph's doc_string. */
+  readonly graphDoc: string;
+  /** GraphModule: graph inputs that are weights. */
+  readonly initializerInputs: string;
+}
+/** See {@link OnnxMetaKeys}. */
+export declare const onnxMetaKeys: OnnxMetaKeys;
 
 /** Options of {@link loadONNX}. */
 export interface LoadONNXOptions {
@@ -772,6 +843,10 @@ export interface Fx {
   readonly replacePattern: typeof replacePattern;
   /** See {@link passNames}. */
   readonly passNames: typeof passNames;
+  /** See {@link passInfo}. */
+  readonly passInfo: typeof passInfo;
+  /** See {@link onnxMetaKeys}. */
+  readonly onnxMetaKeys: OnnxMetaKeys;
   /** See {@link loadONNX}. */
   readonly loadONNX: typeof loadONNX;
   /** See {@link tensorFromONNX}. */

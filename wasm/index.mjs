@@ -21,8 +21,9 @@
 //   graph.mjs         Graph, InsertPoint
 //   graph_module.mjs  GraphModule
 //   tensors.mjs       tensors as { data, shape, dtype }
-//   passes.mjs        runPasses, replacePattern, passNames
-//   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX
+//   passes.mjs        runPasses, replacePattern, passNames and passInfo (the C++ pass registry)
+//   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX, onnxMetaKeys
+//   inputs.mjs        seeded random inputs and output names of a model (the CLI, the playground)
 //   init.mjs          init()
 export { FxError } from './errors.mjs';
 export {
@@ -48,6 +49,6 @@ export {
 export { Node } from './node.mjs';
 export { Graph, InsertPoint } from './graph.mjs';
 export { GraphModule } from './graph_module.mjs';
-export { passNames, runPasses, replacePattern } from './passes.mjs';
-export { loadONNX, tensorFromONNX, tensorToONNX } from './onnx.mjs';
+export { passNames, passInfo, runPasses, replacePattern } from './passes.mjs';
+export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX } from './onnx.mjs';
 export { init, default } from './init.mjs';

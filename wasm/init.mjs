@@ -26,8 +26,8 @@ import {
 import { Node } from './node.mjs';
 import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
-import { passNames, runPasses, replacePattern } from './passes.mjs';
-import { loadONNX, tensorFromONNX, tensorToONNX } from './onnx.mjs';
+import { passNames, passInfo, runPasses, replacePattern, loadPassRegistry } from './passes.mjs';
+import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, loadOnnxMetaKeys } from './onnx.mjs';
 
 /** The memoized init() promise. */
 let initPromise = null;
@@ -82,6 +82,8 @@ async function load(options) {
   }
   const module = await pending;
   setModule(module, isNode ? await import(/* webpackIgnore: true */ 'node:fs') : null);
+  loadPassRegistry();
+  loadOnnxMetaKeys();
   api = Object.freeze({
     version: M.version(),
     Graph,
@@ -110,6 +112,8 @@ async function load(options) {
     runPasses,
     replacePattern,
     passNames,
+    passInfo,
+    onnxMetaKeys,
     loadONNX,
     tensorFromONNX,
     tensorToONNX,

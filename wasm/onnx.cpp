@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "codec.h"
@@ -193,6 +194,41 @@ val tensor_to_onnx(val tensor, std::string name) {
   return guarded([&] {
     return bytes_to_js(fx::onnx::tensor_to_proto_bytes(value_from_js(tensor, 0).to_tensor(), name));
   });
+}
+
+// fx::onnx::meta's keys by their C++ names without the k, in camelCase (kOutputs -> outputs), so
+// JS reads meta through fx.onnxMetaKeys.outputs instead of spelling "onnx_outputs".
+val onnx_meta_keys() {
+  namespace m = fx::onnx::meta;
+  const std::pair<const char*, const char*> keys[] = {
+      {"name", m::kName},
+      {"outputs", m::kOutputs},
+      {"type", m::kType},
+      {"domain", m::kDomain},
+      {"doc", m::kDoc},
+      {"nodeName", m::kNodeName},
+      {"tensorName", m::kTensorName},
+      {"numInputs", m::kNumInputs},
+      {"captures", m::kCaptures},
+      {"outerScope", m::kOuterScope},
+      {"constant", m::kConstant},
+      {"tensorAttrs", m::kTensorAttrs},
+      {"attrTypes", m::kAttrTypes},
+      {"outputTypes", m::kOutputTypes},
+      {"opsetImport", m::kOpsetImport},
+      {"irVersion", m::kIrVersion},
+      {"producerName", m::kProducerName},
+      {"producerVersion", m::kProducerVersion},
+      {"modelVersion", m::kModelVersion},
+      {"metadataProps", m::kMetadataProps},
+      {"functions", m::kFunctions},
+      {"graphName", m::kGraphName},
+      {"graphDoc", m::kGraphDoc},
+      {"initializerInputs", m::kInitializerInputs},
+  };
+  val out = val::object();
+  for (const auto& [js, key] : keys) out.set(js, std::string(key));
+  return out;
 }
 
 }  // namespace fxwasm

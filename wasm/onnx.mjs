@@ -4,6 +4,18 @@ import { M, PRIVATE, ck, requireModule, nodeFs } from './runtime.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { encodeTensors, tensorFromWasm } from './tensors.mjs';
 
+/**
+ * The meta keys of fx::onnx::meta (include/fx/onnx.h) by their C++ names without the k, in
+ * camelCase: `onnxMetaKeys.outputs` is "onnx_outputs". Filled by init() and frozen then.
+ */
+export const onnxMetaKeys = {};
+
+/** Called once by init(). */
+export function loadOnnxMetaKeys() {
+  Object.assign(onnxMetaKeys, ck(M.onnxMetaKeys()));
+  Object.freeze(onnxMetaKeys);
+}
+
 function asBytes(data, what) {
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return data;

@@ -64,6 +64,23 @@ val internal_match_to_js(const fx::InternalMatch& m) {
 
 }  // namespace
 
+// The pass registry (fx::registered_passes, with this layer's ONNX passes added): [{name,
+// description}] in registration order. The façade's passNames, the CLI's --passes and the
+// playground's pipeline all come from here.
+val pass_info() {
+  return guarded([&] {
+    fx::exec::register_onnx_passes();
+    val out = val::array();
+    for (const fx::PassInfo& p : fx::registered_passes()) {
+      val o = val::object();
+      o.set("name", p.name);
+      o.set("description", p.description);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
 // The passes callable by name (CLI, JS pipelines).
 val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
                   double max_iterations) {

@@ -6,20 +6,29 @@ import { Graph } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { encodeTensors } from './tensors.mjs';
 
-/** The pass names runPasses accepts. */
-export const passNames = Object.freeze([
-  'dce',
-  'cse',
-  'remove-dropout',
-  'fold',
-  'fuse-conv-bn',
-  'fuse-matmul-add',
-  'fuse-gelu',
-  'fuse-layernorm',
-]);
+/**
+ * The pass names runPasses accepts, in the C++ pass registry's order (fx::registered_passes):
+ * this array is filled by init() and frozen then; it is empty before.
+ */
+export const passNames = [];
+let infos = [];
+
+/** Called once by init(): the registry's passes into passNames and passInfo(). */
+export function loadPassRegistry() {
+  infos = Array.from(ck(M.passInfo()), (p) => Object.freeze({ name: p.name, description: p.description }));
+  passNames.push(...infos.map((p) => p.name));
+  Object.freeze(passNames);
+}
+
+/** Every registered pass as `{ name, description }` (a fresh array), in registry order. */
+export function passInfo() {
+  requireModule();
+  return infos.map((p) => ({ ...p }));
+}
 
 /**
- * Runs passes on `gm` in order (fx::PassManager): lint after each, recompile when modified.
+ * Runs passes on `gm` in order (fx::PassManager): lint after each, recompile when modified. An
+ * unknown name throws the registry's ValueError, which lists the registered names.
  * `options.checkEquivalence`: inputs to run before and after every modifying pass; the first
  * pass that changes the outputs beyond `rtol`/`atol` throws an FxError naming it and the first
  * diverging node. `options.maxIterations` repeats the pipeline until nothing changes.

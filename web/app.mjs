@@ -3,7 +3,6 @@
 import dagre from './vendor/dagre.esm.js';
 
 const $ = (id) => document.getElementById(id);
-const PASSES = ['dce', 'cse', 'remove-dropout', 'fold', 'fuse-conv-bn', 'fuse-matmul-add', 'fuse-gelu', 'fuse-layernorm'];
 const DEFAULT_PIPELINE = new Set(['dce', 'cse', 'fold', 'fuse-conv-bn']);
 
 // ---- worker RPC ----------------------------------------------------------------------------
@@ -169,11 +168,17 @@ drop.addEventListener('drop', (e) => {
 });
 
 // ---- passes ----------------------------------------------------------------------------------
-for (const p of PASSES) {
-  const label = document.createElement('label');
-  label.innerHTML = `<input type="checkbox" name="pass" value="${p}"${DEFAULT_PIPELINE.has(p) ? ' checked' : ''}> ${p}`;
-  $('pass-list').append(label);
-}
+// The list comes from the worker, which reads the C++ pass registry (fx.passInfo()).
+call('passInfo').then((passes) => {
+  for (const { name, description } of passes) {
+    const label = document.createElement('label');
+    label.title = description;
+    const box = document.createElement('input');
+    Object.assign(box, { type: 'checkbox', name: 'pass', value: name, checked: DEFAULT_PIPELINE.has(name) });
+    label.append(box, ` ${name}`);
+    $('pass-list').append(label);
+  }
+}, (e) => setStatus(`${e.kind ?? 'Error'}: ${e.message}`, true));
 $('pass-form').addEventListener('submit', (e) => e.preventDefault());
 $('pass-form').addEventListener('submit', quietly(async () => {
   const names = [...document.querySelectorAll('input[name=pass]:checked')].map((i) => i.value);

@@ -2,6 +2,7 @@
 // runs never block the page. Messages in: {id, type, ...}; out: {id, ok, result | error} plus
 // {type: 'progress', text} while working.
 import { init, FxError } from '../wasm/index.mjs';
+import { randomInputs, outputNames } from '../wasm/inputs.mjs';
 
 let fx = null;
 let original = null;  // bytes of the model as opened (the "before" side of comparisons)
@@ -30,37 +31,6 @@ function snapshot(m) {
   };
 }
 
-/** Seeded random inputs from the placeholders' ONNX types (symbolic dimensions become 1). */
-function randomInputs(m, seed) {
-  let s = seed >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const arrays = { float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array, uint8: Uint8Array, bool: Uint8Array };
-  return m.graph.nodes
-    .filter((n) => n.op === 'placeholder')
-    .map((n) => {
-      const type = n.meta.onnx_type ?? {};
-      const dtype = type.dtype ? String(type.dtype.name ?? type.dtype).replace(/^torch\./, '') : 'float32';
-      const shape = Array.from(type.shape ?? [], (d) => (typeof d === 'number' ? d : typeof d === 'bigint' ? Number(d) : 1));
-      const C = arrays[dtype];
-      if (!C) throw new FxError('UnsupportedError', `input '${n.name}' has dtype ${dtype}, which the playground cannot fill`);
-      const data = new C(shape.reduce((a, b) => a * b, 1));
-      for (let i = 0; i < data.length; i++) {
-        const u = rand();
-        if (dtype.startsWith('float')) data[i] = 2 * u - 1;
-        else if (dtype === 'int64') data[i] = BigInt(Math.floor(10 * u));
-        else if (dtype === 'bool') data[i] = u < 0.5 ? 1 : 0;
-        else data[i] = Math.floor(10 * u);
-      }
-      return { data, shape, dtype };
-    });
-}
-
 function summary(t) {
   let sum = 0, abs = 0, min = Infinity, max = -Infinity;
   for (const v of t.data) {
@@ -73,12 +43,13 @@ function summary(t) {
   return { dtype: t.dtype, shape: t.shape, sum, absSum: abs, min, max, head: Array.from(t.data.slice(0, 8), Number) };
 }
 
-function outputNames(m) {
-  const names = m.graph.outputNode?.meta.onnx_outputs;
-  return Array.isArray(names) ? names : [];
-}
-
 const handlers = {
+  /** The pass registry's passes ({name, description}), for the page's pipeline. */
+  async passInfo() {
+    fx ??= await init();
+    return fx.passInfo();
+  },
+
   async load({ bytes, fileName }) {
     progress('loading the wasm module');
     fx ??= await init();
@@ -165,7 +136,7 @@ const handlers = {
 onmessage = async (e) => {
   const { id, type, ...args } = e.data;
   try {
-    if (type !== 'load' && !gm) throw new FxError('ValueError', 'open a model first');
+    if (type !== 'load' && type !== 'passInfo' && !gm) throw new FxError('ValueError', 'open a model first');
     const result = await handlers[type](args);
     postMessage({ id, ok: true, result }, result?.bytes ? [result.bytes.buffer] : []);
   } catch (err) {

@@ -53,6 +53,15 @@ test('opens the sample: status, code, graph text, table and the drawn graph', as
   expect(errors).toEqual([]);
 });
 
+test('the pipeline lists the pass registry\'s passes (from the worker), with descriptions', async () => {
+  await page.waitForSelector('input[name=pass]', { state: 'attached' });
+  const listed = await page.$$eval('#pass-list label', (ls) => ls.map((l) => [l.querySelector('input').value, l.title]));
+  const { init } = await import('../../wasm/index.mjs');
+  const fx = await init();
+  expect(listed).toEqual(fx.passInfo().map((p) => [p.name, p.description]));
+  expect(listed.length).toBeGreaterThanOrEqual(8);
+});
+
 test('runs a pass pipeline with the equivalence check and shows what changed', async () => {
   await page.keyboard.press('4');
   for (const p of ['dce', 'cse', 'fold', 'fuse-conv-bn']) expect(await page.isChecked(`input[value="${p}"]`)).toBe(true);

@@ -17,8 +17,11 @@ import init, {
   memoryFormat,
   layout,
   complex,
+  passNames,
+  passInfo,
+  onnxMetaKeys,
 } from 'fxwasm';
-import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap } from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys } from 'fxwasm';
 
 export async function main(): Promise<string> {
   const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
@@ -143,5 +146,14 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   const t = fx.tensorFromONNX(fx.tensorToONNX({ data: new Float32Array(1), shape: [1] }, 'x'));
   // @ts-expect-error externalData is not a number
   fx.loadONNX(bytes, { externalData: 1 });
-  return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name];
+  const infos: PassInfo[] = fx.passInfo();
+  const firstPass: PassName = infos[0].name;
+  const keys: OnnxMetaKeys = onnxMetaKeys;
+  const outputsKey: string = fx.onnxMetaKeys.outputs + keys.type;
+  const outputNames = imported.graph.outputNode?.meta[onnxMetaKeys.outputs];
+  // @ts-expect-error the meta keys are read-only
+  fx.onnxMetaKeys.outputs = 'x';
+  // @ts-expect-error no such meta key
+  fx.onnxMetaKeys.nope;
+  return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name, firstPass, outputsKey, outputNames, passInfo().length, passNames.length];
 }
