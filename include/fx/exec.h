@@ -81,6 +81,8 @@ class Value {
 /// cache-warm working set; smaller ones reuse freed buffers of the same size.
 Value new_value(Dtype dtype, std::vector<int64_t> shape);
 
+struct OpCallPrivate;
+
 /// What an op implementation sees.
 struct OpCall {
   const Node& node;
@@ -92,10 +94,10 @@ struct OpCall {
   std::vector<Value> outputs;
   /// The module being run (subgraph bodies, opset).
   const GraphModule* module = nullptr;
-  /// A Relu/Clip the executor fused into this node: the op should clamp its (single, float32)
-  /// output to [clamp_lo, clamp_hi] and set clamp_applied; otherwise the executor clamps after.
-  float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
-  bool clamp_applied = false;
+  /// The executor's private state for this call (a Relu/Clip fused into the node, the node's
+  /// attributes parsed on an earlier run, facts its plan knows); null when an op is called
+  /// outside run(). Ops reach it through src/exec/ops.h.
+  OpCallPrivate* internal = nullptr;
 
   /// inputs[i], or an fx::Error naming the op if it is missing.
   const Value& input(size_t i) const;
@@ -146,8 +148,8 @@ struct RunResult {
   std::vector<std::pair<std::string, Value>> probes;
 };
 
-/// Frees the arena memory the executor keeps for reuse between runs (the parts no value holds)
-/// and the weights it packed for its kernels (this thread's).
+/// Frees the arena memory the executor keeps for reuse between runs (the parts no value holds),
+/// the weights it packed for its kernels and its plans (this thread's).
 void release_cached_memory();
 /// Frees only what was derived from weights nothing holds any more (the packed copies of a
 /// deleted model's weights; this thread's). Also happens whenever a new weight is packed.
@@ -164,6 +166,11 @@ void release_dead_weights();
 /// when any of its intermediate values is probed or used elsewhere. Constant weights of Conv,
 /// MatMul and Gemm are packed for the GEMM (Winograd-transformed for 3x3 stride-1 convolutions)
 /// on the first run and reused while the weight tensor lives (release_cached_memory()).
+///
+/// What run() works out from the graph alone (each node's op, value slots, last uses, fusions,
+/// parsed attributes) is kept in a plan per (graph, Graph::version(), input dtypes and shapes,
+/// probes), a few per graph on each thread, and reused by the next runs like it. Any change of
+/// the graph, its nodes, the module's meta or tensors, or the op registry makes a new plan.
 RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const RunOptions& options);
 std::vector<Value> run(const GraphModule& gm, const std::vector<Value>& inputs);
 

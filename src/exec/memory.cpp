@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "exec/ops.h"
+#include "exec/plan.h"
 #include "fx/exec.h"
 
 namespace fx::exec {
@@ -148,6 +149,7 @@ void release_cached_memory() {
   pool().free.clear();
   arena().trim();
   release_constant_cache();
+  release_plans();
 }
 
 Value new_value(Dtype dtype, std::vector<int64_t> shape) {

@@ -70,4 +70,55 @@ std::optional<LayerNormMatch> match_layer_norm(const GraphModule& gm, Node* div,
 /// "float32[1, 3]" for every input, comma separated (error messages).
 std::string describe_inputs(const OpCall& c);
 
+/// One node's parsed attributes, kept by the executor's plan across runs (node_attrs).
+struct AttrSlot {
+  const void* type = nullptr;  // which T `value` holds (attr_type<T>())
+  std::shared_ptr<const void> value;
+};
+
+/// OpCall::internal: the executor's state for one call of a node.
+struct OpCallPrivate {
+  /// A Relu/Clip fused into this node: the op may clamp its (single, float32) output to [lo, hi]
+  /// as it stores it (fused_clamp); otherwise the executor clamps after.
+  float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
+  bool clamp_applied = false;
+  /// OpCall::num_outputs() and opset() as the plan computed them (0 / -2: not known).
+  size_t num_outputs = 0;
+  int64_t opset = -2;
+  /// Where node_attrs keeps this node's attributes; null: parse on every call.
+  AttrSlot* attrs = nullptr;
+};
+
+/// The bounds of a Relu/Clip fused into c's node ([-inf, inf] if none), which the op promises
+/// to apply to its single float32 output as it stores it.
+inline void fused_clamp(OpCall& c, float& lo, float& hi) {
+  lo = -__builtin_inff();
+  hi = __builtin_inff();
+  if (!c.internal) return;
+  lo = c.internal->clamp_lo;
+  hi = c.internal->clamp_hi;
+  c.internal->clamp_applied = true;
+}
+
+template <class T>
+const void* attr_type() {
+  static const char tag = 0;
+  return &tag;
+}
+
+/// The attributes of c's node as `parse()` returns them (a T, computed from c.attrs only): parsed
+/// on the node's first run and kept in its plan (a change of the node's kwargs makes a new
+/// plan), or parsed into `scratch` on every call outside a plan. A parse that throws keeps
+/// nothing, so the error comes again on the next run.
+template <class T, class Parse>
+const T& node_attrs(const OpCall& c, std::optional<T>& scratch, Parse&& parse) {
+  AttrSlot* slot = c.internal ? c.internal->attrs : nullptr;
+  if (!slot) return scratch.emplace(parse());
+  if (slot->type != attr_type<T>()) {
+    slot->value = std::make_shared<const T>(parse());
+    slot->type = attr_type<T>();
+  }
+  return *static_cast<const T*>(slot->value.get());
+}
+
 }  // namespace fx::exec

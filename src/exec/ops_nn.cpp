@@ -97,9 +97,7 @@ void conv(OpCall& c) {
   if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
   Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.M, p.out_h(), p.out_w()));
   // A following Relu/Clip the executor fused into this node is applied as results are stored.
-  p.clamp_lo = c.clamp_lo;
-  p.clamp_hi = c.clamp_hi;
-  c.clamp_applied = true;
+  fused_clamp(c, p.clamp_lo, p.clamp_hi);
   // The im2col buffer is reused across calls (grown, never value-initialised again).
   thread_local std::vector<float> scratch;
   const size_t need = static_cast<size_t>(kernels::conv2d_scratch_size(p));

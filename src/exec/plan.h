@@ -1,16 +1,25 @@
-// Internal to fx::exec: what the interpreter knows about each call_function target (the op
-// registry's side of it).
+// Internal to fx::exec: the plan of a run. Everything run() would otherwise work out from the
+// graph on every call — each node's op function, its arguments' value slots, which values die
+// after it, the fusions the graph's structure allows, its declared output count, its parsed
+// attributes — is worked out once per (graph, graph version, input dtypes and shapes, probes)
+// and reused. What depends on the values themselves (dtypes and shapes of intermediate values,
+// the contents of Clip bounds) is still checked on every run, cheaply, so a plan never changes
+// a result: with or without it, run() computes the same bits.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "exec/ops.h"
 #include "fx/exec.h"
 
 namespace fx::exec {
 
-// What the interpreter loop needs to know about a call_function target, looked up once per
-// function (functions are interned: their FunctionInfo lives as long as the process) and again
-// after any registration.
+// What the interpreter needs to know about a call_function target, looked up once per function
+// (functions are interned: their FunctionInfo lives as long as the process) and again after any
+// registration.
 struct TargetInfo {
   const OpFn* fn = nullptr;  // the implementation, or null
   bool getitem = false;
@@ -21,5 +30,108 @@ struct TargetInfo {
 
 /// The facts about `f` (cached per thread until the next registration).
 const TargetInfo& target_info(const Function& f);
+/// Bumped by every registration: plans hold OpFn pointers and must not outlive a change.
+uint64_t registry_generation();
+/// OpCall::num_outputs() of a node, computed from the graph (meta "onnx_outputs", getitem users).
+size_t declared_outputs(const Node& node);
+/// The default-domain opset in the module's meta, or -1 if it records none.
+int64_t module_opset(const GraphModule* gm);
+
+constexpr uint32_t kNoNode = UINT32_MAX;
+
+/// A Relu/Clip that may run inside the node before it (see run()).
+struct PlannedActivation {
+  uint32_t node = kNoNode;  // the Relu/Clip, whose value becomes the producer's
+  float lo = -__builtin_inff(), hi = __builtin_inff();  // from the graph (Relu, Clip attributes)
+  // Clip min/max given as inputs (opset >= 11): their value is read on each run, from the
+  // bound's computed value or, if it is a constant not computed yet, from its tensor.
+  uint32_t bound_node[2] = {kNoNode, kNoNode};
+  const Tensor* bound_tensor[2] = {nullptr, nullptr};
+};
+
+/// A LayerNormalization written out as ReduceMean ... Add (match_layer_norm), as matched for the
+/// rank of x it was last seen with.
+struct PlannedLayerNorm {
+  int64_t rank = -1;  // -1: not matched yet
+  bool ok = false;
+  uint32_t result = kNoNode;      // the final Add, which gets the value
+  std::vector<uint32_t> covered;  // the pattern's other nodes (skipped)
+  const Tensor* scale = nullptr;  // float32 constants
+  const Tensor* bias = nullptr;
+  float epsilon = 0.0f;
+};
+
+/// One node of the graph, in graph order.
+struct Step {
+  enum class Kind : uint8_t { Input, Constant, Call, Getitem, Output, NotRunnable, Nothing };
+  Node* node = nullptr;
+  uint32_t id = 0;  // node id: the node's value slot
+  Kind kind = Kind::Nothing;
+  bool probed = false;
+  const OpFn* fn = nullptr;  // Call: the implementation (null: fails when reached)
+  // The node's positional arguments (Call) or returned values (Output), Plan::args[args_begin,
+  // args_end).
+  uint32_t args_begin = 0, args_end = 0;
+  int64_t item = 0;             // Getitem: the index (malformed: item < 0 and `error`)
+  uint32_t constant = kNoNode;  // Constant: index into Plan::constants
+  std::string error;            // Getitem/Output: why the node cannot run, reported when reached
+  // MatMul: an Add of a constant 1-D float32 bias (x @ W + b) applied to this node's output.
+  uint32_t bias_add = kNoNode;
+  const Tensor* bias = nullptr;
+  PlannedActivation activation;       // into this node, without a fused bias
+  PlannedActivation bias_activation;  // into the fused bias Add
+  // ReduceMean: the Div of a possible LayerNormalization pattern starting here.
+  Node* layer_norm_div = nullptr;
+  PlannedLayerNorm layer_norm;
+  size_t num_outputs = 1;  // OpCall::num_outputs()
+  AttrSlot attrs;          // the op's parsed attributes (node_attrs)
+  // Node ids whose last use is this node (their values are freed after it), Plan::frees.
+  uint32_t frees_begin = 0, frees_end = 0;
+};
+
+/// A get_attr tensor as the plan saw it. Checked on every run before anything runs: the plan
+/// holds Tensor pointers and what it derived from their dtypes, shapes and (Clip/LayerNorm
+/// scalars) contents, so a module whose attribute changed gets a new plan.
+struct PlannedConstant {
+  uint32_t step = 0;
+  const Tensor* tensor = nullptr;  // null: not a tensor (a subgraph body, or an error when run)
+  const void* data = nullptr;
+  std::weak_ptr<const std::vector<uint8_t>> alive;  // so `data` cannot be a reused address
+  Dtype dtype = Dtype::Float32;
+  std::vector<int64_t> shape;
+};
+
+/// Argument slots in Plan::args: a node id, or one of these.
+constexpr int64_t kArgNone = -1;
+/// kArgBad - kind: an argument of that Argument::Kind where a tensor was expected.
+constexpr int64_t kArgBad = -2;
+
+struct Plan {
+  // The key.
+  const GraphModule* gm = nullptr;
+  uint64_t serial = 0, version = 0, registry_generation = 0;
+  std::vector<std::pair<Dtype, std::vector<int64_t>>> signature;  // the inputs'
+  std::vector<std::string> probes;
+  std::weak_ptr<const void> graph_alive;
+  uint64_t last_used = 0;  // LRU tick
+
+  uint64_t id_bound = 0;
+  std::vector<Step> steps;
+  std::vector<int64_t> args;
+  std::vector<uint32_t> frees;
+  std::vector<PlannedConstant> constants;
+  int64_t opset = -1;  // module_opset
+};
+
+/// The plan for running `gm` on inputs like `inputs` with these probes: the cached one when
+/// the graph, its version, the registry, the inputs' dtypes and shapes, the probes and the
+/// module's tensors are what it was built for, else a new one (cached, at most a few per graph
+/// and per thread, least recently used out). Throws fx::Error(Key) for an unknown probe.
+std::shared_ptr<Plan> plan_for(const GraphModule& gm, const std::vector<Value>& inputs,
+                               const std::vector<std::string>& probes);
+/// Drops this thread's cached plans (release_cached_memory()).
+void release_plans();
+/// How many plans this thread caches (tests).
+size_t cached_plan_count();
 
 }  // namespace fx::exec

@@ -37,19 +37,24 @@ void OpCall::unsupported(const std::string& what) const {
               node.name());
 }
 
-int64_t OpCall::opset(int64_t fallback) const {
-  if (!module) return fallback;
-  const Argument* ops = module->meta().find(fx::onnx::meta::kOpsetImport);
-  if (!ops || ops->kind() != Argument::Kind::Dict) return fallback;
+int64_t module_opset(const GraphModule* gm) {
+  if (!gm) return -1;
+  const Argument* ops = gm->meta().find(fx::onnx::meta::kOpsetImport);
+  if (!ops || ops->kind() != Argument::Kind::Dict) return -1;
   for (const auto& kv : ops->dict_items())
     if (kv.first.kind() == Argument::Kind::String &&
         (kv.first.to_string().empty() || kv.first.to_string() == "ai.onnx") &&
         kv.second.kind() == Argument::Kind::Int)
       return kv.second.to_int();
-  return fallback;
+  return -1;
 }
 
-size_t OpCall::num_outputs() const {
+int64_t OpCall::opset(int64_t fallback) const {
+  const int64_t v = internal && internal->opset != -2 ? internal->opset : module_opset(module);
+  return v < 0 ? fallback : v;
+}
+
+size_t declared_outputs(const Node& node) {
   if (const Argument* outs = node.meta().find(fx::onnx::meta::kOutputs);
       outs && outs->is_sequence())
     return std::max<size_t>(1, outs->elements().size());
@@ -60,6 +65,10 @@ size_t OpCall::num_outputs() const {
         u->args()[1].kind() == Argument::Kind::Int && u->args()[1].to_int() >= 0)
       n = std::max(n, static_cast<size_t>(u->args()[1].to_int()) + 1);
   return n;
+}
+
+size_t OpCall::num_outputs() const {
+  return internal && internal->num_outputs ? internal->num_outputs : declared_outputs(node);
 }
 
 const Value& OpCall::input(size_t i) const {
@@ -197,6 +206,8 @@ bool is_getitem(const Node& n) {
 }
 
 }  // namespace
+
+uint64_t registry_generation() { return registry().generation.load(); }
 
 const TargetInfo& target_info(const Function& f) {
   struct Cache {

@@ -5,8 +5,12 @@
 
 #include <cstring>
 
+#include "exec/ops.h"
+#include "exec/plan.h"
 #include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/onnx.h"
+#include "zoo_util.h"
 
 namespace {
 
@@ -92,6 +96,261 @@ TEST(GraphVersion, SerialsAreNeverReused) {
   fx::Graph a;
   std::unique_ptr<fx::Graph> b = a.clone();
   EXPECT_NE(a.serial(), b->serial());
+}
+
+// ---- plans: a changed model never runs an old plan ----
+
+std::string transformer_path() {
+  return std::string(FXWASM_MODELS_DIR) + "/zoo/transformer_encoder.onnx";
+}
+
+Node* first_node(fx::GraphModule& gm, const char* target) {
+  for (Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::CallFunction && n->target().pretty() == target) return n;
+  return nullptr;
+}
+
+// The tensor at `target` replaced by `change(copy of it)` (same kind: parameter or buffer).
+void replace_tensor(fx::GraphModule& gm, const std::string& target,
+                    const std::function<void(std::vector<float>&)>& change) {
+  const fx::Tensor* old = gm.get_tensor(target);
+  ASSERT_TRUE(old && old->data && old->dtype == fx::Dtype::Float32) << target;
+  std::vector<float> v(static_cast<size_t>(old->numel()));
+  std::memcpy(v.data(), old->data->data(), old->nbytes());
+  change(v);
+  fx::Tensor t = *old;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(old->nbytes());
+  std::memcpy(bytes->data(), v.data(), bytes->size());
+  t.data = bytes;
+  const size_t dot = target.rfind('.');
+  const std::string name = dot == std::string::npos ? target : target.substr(dot + 1);
+  std::shared_ptr<fx::Module> owner =
+      dot == std::string::npos ? nullptr : gm.get_submodule(target.substr(0, dot));
+  fx::Module& m = owner ? *owner : static_cast<fx::Module&>(gm);
+  if (gm.attr_kind(target) == 'p')
+    m.register_parameter(name, std::move(t));
+  else
+    m.register_buffer(name, std::move(t));
+}
+
+// The first LayerNormalization pattern of the transformer (as the executor fuses it).
+fx::exec::LayerNormMatch layer_norm(fx::GraphModule& gm) {
+  for (Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::CallFunction && n->target().pretty() == "onnx.Div")
+      if (auto m = fx::exec::match_layer_norm(gm, n, 3)) return *m;
+  throw std::runtime_error("no LayerNorm pattern");
+}
+
+bool same_bits(const std::vector<Value>& a, const std::vector<Value>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].dtype() != b[i].dtype() || a[i].shape() != b[i].shape() ||
+        std::memcmp(a[i].data<uint8_t>(), b[i].data<uint8_t>(), a[i].nbytes()) != 0)
+      return false;
+  return true;
+}
+
+struct Mutation {
+  const char* what;
+  std::function<void(fx::GraphModule&)> apply;
+};
+
+std::vector<Mutation> mutations() {
+  return {
+      {"insert_node + replace_all_uses_with (a Relu inside a LayerNorm pattern)",
+       [](fx::GraphModule& gm) {
+         Node* sub = first_node(gm, "onnx.Sub");
+         auto guard = gm.graph().inserting_after(sub);
+         Node* relu = gm.graph().call_function(fn("onnx.Relu"), {sub});
+         sub->replace_all_uses_with(relu, [&](Node* u) { return u != relu; });
+       }},
+      {"erase_node (a Relu fused into its Gemm)",
+       [](fx::GraphModule& gm) {
+         Node* relu = first_node(gm, "onnx.Relu");
+         relu->replace_all_uses_with(relu->args()[0].to_node());
+         gm.graph().erase_node(relu);
+       }},
+      {"update_kwarg (Softmax axis)",
+       [](fx::GraphModule& gm) { first_node(gm, "onnx.Softmax")->update_kwarg("axis", 1); }},
+      {"update_arg (the LayerNorm's bias becomes its scale)",
+       [](fx::GraphModule& gm) {
+         const fx::exec::LayerNormMatch m = layer_norm(gm);
+         Node* add = m.result;
+         add->update_arg(add->args()[0] == m.bias ? 0 : 1, m.scale);
+       }},
+      {"set_args (x - mean becomes mean - x in a LayerNorm pattern)",
+       [](fx::GraphModule& gm) {
+         Node* sub = first_node(gm, "onnx.Sub");
+         sub->set_args({sub->args()[1], sub->args()[0]});
+       }},
+      {"set_kwargs (a Gemm's transB cleared, on a square weight)",
+       [](fx::GraphModule& gm) {
+         for (Node* n : gm.graph().nodes())
+           if (n->op() == fx::Opcode::CallFunction && n->target().pretty() == "onnx.Gemm") {
+             const fx::Tensor* w = fx::exec::constant_tensor(gm, n->args()[1]);
+             if (w && w->shape.size() == 2 && w->shape[0] == w->shape[1]) {
+               n->set_kwargs({});
+               return;
+             }
+           }
+         throw std::runtime_error("no square Gemm");
+       }},
+      {"replace a parameter (the LayerNorm scale, doubled)",
+       [](fx::GraphModule& gm) {
+         const fx::Node* src = fx::exec::constant_source(layer_norm(gm).scale);
+         replace_tensor(gm, src->target().str(), [](std::vector<float>& v) {
+           for (float& x : v) x *= 2.0f;
+         });
+       }},
+      {"replace a buffer (the LayerNorm epsilon, 1.0)",
+       [](fx::GraphModule& gm) {
+         Node* sqrt = first_node(gm, "onnx.Sqrt");
+         Node* add_eps = sqrt->args()[0].to_node();
+         for (const Argument& a : add_eps->args())
+           if (const fx::Node* src = fx::exec::constant_source(a))
+             replace_tensor(gm, src->target().str(),
+                            [](std::vector<float>& v) { v.assign(v.size(), 1.0f); });
+       }},
+      {"replace a bias fused into its MatMul",
+       [](fx::GraphModule& gm) {
+         Node* mm = first_node(gm, "onnx.MatMul");
+         Node* add = *mm->users().begin();
+         for (const Argument& a : add->args())
+           if (const fx::Node* src = fx::exec::constant_source(a))
+             replace_tensor(gm, src->target().str(), [](std::vector<float>& v) {
+               for (float& x : v) x += 0.25f;
+             });
+       }},
+      {"add a buffer and a get_attr + Add before the output",
+       [](fx::GraphModule& gm) {
+         fx::Tensor t;
+         t.shape = {64};
+         auto bytes = std::make_shared<std::vector<uint8_t>>(64 * sizeof(float));
+         for (size_t i = 0; i < 64; ++i) reinterpret_cast<float*>(bytes->data())[i] = 0.5f;
+         t.data = bytes;
+         gm.register_buffer("extra", t);
+         Node* out = gm.graph().output_node();
+         Node* y = out->args()[0].is_node() ? out->args()[0].to_node()
+                                            : out->args()[0].elements()[0].to_node();
+         auto guard = gm.graph().inserting_before(out);
+         Node* add = gm.graph().call_function(fn("onnx.Add"), {y, gm.graph().get_attr("extra")});
+         out->replace_input_with(y, add);
+       }},
+  };
+}
+
+TEST(ExecPlan, MutatedModelsNeverRunAStalePlan) {
+  const std::unique_ptr<fx::GraphModule> pristine = fx::onnx::load_model(transformer_path());
+  const std::vector<Value> in = fxtest::seeded_inputs(*pristine);
+  const std::vector<Value> original = fx::exec::run(*pristine, in);
+  for (const Mutation& m : mutations()) {
+    SCOPED_TRACE(m.what);
+    std::unique_ptr<fx::GraphModule> warm = fx::onnx::load_model(transformer_path());
+    ASSERT_TRUE(same_bits(fx::exec::run(*warm, in), original));
+    ASSERT_TRUE(same_bits(fx::exec::run(*warm, in), original));  // from its cached plan
+    m.apply(*warm);
+    const std::vector<Value> after = fx::exec::run(*warm, in);
+    std::unique_ptr<fx::GraphModule> fresh = fx::onnx::load_model(transformer_path());
+    m.apply(*fresh);
+    const std::vector<Value> expected = fx::exec::run(*fresh, in);
+    // The mutation matters (otherwise a stale plan would pass unnoticed) ...
+    EXPECT_FALSE(same_bits(expected, original));
+    // ... and the warm model, run before, gives what the fresh one does, twice.
+    EXPECT_TRUE(same_bits(after, expected));
+    EXPECT_TRUE(same_bits(fx::exec::run(*warm, in), expected));
+  }
+}
+
+TEST(ExecPlan, ModuleMetaOpsetReachesOps) {
+  // Softmax before opset 13 flattens from its axis: over axis 0 of a [2, 3] input that is one
+  // softmax of all six values, from 13 on six softmaxes of one value each.
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  g->output(g->call_function(fn("onnx.Softmax"), {x}, {{"axis", 0}}));
+  fx::GraphModule gm(nullptr, std::move(g));
+  auto set_opset = [&](int64_t v) {
+    gm.meta().set(fx::onnx::meta::kOpsetImport, Argument::dict({{Argument(""), Argument(v)}}));
+  };
+  const Value in = Value::from_f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  set_opset(13);
+  EXPECT_FLOAT_EQ(fx::exec::run(gm, {in})[0].to_f32()[0], 1.0f / (1.0f + std::exp(3.0f)));
+  set_opset(11);
+  const std::vector<float> flat = fx::exec::run(gm, {in})[0].to_f32();
+  float sum = 0;
+  for (float v : flat) sum += v;
+  EXPECT_NEAR(sum, 1.0f, 1e-6f);
+}
+
+TEST(ExecPlan, PlansPerInputShapeAreBoundedAndReleased) {
+  fx::exec::release_cached_memory();
+  EXPECT_EQ(fx::exec::cached_plan_count(), 0u);
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  g->output(g->call_function(fn("onnx.Relu"), {x}));
+  auto gm = std::make_unique<fx::GraphModule>(nullptr, std::move(g));
+  for (int round = 0; round < 2; ++round)
+    for (int64_t n = 1; n <= 6; ++n) {  // six shapes: each result is still right
+      std::vector<float> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 2 ? i : -i);
+      const std::vector<float> y = fx::exec::run(*gm, {Value::from_f32({n}, v)})[0].to_f32();
+      ASSERT_EQ(y.size(), v.size());
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], std::max(v[i], 0.0f));
+    }
+  EXPECT_LE(fx::exec::cached_plan_count(), 4u);  // least recently used out
+  EXPECT_GE(fx::exec::cached_plan_count(), 1u);
+  // A destroyed graph's plans go with the next plan built on this thread.
+  gm.reset();
+  auto g2 = std::make_unique<fx::Graph>();
+  Node* x2 = g2->placeholder("x");
+  g2->output(g2->call_function(fn("onnx.Neg"), {x2}));
+  fx::GraphModule other(nullptr, std::move(g2));
+  EXPECT_EQ(fx::exec::run(other, {Value::from_f32({1}, {2.0f})})[0].to_f32()[0], -2.0f);
+  EXPECT_EQ(fx::exec::cached_plan_count(), 1u);
+  fx::exec::release_cached_memory();
+  EXPECT_EQ(fx::exec::cached_plan_count(), 0u);
+}
+
+TEST(ExecPlan, ProbesAndRegistrationsGetTheirOwnPlans) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* mm = g->call_function(fn("onnx.MatMul"), {x, g->get_attr("w")});
+  Node* add = g->call_function(fn("onnx.Add"), {mm, g->get_attr("b")});
+  Node* relu = g->call_function(fn("onnx.Relu"), {add});
+  g->output(relu);
+  fx::Module root;
+  fx::Tensor w, b;
+  w.shape = {2, 2};
+  w.data = std::make_shared<std::vector<uint8_t>>(16);
+  reinterpret_cast<float*>(const_cast<uint8_t*>(w.data->data()))[0] = 1.0f;
+  reinterpret_cast<float*>(const_cast<uint8_t*>(w.data->data()))[3] = 1.0f;
+  b.shape = {2};
+  b.data = std::make_shared<std::vector<uint8_t>>(8);
+  reinterpret_cast<float*>(const_cast<uint8_t*>(b.data->data()))[0] = -5.0f;
+  root.register_buffer("w", w);
+  root.register_buffer("b", b);
+  fx::GraphModule gm(&root, std::move(g));
+  const Value in = Value::from_f32({1, 2}, {1.0f, 2.0f});
+  EXPECT_EQ(fx::exec::run(gm, {in})[0].to_f32(), (std::vector<float>{0.0f, 2.0f}));
+  // Probing the MatMul makes it run unfused; its value is the product without bias.
+  fx::exec::RunOptions probe;
+  probe.probe = {"mat_mul"};
+  const fx::exec::RunResult r = fx::exec::run(gm, {in}, probe);
+  ASSERT_EQ(r.probes.size(), 1u);
+  EXPECT_EQ(r.probes[0].second.to_f32(), (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(r.outputs[0].to_f32(), (std::vector<float>{0.0f, 2.0f}));
+  // A registration changes what the next run calls: a missing op, then two versions of it.
+  auto g2 = std::make_unique<fx::Graph>();
+  g2->output(g2->call_function(fn("fxtest.PlanOp"), {g2->placeholder("x")}));
+  fx::GraphModule gm2(nullptr, std::move(g2));
+  EXPECT_THROW(fx::exec::run(gm2, {in}), fx::Error);
+  fx::exec::register_op("fxtest.PlanOp", [](fx::exec::OpCall& c) {
+    c.outputs.push_back(Value::from_f32(c.input(0).shape(), {7.0f, 7.0f}));
+  });
+  EXPECT_EQ(fx::exec::run(gm2, {in})[0].to_f32(), (std::vector<float>{7.0f, 7.0f}));
+  fx::exec::register_op("fxtest.PlanOp", [](fx::exec::OpCall& c) {
+    c.outputs.push_back(Value::from_f32(c.input(0).shape(), {8.0f, 8.0f}));
+  });
+  EXPECT_EQ(fx::exec::run(gm2, {in})[0].to_f32(), (std::vector<float>{8.0f, 8.0f}));
 }
 
 }  // namespace

@@ -1,0 +1,284 @@
+// Building, validating and caching plans (plan.h).
+#include "exec/plan.h"
+
+#include <algorithm>
+
+namespace fx::exec {
+
+namespace {
+
+// The Relu/Clip after `n` that may run inside it (its only user, reading n as its input), with
+// the bounds the graph fixes; node == kNoNode if none.
+PlannedActivation plan_activation(const GraphModule& gm, const Node* n, bool probed,
+                                  const std::vector<size_t>& position) {
+  PlannedActivation act;
+  if (probed || n->users().size() != 1 || !target_info(n->target().function()).clamp_producer)
+    return act;
+  Node* u = *n->users().begin();
+  if (u->op() != Opcode::CallFunction || u->args().empty() || !u->args()[0].is_node() ||
+      u->args()[0].to_node() != n)
+    return act;
+  const TargetInfo& ut = target_info(u->target().function());
+  if (ut.relu) {
+    if (u->args().size() != 1 || !u->kwargs().empty()) return act;
+    act.lo = 0.0f;
+    act.node = static_cast<uint32_t>(u->id());
+    return act;
+  }
+  if (!ut.clip) return act;
+  for (const auto& kv : u->kwargs()) {  // opset < 11: bounds as attributes
+    if (kv.first != "min" && kv.first != "max") return act;
+    if (kv.second.kind() != Argument::Kind::Float && kv.second.kind() != Argument::Kind::Int)
+      return act;
+    (kv.first == "min" ? act.lo : act.hi) = static_cast<float>(kv.second.to_double());
+  }
+  for (size_t k = 1; k < u->args().size(); ++k) {  // opset >= 11: bounds as inputs
+    const Argument& a = u->args()[k];
+    if (a.is_none()) continue;
+    if (!a.is_node() || a.to_node() == n || k > 2) return act;
+    const Node* b = a.to_node();
+    act.bound_node[k - 1] = static_cast<uint32_t>(b->id());
+    // A constant the run has not reached when n runs is read from its tensor.
+    if (b->op() == Opcode::GetAttr && position[b->id()] > position[n->id()])
+      act.bound_tensor[k - 1] = gm.get_tensor(b->target().str());
+  }
+  act.node = static_cast<uint32_t>(u->id());
+  return act;
+}
+
+// The Add of a constant 1-D float32 bias that may run inside MatMul `n`, or null.
+const Tensor* plan_bias(const GraphModule& gm, const Node* n, const std::vector<char>& probed,
+                        uint32_t& add) {
+  if (probed[n->id()] || n->users().size() != 1 || !target_info(n->target().function()).matmul)
+    return nullptr;
+  Node* u = *n->users().begin();
+  if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 2 ||
+      !u->kwargs().empty() || !target_info(u->target().function()).add)
+    return nullptr;
+  const Argument& a0 = u->args()[0];
+  const Argument& a1 = u->args()[1];
+  const bool first = a0.is_node() && a0.to_node() == n;
+  const Argument& other = first ? a1 : a0;
+  if (!first && !(a1.is_node() && a1.to_node() == n)) return nullptr;
+  const Tensor* t = constant_tensor(gm, other);
+  if (!t || t->dtype != Dtype::Float32 || t->shape.size() != 1) return nullptr;
+  add = static_cast<uint32_t>(u->id());
+  return t;
+}
+
+// The Div of the LayerNormalization pattern that may start at ReduceMean `mean`, or null.
+Node* plan_layer_norm_div(const Node* mean, bool probed) {
+  if (probed || mean->users().size() != 1 || mean->args().empty() || !mean->args()[0].is_node())
+    return nullptr;
+  Node* sub = *mean->users().begin();
+  Node* div = nullptr;
+  for (Node* u : sub->users())
+    if (u->op() == Opcode::CallFunction && target_info(u->target().function()).div) div = u;
+  return div;
+}
+
+std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>& inputs,
+                                 const std::vector<std::string>& probes) {
+  const Graph& g = gm.graph();
+  auto plan = std::make_shared<Plan>();
+  Plan& p = *plan;
+  p.gm = &gm;
+  p.serial = g.serial();
+  p.version = g.version();
+  p.registry_generation = registry_generation();
+  for (const Value& v : inputs) p.signature.emplace_back(v.dtype(), v.shape());
+  p.probes = probes;
+  p.graph_alive = g.lifetime();
+  p.id_bound = g.id_bound();
+  p.opset = module_opset(&gm);
+
+  std::vector<char> probed(p.id_bound, 0);
+  for (const std::string& name : probes) {
+    Node* n = g.find_node(name);
+    if (!n) throw Error(ErrorKind::Key, "probe: the graph has no node named '" + name + "'", name);
+    probed[n->id()] = 1;
+  }
+  const std::vector<Node*> nodes = g.nodes().to_vector();
+  std::vector<size_t> position(p.id_bound, 0), last_use(p.id_bound, 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    position[nodes[i]->id()] = i;
+    for (Node* in : nodes[i]->all_input_nodes()) last_use[in->id()] = i;
+  }
+  auto add_arg = [&](const Argument& a) {
+    if (a.is_none())
+      p.args.push_back(kArgNone);
+    else if (a.is_node())
+      p.args.push_back(static_cast<int64_t>(a.to_node()->id()));
+    else
+      p.args.push_back(kArgBad - static_cast<int64_t>(a.kind()));
+  };
+
+  p.steps.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    Step& s = p.steps[i];
+    s.node = n;
+    s.id = static_cast<uint32_t>(n->id());
+    s.probed = probed[n->id()] != 0;
+    s.args_begin = s.args_end = static_cast<uint32_t>(p.args.size());
+    switch (n->op()) {
+      case Opcode::Placeholder:
+        s.kind = Step::Kind::Input;
+        break;
+      case Opcode::GetAttr: {
+        s.kind = Step::Kind::Constant;
+        s.constant = static_cast<uint32_t>(p.constants.size());
+        PlannedConstant c;
+        c.step = static_cast<uint32_t>(i);
+        c.tensor = gm.get_tensor(n->target().str());
+        if (c.tensor) {
+          c.data = c.tensor->data.get();
+          c.alive = c.tensor->data;
+          c.dtype = c.tensor->dtype;
+          c.shape = c.tensor->shape;
+        }
+        p.constants.push_back(std::move(c));
+        break;
+      }
+      case Opcode::CallFunction: {
+        const TargetInfo& info = target_info(n->target().function());
+        if (info.getitem) {
+          s.kind = Step::Kind::Getitem;
+          const auto& a = n->args();
+          if (a.size() != 2 || !a[0].is_node() || a[1].kind() != Argument::Kind::Int) {
+            s.error = "getitem needs (node, int)";
+          } else {
+            add_arg(a[0]);
+            s.item = a[1].to_int();
+          }
+          break;
+        }
+        s.kind = Step::Kind::Call;
+        s.fn = info.fn && *info.fn ? info.fn : nullptr;
+        for (const Argument& a : n->args()) add_arg(a);
+        s.num_outputs = declared_outputs(*n);
+        if (info.reduce_mean) s.layer_norm_div = plan_layer_norm_div(n, s.probed);
+        s.bias = plan_bias(gm, n, probed, s.bias_add);
+        s.activation = plan_activation(gm, n, s.probed, position);
+        if (s.bias)
+          s.bias_activation =
+              plan_activation(gm, g.node_by_id(s.bias_add), probed[s.bias_add] != 0, position);
+        break;
+      }
+      case Opcode::Output: {
+        s.kind = Step::Kind::Output;
+        const Argument& a = n->args().empty() ? Argument() : n->args()[0];
+        if (a.is_sequence()) {
+          for (const Argument& e : a.elements())  // a None output is not a tensor either
+            e.is_none() ? p.args.push_back(kArgBad - static_cast<int64_t>(e.kind())) : add_arg(e);
+        } else if (!a.is_none()) {
+          add_arg(a);
+        }
+        break;
+      }
+      case Opcode::CallModule:
+      case Opcode::CallMethod:
+        s.kind = Step::Kind::NotRunnable;
+        break;
+      case Opcode::Root:
+        break;
+    }
+    s.args_end = static_cast<uint32_t>(p.args.size());
+    s.frees_begin = static_cast<uint32_t>(p.frees.size());
+    for (Node* in : n->all_input_nodes())
+      if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
+    s.frees_end = static_cast<uint32_t>(p.frees.size());
+  }
+  return plan;
+}
+
+// Whether the module's tensors are still the ones the plan was built with.
+bool constants_unchanged(const GraphModule& gm, const Plan& p) {
+  for (const PlannedConstant& c : p.constants) {
+    const Tensor* t = gm.get_tensor(p.steps[c.step].node->target().str());
+    if (t != c.tensor) return false;
+    if (!t) continue;
+    if (t->data.get() != c.data || (c.data && c.alive.expired()) || t->dtype != c.dtype ||
+        t->shape != c.shape)
+      return false;
+  }
+  return true;
+}
+
+bool key_matches(const Plan& p, const GraphModule& gm, const std::vector<Value>& inputs,
+                 const std::vector<std::string>& probes, uint64_t generation) {
+  const Graph& g = gm.graph();
+  if (p.serial != g.serial() || p.gm != &gm || p.version != g.version() ||
+      p.registry_generation != generation || p.signature.size() != inputs.size() ||
+      p.probes != probes)
+    return false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (p.signature[i].first != inputs[i].dtype() || p.signature[i].second != inputs[i].shape())
+      return false;
+  return true;
+}
+
+// This thread's plans. A recursive run (an If body) may add plans while its caller's plan is in
+// use: callers hold their plan's shared_ptr, so an eviction never frees a plan being run.
+struct PlanCache {
+  std::vector<std::shared_ptr<Plan>> plans;
+  uint64_t tick = 0;
+};
+PlanCache& plan_cache() {
+  thread_local PlanCache cache;
+  return cache;
+}
+
+// A graph rarely runs with more than a few input shapes; beyond these bounds the least
+// recently used plan goes.
+constexpr std::ptrdiff_t kPlansPerGraph = 4;
+constexpr size_t kPlansPerThread = 32;
+
+}  // namespace
+
+std::shared_ptr<Plan> plan_for(const GraphModule& gm, const std::vector<Value>& inputs,
+                               const std::vector<std::string>& probes) {
+  PlanCache& cache = plan_cache();
+  const uint64_t generation = registry_generation();
+  const uint64_t serial = gm.graph().serial();
+  for (size_t i = 0; i < cache.plans.size(); ++i) {
+    std::shared_ptr<Plan>& p = cache.plans[i];
+    if (!key_matches(*p, gm, inputs, probes, generation)) continue;
+    if (!constants_unchanged(gm, *p)) {
+      cache.plans.erase(cache.plans.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+    p->last_used = ++cache.tick;
+    return p;
+  }
+  std::shared_ptr<Plan> plan = build_plan(gm, inputs, probes);
+  plan->last_used = ++cache.tick;
+  // Drop the plans no run can use again: of destroyed graphs, of this graph's older versions
+  // (versions only grow) and of an older registry.
+  auto dead = [&](const std::shared_ptr<Plan>& p) {
+    return p->graph_alive.expired() || (p->serial == serial && p->version != plan->version) ||
+           p->registry_generation != generation;
+  };
+  cache.plans.erase(std::remove_if(cache.plans.begin(), cache.plans.end(), dead),
+                    cache.plans.end());
+  auto evict_lru = [&](bool same_graph_only) {
+    auto victim = cache.plans.end();
+    for (auto it = cache.plans.begin(); it != cache.plans.end(); ++it)
+      if ((!same_graph_only || (*it)->serial == serial) &&
+          (victim == cache.plans.end() || (*it)->last_used < (*victim)->last_used))
+        victim = it;
+    if (victim != cache.plans.end()) cache.plans.erase(victim);
+  };
+  if (std::count_if(cache.plans.begin(), cache.plans.end(),
+                    [&](const auto& p) { return p->serial == serial; }) >= kPlansPerGraph)
+    evict_lru(true);
+  if (cache.plans.size() >= kPlansPerThread) evict_lru(false);
+  cache.plans.push_back(plan);
+  return plan;
+}
+
+void release_plans() { plan_cache().plans.clear(); }
+
+size_t cached_plan_count() { return plan_cache().plans.size(); }
+
+}  // namespace fx::exec
