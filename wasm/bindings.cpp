@@ -18,7 +18,8 @@
 //    replace_all_uses_with's delete_user_cb are evaluated in JS first and passed in as tables;
 //    replacePattern's filters run in JS on gmMatchPattern's matches and gmReplacePattern
 //    replaces the accepted ones; loadONNX's external data is listed by gmExternalData, read in
-//    JS and handed in with gmSupplyExternalData before loadONNX returns.
+//    JS and handed in with gmSupplyExternalData before loadONNX returns. C++ reads only
+//    values, arrays and byte views the façade made, so no user getter runs from C++ either.
 #include <emscripten/bind.h>
 
 #include <string>

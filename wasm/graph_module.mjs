@@ -166,7 +166,7 @@ export class GraphModule {
     const probe = options?.probe ?? [];
     if (!Array.isArray(probe) || probe.some((p) => typeof p !== 'string'))
       throw typeError('run: options.probe must be an array of node names');
-    const r = ck(M.gmRun(this._id, encodeTensors(inputs, 'run'), probe));
+    const r = ck(M.gmRun(this._id, encodeTensors(inputs, 'run'), Array.from(probe)));
     const outputs = Array.from(r.outputs, tensorFromWasm);
     if (options?.probe === undefined) return outputs;
     return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, tensorFromWasm(p)])) };

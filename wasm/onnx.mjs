@@ -18,7 +18,7 @@ export function loadOnnxMetaKeys() {
 
 function asBytes(data, what) {
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  if (ArrayBuffer.isView(data)) return data;
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   throw typeError(`${what}: expected a Uint8Array or ArrayBuffer`);
 }
 

@@ -40,7 +40,7 @@ export function runPasses(gm, names, options = {}) {
     throw typeError('runPasses: names must be an array of pass names');
   const check = options?.checkEquivalence != null ? encodeTensors(options.checkEquivalence, 'runPasses') : null;
   const r = ck(
-    M.gmRunPasses(gm._id, names, check, options?.rtol ?? 1e-4, options?.atol ?? 1e-5, options?.maxIterations ?? 1),
+    M.gmRunPasses(gm._id, Array.from(names), check, options?.rtol ?? 1e-4, options?.atol ?? 1e-5, options?.maxIterations ?? 1),
   );
   return Array.from(r, (x) => ({ ...x }));
 }

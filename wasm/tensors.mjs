@@ -30,7 +30,8 @@ export function encodeTensors(inputs, what) {
     const inferred = typedArrayDtypes.find(([C]) => t.data instanceof C)?.[1];
     const dt = t.dtype ?? inferred;
     if (typeof dt !== 'string') throw typeError(`${what}: input ${i} needs a dtype`);
-    return { dtype: dt, shape: t.shape, data: t.data };
+    // Plain copies: C++ reads only objects the façade made (no user getters run from C++).
+    return { dtype: dt, shape: Array.from(t.shape), data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) };
   });
 }
 
