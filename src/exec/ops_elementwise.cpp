@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "exec/ops.h"
 #include "kernels/elementwise.h"
@@ -202,10 +203,16 @@ void softmax(OpCall& c, bool log) {
   if (x.dtype() != Dtype::Float32)
     c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
   const int64_t rank = static_cast<int64_t>(x.shape().size());
+  // The axis attribute, parsed once per plan (its default depends on the opset).
+  std::optional<std::optional<int64_t>> scratch;
+  const std::optional<int64_t>& given = node_attrs(c, scratch, [&]() -> std::optional<int64_t> {
+    if (!c.has_attr("axis")) return std::nullopt;
+    return c.attr_int("axis", 0);
+  });
   if (c.opset() < 13) {
     // Opsets 1-12: the input is coerced to 2-D at `axis` (default 1) and each row of the
     // flattened trailing dimensions is normalised.
-    const int64_t axis = normalize_axis(c, c.attr_int("axis", 1), rank, "axis");
+    const int64_t axis = normalize_axis(c, given.value_or(1), rank, "axis");
     int64_t outer = 1, n = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
     for (int64_t d = axis; d < rank; ++d) n *= x.shape()[d];
@@ -215,7 +222,7 @@ void softmax(OpCall& c, bool log) {
     return;
   }
   // Opset >= 13 semantics (softmax along one axis, default -1).
-  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  const int64_t axis = normalize_axis(c, given.value_or(-1), rank, "axis");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= x.shape()[d];

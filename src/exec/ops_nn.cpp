@@ -1,6 +1,8 @@
 // Neural-network ONNX ops: Conv, pooling, normalisations, MatMul and Gemm (float32, NCHW).
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "exec/ops.h"
 #include "kernels/conv.h"
@@ -22,20 +24,51 @@ struct Window {
   int64_t H, W, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
 };
 
+// The attributes of Conv and the pools, parsed once per plan (node_attrs); absent lists default
+// by the input's rank.
+struct WindowAttrs {
+  std::optional<std::vector<int64_t>> kernel_shape, strides, dilations, pads;
+  std::string auto_pad;
+  int64_t group = 1;
+  bool ceil_mode = false, count_include_pad = false;
+  int64_t storage_order = 0;
+};
+
+WindowAttrs window_attrs(const OpCall& c, bool is_conv) {
+  auto ints = [&](const char* name) -> std::optional<std::vector<int64_t>> {
+    if (!c.has_attr(name)) return std::nullopt;
+    return c.attr_ints(name);
+  };
+  WindowAttrs a;
+  a.kernel_shape = ints("kernel_shape");
+  a.strides = ints("strides");
+  a.dilations = ints("dilations");
+  a.pads = ints("pads");
+  a.auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (is_conv) {
+    a.group = c.attr_int("group", 1);
+  } else {
+    a.ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+    a.count_include_pad = c.attr_int("count_include_pad", 0) != 0;
+    a.storage_order = c.attr_int("storage_order", 0);
+  }
+  return a;
+}
+
 Window window(const OpCall& c, const std::vector<int64_t>& x_shape,
-              const std::vector<int64_t>& kernel) {
+              const std::vector<int64_t>& kernel, const WindowAttrs& a) {
   const size_t spatial = x_shape.size() - 2;
   if (spatial != 1 && spatial != 2)
     c.unsupported(std::to_string(spatial) + "-D " + "spatial inputs (only 1-D and 2-D)");
   if (kernel.size() != spatial)
     c.fail("kernel_shape has " + std::to_string(kernel.size()) + " dims for " +
            std::to_string(spatial) + " spatial dims");
-  std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(spatial, 1));
-  std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(spatial, 1));
-  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  const std::vector<int64_t> strides = a.strides.value_or(std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> dil = a.dilations.value_or(std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = a.pads.value_or(std::vector<int64_t>(2 * spatial, 0));
   if (strides.size() != spatial || dil.size() != spatial || pads.size() != 2 * spatial)
     c.fail("strides/dilations/pads do not match the number of spatial dims");
-  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  const std::string& auto_pad = a.auto_pad;
   for (size_t d = 0; d < spatial; ++d) {
     if (strides[d] < 1 || dil[d] < 1 || kernel[d] < 1)
       c.fail("kernel, strides and dilations must be >= 1");
@@ -74,15 +107,17 @@ void conv(OpCall& c) {
   need_f32(c, w, "Conv weight");
   if (x.shape().size() < 3 || w.shape().size() != x.shape().size())
     c.fail("input and weight must have the same rank (>= 3)");
-  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  kernel = c.attr_ints("kernel_shape", kernel);
-  const Window win = window(c, x.shape(), kernel);
+  std::optional<WindowAttrs> parsed;
+  const WindowAttrs& a = node_attrs(c, parsed, [&] { return window_attrs(c, true); });
+  const std::vector<int64_t> kernel =
+      a.kernel_shape.value_or(std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()));
+  const Window win = window(c, x.shape(), kernel, a);
   kernels::Conv2dParams p;
   p.N = x.shape()[0], p.C = x.shape()[1], p.H = win.H, p.W = win.W;
   p.M = w.shape()[0], p.KH = win.KH, p.KW = win.KW;
   p.stride_h = win.sh, p.stride_w = win.sw, p.dilation_h = win.dh, p.dilation_w = win.dw;
   p.pad_top = win.pt, p.pad_left = win.pl, p.pad_bottom = win.pb, p.pad_right = win.pr;
-  p.group = c.attr_int("group", 1);
+  p.group = a.group;
   if (p.group < 1 || p.C % p.group || p.M % p.group)
     c.fail("group must divide the input and output channels");
   if (w.shape()[1] != p.C / p.group)
@@ -123,16 +158,18 @@ void pool(OpCall& c, bool is_max) {
   const Value& x = c.input(0);
   need_f32(c, x, "pooling input");
   if (x.shape().size() < 3) c.fail("the input must have rank >= 3");
-  if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
-  const Window win = window(c, x.shape(), c.attr_ints("kernel_shape"));
+  std::optional<WindowAttrs> scratch;
+  const WindowAttrs& a = node_attrs(c, scratch, [&] { return window_attrs(c, false); });
+  if (!a.kernel_shape) c.fail("kernel_shape is required");
+  const Window win = window(c, x.shape(), *a.kernel_shape, a);
   kernels::Pool2dParams p;
   p.N = x.shape()[0], p.C = x.shape()[1], p.H = win.H, p.W = win.W;
   p.KH = win.KH, p.KW = win.KW, p.stride_h = win.sh, p.stride_w = win.sw;
   p.dilation_h = win.dh, p.dilation_w = win.dw;
   p.pad_top = win.pt, p.pad_left = win.pl, p.pad_bottom = win.pb, p.pad_right = win.pr;
-  p.ceil_mode = c.attr_int("ceil_mode", 0) != 0;
-  p.count_include_pad = c.attr_int("count_include_pad", 0) != 0;
-  if (is_max && c.attr_int("storage_order", 0) != 0) c.unsupported("MaxPool storage_order = 1");
+  p.ceil_mode = a.ceil_mode;
+  p.count_include_pad = a.count_include_pad;
+  if (is_max && a.storage_order != 0) c.unsupported("MaxPool storage_order = 1");
   if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
   Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.C, p.out_h(), p.out_w()));
   if (is_max) {
@@ -175,9 +212,18 @@ void batch_norm(OpCall& c) {
   const int64_t spatial = C ? x.numel() / std::max<int64_t>(N * C, 1) : 0;
   for (size_t i = 1; i < 5; ++i)
     if (c.input(i).numel() != C) c.fail("scale, bias, mean and var need one value per channel");
-  const float eps = c.attr_float("epsilon", 1e-5f);
+  struct Attrs {
+    float eps, momentum;
+    bool training;
+  };
+  std::optional<Attrs> scratch;
+  const Attrs& a = node_attrs(c, scratch, [&] {
+    return Attrs{c.attr_float("epsilon", 1e-5f), c.attr_float("momentum", 0.9f),
+                 c.attr_int("training_mode", 0) != 0};
+  });
+  const float eps = a.eps;
   Value out = new_value(Dtype::Float32, x.shape());
-  if (!c.attr_int("training_mode", 0)) {
+  if (!a.training) {
     kernels::batch_norm_f32(x.data<float>(), c.input(1).data<float>(), c.input(2).data<float>(),
                             c.input(3).data<float>(), c.input(4).data<float>(),
                             out.mutable_data<float>(), N, C, spatial, eps);
@@ -185,7 +231,7 @@ void batch_norm(OpCall& c) {
     return;
   }
   // Training mode: normalise with the batch statistics; also return the updated running ones.
-  const float momentum = c.attr_float("momentum", 0.9f);
+  const float momentum = a.momentum;
   Value mean = new_value(Dtype::Float32, {C}), var = new_value(Dtype::Float32, {C});
   Value run_mean = new_value(Dtype::Float32, {C}), run_var = new_value(Dtype::Float32, {C});
   const float* px = x.data<float>();
@@ -264,12 +310,21 @@ void gemm(OpCall& c) {
   need_f32(c, a, "Gemm input");
   need_f32(c, b, "Gemm input");
   if (a.shape().size() != 2 || b.shape().size() != 2) c.fail("A and B must be 2-D");
-  const bool ta = c.attr_int("transA", 0) != 0, tb = c.attr_int("transB", 0) != 0;
+  struct Attrs {
+    bool ta, tb;
+    float alpha, beta;
+  };
+  std::optional<Attrs> scratch;
+  const Attrs& at = node_attrs(c, scratch, [&] {
+    return Attrs{c.attr_int("transA", 0) != 0, c.attr_int("transB", 0) != 0,
+                 c.attr_float("alpha", 1.0f), c.attr_float("beta", 1.0f)};
+  });
+  const bool ta = at.ta, tb = at.tb;
   const int64_t M = ta ? a.shape()[1] : a.shape()[0], K = ta ? a.shape()[0] : a.shape()[1];
   const int64_t Kb = tb ? b.shape()[1] : b.shape()[0], N = tb ? b.shape()[0] : b.shape()[1];
   if (K != Kb)
     c.fail("inner dimensions differ (" + std::to_string(K) + " vs " + std::to_string(Kb) + ")");
-  const float alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  const float alpha = at.alpha, beta = at.beta;
   Value out = new_value(Dtype::Float32, {M, N});
   float* y = out.mutable_data<float>();
   float b_eff = 0.0f;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "exec/ops.h"
 #include "kernels/elementwise.h"
@@ -35,7 +36,8 @@ std::vector<int64_t> axes_of(const OpCall& c, size_t input, int64_t rank, bool* 
 void reshape(OpCall& c) {
   const Value& x = c.input(0);
   std::vector<int64_t> target = c.has_input(1) ? c.input(1).to_i64() : c.attr_ints("shape");
-  const bool allowzero = c.attr_int("allowzero", 0) != 0;
+  std::optional<bool> scratch;
+  const bool allowzero = node_attrs(c, scratch, [&] { return c.attr_int("allowzero", 0) != 0; });
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowzero) {
@@ -76,9 +78,19 @@ void flatten(OpCall& c) {
 void transpose(OpCall& c) {
   const Value& x = c.input(0);
   const int64_t rank = static_cast<int64_t>(x.shape().size());
+  // The perm attribute, parsed once per plan (absent: reverse the axes).
+  using Perm = std::optional<std::vector<int64_t>>;
+  std::optional<Perm> scratch;
+  const Perm& given = node_attrs(c, scratch, [&]() -> Perm {
+    if (!c.has_attr("perm")) return std::nullopt;
+    return c.attr_ints("perm");
+  });
   std::vector<int64_t> perm(rank);
-  for (int64_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
-  perm = c.attr_ints("perm", perm);
+  if (given) {
+    perm = *given;
+  } else {
+    for (int64_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+  }
   if (static_cast<int64_t>(perm.size()) != rank) c.fail("perm must list every axis once");
   std::vector<bool> seen(rank, false);
   Shape os(rank);
@@ -182,7 +194,9 @@ void gather(OpCall& c) {
   const Value& idx = c.input(1);
   const int64_t rank = static_cast<int64_t>(x.shape().size());
   if (rank == 0) c.fail("cannot gather from a scalar");
-  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank, "axis");
+  std::optional<int64_t> scratch;
+  const int64_t axis = normalize_axis(
+      c, node_attrs(c, scratch, [&] { return c.attr_int("axis", 0); }), rank, "axis");
   std::vector<int64_t> ind = idx.to_i64();
   const int64_t n = x.shape()[axis];
   for (int64_t& i : ind) {

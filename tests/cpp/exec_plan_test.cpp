@@ -353,4 +353,28 @@ TEST(ExecPlan, ProbesAndRegistrationsGetTheirOwnPlans) {
   EXPECT_EQ(fx::exec::run(gm2, {in})[0].to_f32(), (std::vector<float>{8.0f, 8.0f}));
 }
 
+TEST(ExecPlan, KwargChangesReachCachedAttributes) {
+  // Transpose and Gemm keep their parsed attributes in the plan: changing a kwarg after a run
+  // must reach the next run.
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* t = g->call_function(fn("onnx.Transpose"), {x}, {{"perm", Argument::list({1, 0})}});
+  Node* gemm = g->call_function(fn("onnx.Gemm"), {t, t}, {{"transB", 1}});
+  g->output(gemm);
+  fx::GraphModule gm(nullptr, std::move(g));
+  const Value in = Value::from_f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  // t = x^T [3, 2]; gemm = t t^T [3, 3].
+  EXPECT_EQ(fx::exec::run(gm, {in})[0].shape(), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(fx::exec::run(gm, {in})[0].shape(), (std::vector<int64_t>{3, 3}));
+  gemm->update_kwarg("transA", 1);
+  gemm->update_kwarg("transB", 0);  // t^T t = x x^T [2, 2]
+  std::vector<Value> out = fx::exec::run(gm, {in});
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(out[0].to_f32(), (std::vector<float>{14, 32, 32, 77}));  // x x^T
+  t->update_kwarg("perm", Argument::list({0, 1}));                   // t = x [2, 3]; x^T x [3, 3]
+  out = fx::exec::run(gm, {in});
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(out[0].to_f32()[0], 17.0f);  // 1*1 + 4*4
+}
+
 }  // namespace
