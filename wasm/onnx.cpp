@@ -39,15 +39,17 @@ val bytes_to_js(const std::vector<uint8_t>& b) {
   return val(emscripten::typed_memory_view(b.size(), b.data())).call<val>("slice");
 }
 
-// External data without callbacks into JS. load_onnx installs a C++ reader over a table that
-// starts empty and lists what the model references (gm_external_data); JS reads those ranges
-// itself (from a folder, a Map of bytes, a Blob, or the user's function) and hands the bytes in
-// (gm_supply_external_data) before loadONNX returns. A tensor then reads from the table on first
-// use and keeps its bytes (ExternalData::keep), so each range crosses from JS once.
+// External data without callbacks into JS. load_onnx gives the import a C++ reader over a
+// per-import table; gm_external_data lists the ranges the model's tensors reference, JS reads
+// them itself (from a folder, a Map of bytes, a Blob, or the user's function) and hands the bytes
+// in (gm_supply_external_data) before loadONNX returns. A tensor reads from the table on first
+// use and keeps its bytes (ExternalData::keep), so each range crosses from JS once; the table
+// lets go of a range once every tensor on it has read it, so bytes a pass drops are freed.
 struct ExternalTable {
   struct Entry {
-    fx::Bytes bytes;     // null: not supplied
+    fx::Bytes bytes;     // null: not supplied (or every reader has its copy)
     std::string reason;  // why not, when JS knows (the reader's error)
+    int readers = 0;     // tensors (ExternalData objects) that have not read it yet
   };
   std::map<std::tuple<std::string, int64_t, int64_t>, Entry> entries;
 };
@@ -56,7 +58,7 @@ struct ExternalTable {
 // two calls of one loadONNX).
 std::map<uint32_t, std::shared_ptr<ExternalTable>> g_external_tables;
 
-fx::onnx::ExternalDataReader table_reader(std::shared_ptr<const ExternalTable> table) {
+fx::onnx::ExternalDataReader table_reader(std::shared_ptr<ExternalTable> table) {
   return [table](const std::string& location, int64_t offset, int64_t length) -> fx::Bytes {
     auto it = table->entries.find({location, offset, length});
     if (it == table->entries.end() || !it->second.bytes)
@@ -64,7 +66,12 @@ fx::onnx::ExternalDataReader table_reader(std::shared_ptr<const ExternalTable> t
                                         (it == table->entries.end() || it->second.reason.empty()
                                              ? std::string()
                                              : " (" + it->second.reason + ")"));
-    return it->second.bytes;
+    ExternalTable::Entry& e = it->second;
+    fx::Bytes b = e.bytes;
+    // The tensor keeps a copy of the right size (Tensor::bytes); a wrong size throws there and
+    // may be asked again, so the table keeps those bytes.
+    if (b->size() == static_cast<size_t>(length) && --e.readers <= 0) e.bytes.reset();
+    return b;
   };
 }
 
@@ -104,19 +111,23 @@ val load_onnx(val data, bool external) {
   });
 }
 
-// The external-data ranges of an import's tensors that no bytes were supplied for yet, each once
-// in first-use order: [[location, offset, length], ...] (length: the bytes the tensor needs).
+// The external-data ranges the tensors of a loadONNX in progress reference, each once, in the
+// order of named_parameters() then named_buffers(): [[location, offset, length], ...] (length:
+// the bytes the tensor needs). [] when the import had no externalData option.
 val gm_external_data(double id) {
   return guarded([&] {
     const fx::GraphModule& gm = *gm_entry(id).gm;
-    std::set<std::tuple<std::string, int64_t, int64_t>> seen;
+    auto table = g_external_tables.find(to_id(id));
+    std::set<const fx::ExternalData*> counted;
     val out = val::array();
     auto visit = [&](const std::vector<std::pair<std::string, const fx::Tensor*>>& ts) {
+      if (table == g_external_tables.end()) return;
       for (const auto& [name, t] : ts) {
         if (t->data || !t->external || !t->external->keep) continue;
         const fx::ExternalData& e = *t->external;
+        if (!counted.insert(&e).second) continue;  // copies of a tensor share their ExternalData
         const int64_t length = e.length >= 0 ? e.length : static_cast<int64_t>(t->nbytes());
-        if (!seen.insert({e.location, e.offset, length}).second) continue;
+        if (table->second->entries[{e.location, e.offset, length}].readers++ > 0) continue;
         val r = val::array();
         r.call<void>("push", e.location);
         r.call<void>("push", static_cast<double>(e.offset));
@@ -141,9 +152,11 @@ void gm_supply_external_data(double id, val supplied) {
     const unsigned n = supplied["length"].as<unsigned>();
     for (unsigned i = 0; i < n; ++i) {
       const val s = supplied[i];
-      ExternalTable::Entry& e =
-          table->entries[{s[0].as<std::string>(), static_cast<int64_t>(s[1].as<double>()),
-                          static_cast<int64_t>(s[2].as<double>())}];
+      auto entry =
+          table->entries.find({s[0].as<std::string>(), static_cast<int64_t>(s[1].as<double>()),
+                               static_cast<int64_t>(s[2].as<double>())});
+      if (entry == table->entries.end()) continue;  // not a range gm_external_data listed
+      ExternalTable::Entry& e = entry->second;
       if (!s[3].isNull())
         e.bytes =
             std::make_shared<const std::vector<uint8_t>>(bytes_from_js(s[3], "external data"));

@@ -173,6 +173,38 @@ sys.stdout.buffer.write(len(raw).to_bytes(4, 'little') + raw + m.SerializeToStri
   for (const m of [gm, byName, none, failing, wrong, short]) m.delete();
 });
 
+test('two tensors on one external range: read once, both get the bytes', () => {
+  const script = `
+import sys, onnx, copy
+m = onnx.load_from_string(sys.stdin.buffer.read())
+from onnx.external_data_helper import set_external_data
+t = [t for t in m.graph.initializer if t.name == 'features.0.weight'][0]
+raw = t.raw_data
+set_external_data(t, 'w.bin', offset=0, length=len(raw))
+t.ClearField('raw_data')
+spare = copy.deepcopy(t)
+spare.name = 'spare'
+m.graph.initializer.append(spare)
+sys.stdout.buffer.write(len(raw).to_bytes(4, 'little') + raw + m.SerializeToString())`;
+  const r = spawnSync('/usr/bin/python3', ['-c', script], { input: sample });
+  expect(r.status).toBe(0);
+  const n = r.stdout.readUInt32LE(0);
+  const weights = new Uint8Array(r.stdout.subarray(4, 4 + n));
+  const calls = [];
+  const gm = loadONNX(r.stdout.subarray(4 + n), { externalData: (...args) => (calls.push(args), weights) });
+  try {
+    expect(calls).toEqual([['w.bin', 0, n]]);
+    const names = gm.namedParameters().map(([name]) => name).concat(gm.namedBuffers().map(([name]) => name));
+    expect(names).toContain('spare');
+    expect(gm.getTensorData('spare')).toEqual(weights);
+    expect(gm.getTensorData('features.0.weight')).toEqual(weights);
+    expect(gm.getTensorData('spare')).toEqual(weights);  // each kept its bytes
+    expect(calls.length).toBe(1);
+  } finally {
+    gm.delete();
+  }
+});
+
 // Every zoo model: fxwasm (wasm) vs onnxruntime-node on the same seeded inputs, before and after
 // an export/import round trip; the exported model passes onnx.checker. onnxruntime runs in a child
 // process (scripts/ort_run.mjs --save): inside Jest's VM its typed-array checks fail.
