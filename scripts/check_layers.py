@@ -25,9 +25,11 @@ ALLOWED = {
     "onnx-api": ["ir"],
     "onnx": ["ir", "passes", "onnx-api", "protobuf"],
     "torch": ["ir", "passes", "libtorch"],
-    "cli": ["ir", "passes", "exec", "onnx-api"],
-    "wasm": ["ir", "passes", "exec", "onnx-api", "embind"],
-    "tests": ["ir", "passes", "kernels", "exec", "onnx-api", "onnx", "protobuf", "gtest"],
+    "torch-codegen": ["ir", "passes", "onnx-api", "exec"],
+    "cli": ["ir", "passes", "exec", "onnx-api", "torch-codegen"],
+    "wasm": ["ir", "passes", "exec", "onnx-api", "torch-codegen", "embind"],
+    "tests": ["ir", "passes", "kernels", "exec", "onnx-api", "onnx", "torch-codegen", "protobuf",
+              "gtest"],
     "torch-tests": ["ir", "passes", "torch", "libtorch", "gtest"],
     "bench": ["ir", "passes", "kernels", "exec", "onnx-api", "torch", "libtorch"],
 }
@@ -40,6 +42,8 @@ ABOUT = {
     "onnx-api": "include/fx/onnx.h (the import/export API and the meta-key constants)",
     "onnx": "src/onnx/ (over protoc's classes)",
     "torch": "src/torch/ (LibTorch; native only)",
+    "torch-codegen": "include/fx/torch_codegen.h, include/fx/torch_codegen/, src/torch_codegen/ "
+                     "(to_folder, PyTorch's state_dict format; no LibTorch)",
     "cli": "src/cli/",
     "wasm": "wasm/ (Embind)",
     "tests": "tests/cpp/",
@@ -59,6 +63,8 @@ def layer_of_file(rel):
         name = parts[-1]
         if len(parts) > 3 and parts[2] == "exec":
             return "exec"
+        if len(parts) > 3 and parts[2] == "torch_codegen":
+            return "torch-codegen"
         if name in IR_HEADERS:
             return "ir"
         if name in PASSES_HEADERS:
@@ -69,10 +75,13 @@ def layer_of_file(rel):
             return "exec"
         if name == "onnx.h":
             return "onnx-api"
+        if name == "torch_codegen.h":
+            return "torch-codegen"
         return None
     if parts[0] == "src" and len(parts) > 2:
         return {"ir": "ir", "passes": "passes", "kernels": "kernels", "exec": "exec",
-                "onnx": "onnx", "torch": "torch", "cli": "cli"}.get(parts[1])
+                "onnx": "onnx", "torch": "torch", "torch_codegen": "torch-codegen",
+                "cli": "cli"}.get(parts[1])
     if parts[0] == "wasm":
         return "wasm"
     if parts[0] == "tests" and len(parts) > 2:
@@ -103,6 +112,8 @@ def layer_of_include(header, angle):
     top = header.split("/")[0]
     if top in ("ir", "passes", "kernels", "exec", "onnx"):  # private headers, by src/ folder
         return top
+    if top == "torch_codegen":
+        return "torch-codegen"
     if header == "onnx.pb.h":
         return "protobuf"
     if top == "google":
@@ -141,7 +152,10 @@ def self_test():
            ("src/torch/ops.cpp", '#include "fx/exec.h"'),
            ("wasm/bindings.cpp", "#include <torch/nn.h>"),
            ("src/cli/fxwasm_cli.cpp", "#include <emscripten/val.h>"),
-           ("tests/cpp/exec_test.cpp", "#include <ATen/ATen.h>")]
+           ("tests/cpp/exec_test.cpp", "#include <ATen/ATen.h>"),
+           ("src/exec/run.cpp", '#include "fx/torch_codegen.h"'),
+           ("src/torch_codegen/to_folder.cpp", '#include "onnx/common.h"'),
+           ("src/torch_codegen/to_folder.cpp", "#include <torch/script.h>")]
     good = [("src/ir/graph.cpp", '#include "ir/printer.h"'),
             ("src/ir/graph.cpp", "#include <vector>"),
             ("src/passes/passes.cpp", '#include "fx/graph.h"'),
@@ -150,7 +164,9 @@ def self_test():
             ("src/onnx/import.cpp", '#include "onnx.pb.h"'),
             ("src/torch/ops.cpp", "#include <ATen/ATen.h>"),
             ("wasm/bindings.cpp", "#include <emscripten/bind.h>"),
-            ("tests/cpp/exec_test.cpp", '#include "kernels/conv.h"')]
+            ("tests/cpp/exec_test.cpp", '#include "kernels/conv.h"'),
+            ("src/torch_codegen/to_folder.cpp", '#include "torch_codegen/zip_writer.h"'),
+            ("src/cli/fxwasm_cli.cpp", '#include "fx/torch_codegen.h"')]
     failures = [f"not caught: {f}: {l}" for f, l in bad if not check_line(f, l)]
     failures += [f"wrongly refused: {f}: {l}: {check_line(f, l)}" for f, l in good
                  if check_line(f, l)]

@@ -1,0 +1,381 @@
+// fx::torch_codegen: PyTorch's state_dict zip format and to_folder packages. The zip layout is
+// checked here byte by byte; natively, tests/torch_codegen/check_package.py then has torch 1.13
+// (/usr/bin/python3) load the state dicts, import and run the packages against independent
+// formulas, and symbolic_trace them (skipped under Emscripten, which cannot run Python).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fx/graph_module.h"
+#include "fx/torch_codegen.h"
+#include "torch_codegen/zip_writer.h"
+
+namespace {
+
+namespace tc = fx::torch_codegen;
+namespace fs = std::filesystem;
+
+// ---- tensors with known values
+
+// Deterministic values in [-1, 1) (a 32-bit LCG), so every run writes the same bytes.
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (float& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return v;
+}
+
+template <typename T>
+fx::Tensor make(fx::Dtype dtype, std::vector<int64_t> shape, const std::vector<T>& v) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(bytes->data(), v.data(), bytes->size());
+  return fx::Tensor{dtype, std::move(shape), bytes, false, nullptr};
+}
+
+fx::Tensor f32(std::vector<int64_t> shape, uint32_t seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return make(fx::Dtype::Float32, std::move(shape), values(static_cast<size_t>(n), seed));
+}
+
+// ---- the zip, read back
+
+uint64_t rd(const std::vector<uint8_t>& b, size_t at, int n) {
+  EXPECT_LE(at + n, b.size());
+  if (at + n > b.size()) return 0;
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | b[at + i];
+  return v;
+}
+
+struct ZipEntry {
+  std::string name;
+  uint64_t data_offset = 0, size = 0;
+  uint32_t crc = 0;
+};
+
+// Reads the central directory (following zip64 records where the 32-bit fields say so) and
+// each local header, checking that both agree, that data is 64-byte aligned, the CRCs, and
+// that the entries tile the file up to the central directory.
+std::vector<ZipEntry> read_zip(const std::vector<uint8_t>& z, bool expect_zip64) {
+  std::vector<ZipEntry> out;
+  EXPECT_GE(z.size(), 22u);
+  if (z.size() < 22) return out;
+  const size_t eocd = z.size() - 22;
+  EXPECT_EQ(rd(z, eocd, 4), 0x06054b50u) << "no end of central directory (or a comment)";
+  uint64_t count = rd(z, eocd + 10, 2), cd_size = rd(z, eocd + 12, 4),
+           cd_offset = rd(z, eocd + 16, 4);
+  if (expect_zip64) {
+    EXPECT_EQ(count, 0xffffu);
+    EXPECT_EQ(rd(z, eocd - 20, 4), 0x07064b50u) << "zip64 locator";
+    const size_t end64 = static_cast<size_t>(rd(z, eocd - 20 + 8, 8));
+    EXPECT_EQ(end64, eocd - 20 - 56);
+    EXPECT_EQ(rd(z, end64, 4), 0x06064b50u) << "zip64 end of central directory";
+    EXPECT_EQ(rd(z, end64 + 4, 8), 44u);
+    count = rd(z, end64 + 32, 8);
+    cd_size = rd(z, end64 + 40, 8);
+    cd_offset = rd(z, end64 + 48, 8);
+    EXPECT_EQ(cd_offset + cd_size, end64);
+  } else {
+    EXPECT_EQ(cd_offset + cd_size, eocd);
+  }
+  size_t at = static_cast<size_t>(cd_offset);
+  uint64_t expected_local = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    EXPECT_EQ(rd(z, at, 4), 0x02014b50u) << "central header " << i;
+    ZipEntry e;
+    e.crc = static_cast<uint32_t>(rd(z, at + 16, 4));
+    uint64_t csize = rd(z, at + 20, 4), usize = rd(z, at + 24, 4);
+    const size_t name_len = rd(z, at + 28, 2), extra_len = rd(z, at + 30, 2);
+    uint64_t local = rd(z, at + 42, 4);
+    EXPECT_EQ(rd(z, at + 10, 2), 0u) << "STORED";
+    e.name.assign(reinterpret_cast<const char*>(z.data() + at + 46), name_len);
+    size_t x = at + 46 + name_len;
+    if (expect_zip64) {
+      EXPECT_EQ(csize, 0xffffffffu);
+      EXPECT_EQ(local, 0xffffffffu);
+      EXPECT_EQ(extra_len, 28u);
+      EXPECT_EQ(rd(z, x, 2), 1u);
+      usize = rd(z, x + 4, 8);
+      csize = rd(z, x + 12, 8);
+      local = rd(z, x + 20, 8);
+    } else {
+      EXPECT_EQ(extra_len, 0u);
+    }
+    EXPECT_EQ(csize, usize);
+    e.size = usize;
+    EXPECT_EQ(local, expected_local) << e.name << ": entries must follow each other";
+    // The local header repeats the central one.
+    const size_t l = static_cast<size_t>(local);
+    EXPECT_EQ(rd(z, l, 4), 0x04034b50u) << e.name;
+    EXPECT_EQ(rd(z, l + 8, 2), 0u) << e.name << " STORED";
+    EXPECT_EQ(rd(z, l + 14, 4), e.crc) << e.name;
+    EXPECT_EQ(rd(z, l + 26, 2), name_len);
+    const size_t lextra = rd(z, l + 28, 2);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(z.data() + l + 30), name_len), e.name);
+    size_t fb = l + 30 + name_len;
+    if (expect_zip64) {
+      EXPECT_EQ(rd(z, l + 18, 4), 0xffffffffu);
+      EXPECT_EQ(rd(z, fb, 2), 1u);
+      EXPECT_EQ(rd(z, fb + 4, 8), e.size);
+      fb += 20;
+    } else {
+      EXPECT_EQ(rd(z, l + 22, 4), e.size);
+    }
+    // torch's alignment field: "FB", its length, 'Z' padding.
+    EXPECT_EQ(z[fb], 'F');
+    EXPECT_EQ(z[fb + 1], 'B');
+    const size_t pad = rd(z, fb + 2, 2);
+    EXPECT_EQ(fb + 4 + pad, l + 30 + name_len + lextra);
+    for (size_t k = 0; k < pad; ++k) EXPECT_EQ(z[fb + 4 + k], 'Z');
+    e.data_offset = l + 30 + name_len + lextra;
+    EXPECT_EQ(e.data_offset % 64, 0u) << e.name << " data is not 64-byte aligned";
+    EXPECT_LE(e.data_offset + e.size, cd_offset);
+    if (e.data_offset + e.size <= z.size()) {
+      EXPECT_EQ(tc::crc32(z.data() + e.data_offset, static_cast<size_t>(e.size)), e.crc) << e.name;
+    }
+    expected_local = e.data_offset + e.size;
+    at = x + extra_len;
+    out.push_back(e);
+  }
+  EXPECT_EQ(expected_local, cd_offset) << "no gap between the last entry and the directory";
+  return out;
+}
+
+// ---- running the oracle (native only)
+
+#ifndef __EMSCRIPTEN__
+const char kPython[] = "/usr/bin/python3";
+
+bool have_torch() {
+  static const bool ok =
+      std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+  return ok;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fxwasm_torch_codegen_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_file(const fs::path& p, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << p;
+}
+void write_text(const fs::path& p, const std::string& s) {
+  write_file(p, std::vector<uint8_t>(s.begin(), s.end()));
+}
+
+// Runs check_package.py on `spec` (a JSON object); returns its output if it failed, "" if not.
+std::string run_check(const fs::path& dir, const std::string& spec) {
+  const fs::path spec_path = dir / "spec.json";
+  write_text(spec_path, spec);
+  const std::string cmd = std::string(kPython) +
+                          " " FXWASM_SOURCE_DIR "/tests/torch_codegen/check_package.py '" +
+                          spec_path.string() + "' 2>&1";
+  std::string output;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return "cannot run " + cmd;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+  const int status = ::pclose(p);
+  return status == 0 ? std::string() : (output.empty() ? "failed: " + cmd : output);
+}
+#endif
+
+std::string hex(const uint8_t* data, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += kHex[data[i] >> 4];
+    s += kHex[data[i] & 15];
+  }
+  return s;
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string tensor_json(const std::string& name, const fx::Tensor& t, bool param = false) {
+  std::string shape = "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  shape += "]";
+  const fx::Bytes b = t.bytes();
+  return "{\"name\": " + json_str(name) + ", \"dtype\": \"" + fx::dtype_name(t.dtype) +
+         "\", \"shape\": " + shape + ", \"hex\": \"" + (b ? hex(b->data(), b->size()) : "") +
+         "\", \"param\": " + (param ? "true" : "false") + "}";
+}
+
+// ---- state_dict
+
+TEST(TorchCodegenZip, Crc32) {
+  const std::string s = "123456789";
+  EXPECT_EQ(tc::crc32(reinterpret_cast<const uint8_t*>(s.data()), s.size()), 0xcbf43926u);
+  EXPECT_EQ(tc::crc32(nullptr, 0), 0u);
+  // Continuing a CRC over a second piece is the CRC of the whole.
+  const uint32_t head = tc::crc32(reinterpret_cast<const uint8_t*>(s.data()), 4);
+  EXPECT_EQ(tc::crc32(reinterpret_cast<const uint8_t*>(s.data()) + 4, 5, head), 0xcbf43926u);
+}
+
+std::vector<std::pair<std::string, fx::Tensor>> every_dtype() {
+  std::vector<std::pair<std::string, fx::Tensor>> t;
+  t.emplace_back("conv.weight", f32({2, 3, 3, 3}, 1));
+  t.emplace_back("f64", make<double>(fx::Dtype::Float64, {3}, {1.5, -2.25, 1e300}));
+  t.emplace_back("f16", make<uint16_t>(fx::Dtype::Float16, {2, 2}, {0x3c00, 0xc000, 0x7bff, 1}));
+  t.emplace_back("bf16", make<uint16_t>(fx::Dtype::BFloat16, {3}, {0x3f80, 0xbf80, 0x7f7f}));
+  t.emplace_back("i8", make<int8_t>(fx::Dtype::Int8, {4}, {-128, -1, 0, 127}));
+  t.emplace_back("i16", make<int16_t>(fx::Dtype::Int16, {2}, {-32768, 32767}));
+  t.emplace_back("i32", make<int32_t>(fx::Dtype::Int32, {1, 2}, {-2147483647 - 1, 7}));
+  t.emplace_back("i64", make<int64_t>(fx::Dtype::Int64, {2}, {-(int64_t{1} << 62), 1234567890123}));
+  t.emplace_back("u8", make<uint8_t>(fx::Dtype::UInt8, {3}, {0, 128, 255}));
+  t.emplace_back("mask", make<uint8_t>(fx::Dtype::Bool, {2, 2}, {1, 0, 0, 1}));
+  t.emplace_back("c64", make<float>(fx::Dtype::Complex64, {2}, {1.f, -1.f, 0.5f, 2.f}));
+  t.emplace_back("c128", make<double>(fx::Dtype::Complex128, {1}, {3.0, -4.0}));
+  t.emplace_back("scalar", make<float>(fx::Dtype::Float32, {}, {42.5f}));
+  t.emplace_back("empty", make<float>(fx::Dtype::Float32, {0, 3}, {}));
+  // More than 255 / 65535 elements: BININT2 and BININT for numel and strides.
+  t.emplace_back("big", f32({3, 30000}, 2));
+  return t;
+}
+
+std::vector<std::pair<std::string, const fx::Tensor*>> refs(
+    const std::vector<std::pair<std::string, fx::Tensor>>& t) {
+  std::vector<std::pair<std::string, const fx::Tensor*>> r;
+  for (const auto& [n, x] : t) r.emplace_back(n, &x);
+  return r;
+}
+
+TEST(TorchCodegenStateDict, ZipStructure) {
+  const auto tensors = every_dtype();
+  const std::vector<uint8_t> z = tc::save_state_dict(refs(tensors));
+  ASSERT_EQ(rd(z, 0, 4), 0x04034b50u) << "torch.load recognises a zip by its first 4 bytes";
+  const std::vector<ZipEntry> entries = read_zip(z, false);
+  ASSERT_EQ(entries.size(), tensors.size() + 2);
+  EXPECT_EQ(entries.front().name, "archive/data.pkl");
+  EXPECT_EQ(entries.back().name, "archive/version");
+  EXPECT_EQ(std::string(z.begin() + entries.back().data_offset, z.end() - 0).substr(0, 2), "3\n");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const ZipEntry& e = entries[i + 1];
+    EXPECT_EQ(e.name, "archive/data/" + std::to_string(i));
+    const fx::Bytes b = tensors[i].second.bytes();
+    ASSERT_EQ(e.size, b->size()) << tensors[i].first;
+    EXPECT_EQ(std::memcmp(z.data() + e.data_offset, b->data(), b->size()), 0) << tensors[i].first;
+  }
+  // The pickle: protocol 2, and it ends with SETITEMS, STOP.
+  const ZipEntry& pkl = entries.front();
+  EXPECT_EQ(z[pkl.data_offset], 0x80);
+  EXPECT_EQ(z[pkl.data_offset + 1], 2);
+  EXPECT_EQ(z[pkl.data_offset + pkl.size - 2], 'u');
+  EXPECT_EQ(z[pkl.data_offset + pkl.size - 1], '.');
+  // Deterministic: the same tensors give the same bytes.
+  EXPECT_EQ(tc::save_state_dict(refs(tensors)), z);
+  // An empty state dict is still a valid archive.
+  EXPECT_EQ(read_zip(tc::save_state_dict({}), false).size(), 2u);
+}
+
+TEST(TorchCodegenStateDict, Zip64Structure) {
+  tc::ZipWriter w(/*force_zip64=*/true);
+  const std::vector<uint8_t> a = {1, 2, 3}, b(100, 7);
+  w.add("archive/a", a.data(), a.size());
+  w.add("archive/b", b.data(), b.size());
+  const std::vector<uint8_t> z = w.finish();
+  const std::vector<ZipEntry> entries = read_zip(z, true);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[1].size, 100u);
+#ifndef __EMSCRIPTEN__
+  if (!have_torch()) GTEST_SKIP() << kPython << " has no torch";
+  const fs::path dir = scratch("zip64");
+  write_file(dir / "x.zip", z);
+  EXPECT_EQ(run_check(dir, "{\"kind\": \"zip\", \"file\": " + json_str((dir / "x.zip").string()) +
+                               ", \"entries\": {\"archive/a\": \"" + hex(a.data(), a.size()) +
+                               "\", \"archive/b\": \"" + hex(b.data(), b.size()) + "\"}}"),
+            "");
+#endif
+}
+
+TEST(TorchCodegenStateDict, TorchLoadsEveryDtype) {
+#ifdef __EMSCRIPTEN__
+  GTEST_SKIP() << "needs /usr/bin/python3 with torch";
+#else
+  if (!have_torch()) GTEST_SKIP() << kPython << " has no torch";
+  const auto tensors = every_dtype();
+  const fs::path dir = scratch("state_dict");
+  write_file(dir / "sd.pt", tc::save_state_dict(refs(tensors)));
+  std::string spec = "{\"kind\": \"state_dict\", \"file\": " + json_str((dir / "sd.pt").string()) +
+                     ", \"tensors\": [";
+  for (size_t i = 0; i < tensors.size(); ++i)
+    spec += (i ? ", " : "") + tensor_json(tensors[i].first, tensors[i].second);
+  EXPECT_EQ(run_check(dir, spec + "]}"), "");
+#endif
+}
+
+template <typename F>
+void expect_error(F&& f, fx::ErrorKind kind, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no fx::Error (expected one mentioning `" << needle << "`)";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(TorchCodegenStateDict, Errors) {
+  const fx::Tensor ok = f32({2}, 3);
+  fx::Tensor no_data{fx::Dtype::Float32, {2, 2}, nullptr, false, nullptr};
+  expect_error(
+      [&] {
+        tc::save_state_dict({{"a", &ok}, {"layer.w", &no_data}});
+      },
+      fx::ErrorKind::Value, "`layer.w` (float32[2, 2]) has no data");
+  fx::Tensor external = no_data;
+  auto ext = std::make_shared<fx::ExternalData>();
+  ext->location = "weights.bin";
+  external.external = ext;
+  expect_error(
+      [&] {
+        tc::save_state_dict({{"ext", &external}});
+      },
+      fx::ErrorKind::Value, "external data `weights.bin` without a reader");
+  fx::Tensor short_data = make<float>(fx::Dtype::Float32, {3}, {1.f, 2.f});
+  expect_error(
+      [&] {
+        tc::save_state_dict({{"short", &short_data}});
+      },
+      fx::ErrorKind::Value, "holds 8 bytes instead of 12");
+  fx::Tensor u16 = make<uint16_t>(fx::Dtype::UInt16, {1}, {1});
+  expect_error(
+      [&] {
+        tc::save_state_dict({{"u16", &u16}});
+      },
+      fx::ErrorKind::Unsupported, "`u16` has dtype uint16");
+  fx::Tensor huge{
+      fx::Dtype::Float64, {int64_t{1} << 40, int64_t{1} << 30}, nullptr, false, nullptr};
+  expect_error(
+      [&] {
+        tc::save_state_dict({{"huge", &huge}});
+      },
+      fx::ErrorKind::Value, "`huge` is too large");
+}
+
+}  // namespace
