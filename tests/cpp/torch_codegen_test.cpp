@@ -4,6 +4,7 @@
 // formulas, and symbolic_trace them (skipped under Emscripten, which cannot run Python).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +155,8 @@ std::vector<ZipEntry> read_zip(const std::vector<uint8_t>& z, bool expect_zip64)
 // ---- running the oracle (native only)
 
 #ifndef __EMSCRIPTEN__
+#include <unistd.h>  // getpid
+
 const char kPython[] = "/usr/bin/python3";
 
 bool have_torch() {
@@ -376,6 +379,261 @@ TEST(TorchCodegenStateDict, Errors) {
         tc::save_state_dict({{"huge", &huge}});
       },
       fx::ErrorKind::Value, "`huge` is too large");
+}
+
+// ---- to_folder
+
+std::shared_ptr<fx::Module> layer(const std::string& type, const std::string& extra_repr) {
+  return std::make_shared<fx::Module>(type, extra_repr);
+}
+
+// conv2d + batchnorm + relu + reshape + linear through call_module on torch.nn-typed submodules
+// under a container with non-identifier child names ("features.0"), torch.relu and operator
+// add/mul, get_attr of a root parameter, of a buffer and of a parameter of nested modules.
+std::unique_ptr<fx::GraphModule> conv_net() {
+  auto root = std::make_shared<fx::Module>();
+  auto features = std::make_shared<fx::Module>();
+  auto conv = layer("Conv2d", "3, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)");
+  conv->register_parameter("weight", f32({4, 3, 3, 3}, 11));
+  conv->register_parameter("bias", f32({4}, 12));
+  auto bn = layer("BatchNorm2d",
+                  "4, eps=1e-05, momentum=0.1, affine=True, "
+                  "track_running_stats=True");
+  bn->register_parameter("weight", f32({4}, 13));
+  bn->register_parameter("bias", f32({4}, 14));
+  bn->register_buffer("running_mean", f32({4}, 15));
+  bn->register_buffer(
+      "running_var", make<float>(fx::Dtype::Float32, {4}, std::vector<float>{0.5f, 1.f, 2.f, 3.f}));
+  bn->register_buffer("num_batches_tracked",
+                      make<int64_t>(fx::Dtype::Int64, {}, std::vector<int64_t>{7}));
+  features->add_module("0", conv);
+  features->add_module("1", bn);
+  features->add_module("2", layer("ReLU", ""));
+  root->add_module("features", features);
+  auto fc = layer("Linear", "in_features=64, out_features=4, bias=True");
+  fc->register_parameter("weight", f32({4, 64}, 16));
+  fc->register_parameter("bias", f32({4}, 17));
+  root->add_module("fc", fc);
+  root->register_parameter("scale", f32({4}, 18));
+
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* h = g->call_module("features.0", {x});
+  h = g->call_module("features.1", {h});
+  h = g->call_module("features.2", {h});
+  h = g->call_method("reshape", {h, -1, 64});
+  h = g->call_module("fc", {h});
+  h = g->call_function(fx::fn("torch.relu"), {h});
+  h = g->call_function(fx::fn("operator.add"), {h, g->get_attr("scale")});
+  // A buffer is traced (torch 1.13 does not proxy buffer reads) where an op uses it: right here.
+  h = g->call_function(fx::fn("operator.add"), {h, g->get_attr("features.1.running_mean")});
+  fx::Node* mean = g->call_method("mean", {g->get_attr("features.0.weight")});
+  h = g->call_function(fx::fn("operator.mul"), {h, mean});
+  g->output(h);
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g), "ConvNet");
+}
+
+const char kConvNetReference[] =
+    "((F.linear(F.batch_norm(F.conv2d(inputs[0], sd['features.0.weight'], "
+    "sd['features.0.bias'], padding=1), sd['features.1.running_mean'], "
+    "sd['features.1.running_var'], sd['features.1.weight'], sd['features.1.bias'], False, 0.1, "
+    "1e-05).clamp(min=0).reshape(-1, 64), sd['fc.weight'], sd['fc.bias']).clamp(min=0) + "
+    "sd['scale'] + sd['features.1.running_mean']) * sd['features.0.weight'].mean())";
+
+// Buffers of float16, int64 and bool on the root, a parameter of a plain nested module
+// ("blocks.0.w"), torch.where, indexing by an int64 buffer and math.sqrt; two outputs.
+std::unique_ptr<fx::GraphModule> dtype_net() {
+  auto root = std::make_shared<fx::Module>();
+  root->register_buffer("half_buf",
+                        make<uint16_t>(fx::Dtype::Float16, {4},
+                                       std::vector<uint16_t>{0x3c00, 0xb800, 0x4200, 0x0001}));
+  root->register_buffer("mask",
+                        make<uint8_t>(fx::Dtype::Bool, {4}, std::vector<uint8_t>{1, 0, 1, 1}));
+  root->register_buffer("idx", make<int64_t>(fx::Dtype::Int64, {3}, std::vector<int64_t>{3, 0, 2}));
+  auto blocks = std::make_shared<fx::Module>();
+  auto block = std::make_shared<fx::Module>();
+  block->register_parameter("w", f32({4}, 21));
+  blocks->add_module("0", block);
+  root->add_module("blocks", blocks);
+
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* a = g->call_function(fx::fn("operator.add"), {x, g->get_attr("half_buf")});
+  fx::Node* m = g->call_function(fx::fn("operator.mul"), {a, g->get_attr("blocks.0.w")});
+  fx::Node* w = g->call_function(fx::fn("torch.where"), {g->get_attr("mask"), m, x});
+  fx::Node* picked = g->call_function(fx::fn("operator.getitem"), {w, g->get_attr("idx")});
+  // math.sqrt is a global the code names (`math_sqrt`): module.py must import it.
+  fx::Node* root2 = g->call_function(fx::fn("math.sqrt"), {g->call_method("size", {x, 0})});
+  g->output(fx::Argument::tuple({g->call_function(fx::fn("operator.mul"), {picked, root2}), w}));
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g), "DtypeNet");
+}
+
+const char kDtypeNetReference[] =
+    "(torch.where(sd['mask'], (inputs[0] + sd['half_buf']) * sd['blocks.0.w'], "
+    "inputs[0])[sd['idx']] * 2.0, torch.where(sd['mask'], (inputs[0] + sd['half_buf']) * "
+    "sd['blocks.0.w'], inputs[0]))";
+
+std::string file_text(const std::vector<tc::PackageFile>& files, const std::string& name) {
+  for (const tc::PackageFile& f : files)
+    if (f.name == name) return std::string(f.bytes.begin(), f.bytes.end());
+  ADD_FAILURE() << "no " << name;
+  return {};
+}
+
+TEST(TorchCodegenToFolder, ModulePy) {
+  const auto gm = conv_net();
+  const std::vector<tc::PackageFile> files = tc::to_folder(*gm, "ConvNet");
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].name, "module.py");
+  EXPECT_EQ(files[1].name, "__init__.py");
+  EXPECT_EQ(files[2].name, "state_dict.pt");
+  EXPECT_EQ(file_text(files, "__init__.py"), "from .module import *\n");
+  const std::string py = file_text(files, "module.py");
+  for (const char* want :
+       {"import os\nimport torch\n", "\nclass ConvNet(torch.nn.Module):\n",
+        "        self.features = torch.nn.Module()\n",
+        "        self.features.add_module('0', torch.nn.Conv2d(3, 4, kernel_size=(3, 3), "
+        "stride=(1, 1), padding=(1, 1)))\n",
+        "        self.features.add_module('2', torch.nn.ReLU())\n",
+        "        self.fc = torch.nn.Linear(in_features=64, out_features=4, bias=True)\n",
+        "        self.scale = torch.nn.Parameter(torch.empty([4], dtype=torch.float32))\n",
+        "os.path.dirname(os.path.abspath(__file__)), 'state_dict.pt')\n",
+        "        self.load_state_dict(torch.load(state_dict), strict=True)\n",
+        "\n    def forward(self, x):\n", "        relu = torch.relu(fc);  fc = None\n"})
+    EXPECT_NE(py.find(want), std::string::npos) << "missing:\n" << want << "\nin:\n" << py;
+  EXPECT_EQ(py.find("stacktrace"), std::string::npos) << py;
+  EXPECT_EQ(py.find("\n\n\n\n"), std::string::npos) << py;
+  EXPECT_EQ(py.substr(py.size() - 20), "\n        return mul\n") << "no trailing blank lines";
+  for (size_t nl = py.find(" \n"); nl != std::string::npos; nl = std::string::npos)
+    ADD_FAILURE() << "trailing whitespace at " << nl << " in:\n" << py;
+  // Deterministic.
+  const std::vector<tc::PackageFile> again = tc::to_folder(*gm, "ConvNet");
+  for (size_t i = 0; i < files.size(); ++i) EXPECT_EQ(files[i].bytes, again[i].bytes) << i;
+  // The state dict holds every tensor in torch's state_dict() order.
+  const std::vector<ZipEntry> entries = read_zip(files[2].bytes, false);
+  EXPECT_EQ(entries.size(), 2u + 10u);
+
+  // extra_repr words torch prints unquoted become strings; a float16 layer gets its dtype.
+  auto g = std::make_unique<fx::Graph>();
+  g->output(g->call_module("conv", {g->placeholder("x")}));
+  auto root = std::make_shared<fx::Module>();
+  auto conv = layer("Conv1d",
+                    "2, 2, kernel_size=(3,), stride=(1,), padding=same, "
+                    "bias=False, padding_mode=reflect");
+  conv->register_parameter(
+      "weight", make<uint16_t>(fx::Dtype::Float16, {2, 2, 3}, std::vector<uint16_t>(12, 0x3c00)));
+  root->add_module("conv", conv);
+  fx::GraphModule half(root.get(), std::move(g));
+  EXPECT_NE(file_text(tc::to_folder(half), "module.py")
+                .find("self.conv = torch.nn.Conv1d(2, 2, kernel_size=(3,), stride=(1,), "
+                      "padding='same', bias=False, padding_mode='reflect', "
+                      "dtype=torch.float16)\n"),
+            std::string::npos)
+      << file_text(tc::to_folder(half), "module.py");
+}
+
+std::vector<std::string> known() { return tc::known_module_types(); }
+
+TEST(TorchCodegenToFolder, KnownTypesTable) {
+  const std::vector<std::string> k = known();
+  EXPECT_TRUE(std::is_sorted(k.begin(), k.end()));
+  EXPECT_EQ(std::adjacent_find(k.begin(), k.end()), k.end()) << "a type listed twice";
+  for (const char* t : {"Conv2d", "Linear", "BatchNorm2d", "LayerNorm", "ReLU", "MaxPool2d",
+                        "Dropout", "Sequential"})
+    EXPECT_TRUE(std::binary_search(k.begin(), k.end(), std::string(t))) << t;
+}
+
+TEST(TorchCodegenToFolder, Errors) {
+  // onnx.* targets: lower first.
+  {
+    auto g = std::make_unique<fx::Graph>();
+    g->output(g->call_function(fx::fn("onnx.Relu"), {g->placeholder("x")}));
+    fx::GraphModule gm(nullptr, std::move(g));
+    expect_error([&] { tc::to_folder(gm); }, fx::ErrorKind::Unsupported,
+                 "onnx.* targets, which PyTorch cannot run: relu (onnx.Relu)");
+  }
+  // A called submodule of a type to_folder cannot build.
+  {
+    auto g = std::make_unique<fx::Graph>();
+    g->output(g->call_module("blocks.attn", {g->placeholder("x")}));
+    auto root = std::make_shared<fx::Module>();
+    auto blocks = std::make_shared<fx::Module>();
+    blocks->add_module("attn", layer("MyAttention", ""));
+    root->add_module("blocks", blocks);
+    fx::GraphModule gm(root.get(), std::move(g));
+    expect_error([&] { tc::to_folder(gm); }, fx::ErrorKind::Unsupported,
+                 "submodule `blocks.attn` of type MyAttention");
+  }
+  // A tensor the torch.nn class does not have.
+  {
+    auto g = std::make_unique<fx::Graph>();
+    g->output(g->call_module("fc", {g->placeholder("x")}));
+    auto root = std::make_shared<fx::Module>();
+    auto fc = layer("Linear", "in_features=2, out_features=2, bias=True");
+    fc->register_parameter("weight", f32({2, 2}, 1));
+    fc->register_buffer("bias", f32({2}, 2));
+    root->add_module("fc", fc);
+    fx::GraphModule gm(root.get(), std::move(g));
+    expect_error([&] { tc::to_folder(gm); }, fx::ErrorKind::Unsupported,
+                 "`fc` of type torch.nn.Linear has buffer `bias`");
+  }
+  // A weight without data: save_state_dict's error, naming it.
+  {
+    auto g = std::make_unique<fx::Graph>();
+    fx::Node* x = g->placeholder("x");
+    g->output(g->call_function(fx::fn("operator.add"), {x, g->get_attr("w")}));
+    auto root = std::make_shared<fx::Module>();
+    root->register_parameter("w", fx::Tensor{fx::Dtype::Float32, {2}, nullptr, false, nullptr});
+    fx::GraphModule gm(root.get(), std::move(g));
+    expect_error([&] { tc::to_folder(gm); }, fx::ErrorKind::Value, "`w` (float32[2]) has no data");
+  }
+  const auto gm = conv_net();
+  expect_error([&] { tc::to_folder(*gm, "my-net"); }, fx::ErrorKind::Value,
+               "module_name `my-net` is not a Python identifier");
+  expect_error([&] { tc::to_folder(*gm, "class"); }, fx::ErrorKind::Value, "`class`");
+  expect_error([&] { tc::to_folder(*gm, "torch"); }, fx::ErrorKind::Value,
+               "`torch` would hide a name module.py imports");
+}
+
+#ifndef __EMSCRIPTEN__
+// Writes the package of `gm` and has torch import, check, run and trace it.
+void check_in_torch(const fx::GraphModule& gm, const std::string& cls, const std::string& reference,
+                    const std::vector<fx::Tensor>& inputs) {
+  const fs::path base = scratch("pkg_" + cls);
+  const fs::path dir = base / ("pkg_" + cls);
+  fs::create_directories(dir);
+  for (const tc::PackageFile& f : tc::to_folder(gm, cls)) write_file(dir / f.name, f.bytes);
+  write_text(base / "graph.txt", gm.graph().str());
+  // The tensors in torch's state_dict() order: each module's parameters, its buffers, then
+  // its children.
+  std::string tensors;
+  for (const auto& [prefix, m] : gm.named_modules()) {
+    const std::string p = prefix.empty() ? "" : prefix + ".";
+    for (const auto& [n, t] : m->parameters())
+      tensors += (tensors.empty() ? "" : ", ") + tensor_json(p + n, t, true);
+    for (const auto& [n, t] : m->buffers())
+      tensors += (tensors.empty() ? "" : ", ") + tensor_json(p + n, t, false);
+  }
+  std::string ins;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ins += (i ? ", " : "") + tensor_json("input" + std::to_string(i), inputs[i]);
+  const std::string spec = "{\"kind\": \"package\", \"dir\": " + json_str(dir.string()) +
+                           ", \"class\": " + json_str(cls) +
+                           ", \"graph\": " + json_str((base / "graph.txt").string()) +
+                           ", \"reference\": " + json_str(reference) + ", \"tensors\": [" +
+                           tensors + "], \"inputs\": [" + ins + "]}";
+  EXPECT_EQ(run_check(base, spec), "");
+}
+#endif
+
+TEST(TorchCodegenToFolder, RunsAndTracesInTorch) {
+#ifdef __EMSCRIPTEN__
+  GTEST_SKIP() << "needs /usr/bin/python3 with torch";
+#else
+  if (!have_torch()) GTEST_SKIP() << kPython << " has no torch";
+  check_in_torch(*conv_net(), "ConvNet", kConvNetReference, {f32({1, 3, 4, 4}, 31)});
+  check_in_torch(*dtype_net(), "DtypeNet", kDtypeNetReference, {f32({4}, 32)});
+#endif
 }
 
 }  // namespace
