@@ -3,10 +3,12 @@
 //   fxwasm-cli model.onnx [--print graph|tabular|code|readable|all|none] [--num-users]
 //              [--passes dce,cse,fold,...] [--check-equivalence] [--out new.onnx]
 //              [--run] [--inputs in_0.pb ...] [--save-outputs DIR] [--coverage]
+//              [--to-torch DIR [--torch-class NAME]]
 //   fxwasm-cli --sample ...      the torch.fx docs' MyModule, built through the C++ API
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
+#include "fx/torch_codegen.h"
 
 namespace {
 
@@ -33,14 +36,22 @@ std::unique_ptr<fx::GraphModule> sample_module() {
   fx::Node* clamp = g->call_method("clamp", {linear}, {{"min", 0.0}, {"max", 1.0}});
   g->output(clamp);
 
+  // Weights with values (a fixed ramp), so that --to-torch writes a package that runs.
+  auto weights = [](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+    auto bytes = std::make_shared<std::vector<uint8_t>>(v.size() * sizeof(float));
+    std::memcpy(bytes->data(), v.data(), bytes->size());
+    return fx::Tensor{fx::Dtype::Float32, std::move(shape), bytes, true, nullptr};
+  };
   fx::Module root("MyModule");
-  root.register_parameter("param", fx::Tensor{fx::Dtype::Float32, {3, 4}, nullptr, true, nullptr});
+  root.register_parameter("param", weights({3, 4}));
   auto linear_mod =
       std::make_shared<fx::Module>("Linear", "in_features=4, out_features=5, bias=True");
-  linear_mod->register_parameter("weight",
-                                 fx::Tensor{fx::Dtype::Float32, {5, 4}, nullptr, true, nullptr});
-  linear_mod->register_parameter("bias",
-                                 fx::Tensor{fx::Dtype::Float32, {5}, nullptr, true, nullptr});
+  linear_mod->register_parameter("weight", weights({5, 4}));
+  linear_mod->register_parameter("bias", weights({5}));
   root.add_module("linear", linear_mod);
   return std::make_unique<fx::GraphModule>(&root, std::move(g), "MyModule");
 }
@@ -58,7 +69,10 @@ int usage(std::ostream& os, int code) {
         "  --coverage            list the nodes the executor cannot run\n"
         "  --run                 run the model (random inputs unless --inputs)\n"
         "  --inputs A.pb B.pb    inputs as ONNX TensorProto files, one per graph input\n"
-        "  --save-outputs DIR    write output_0.pb ... into DIR\n";
+        "  --save-outputs DIR    write output_0.pb ... into DIR\n"
+        "  --to-torch DIR        write a PyTorch package (module.py, __init__.py, state_dict.pt)\n"
+        "                        into DIR (created); the graph must have torch targets\n"
+        "  --torch-class NAME    its torch.nn.Module class (default FxModule)\n";
   return code;
 }
 
@@ -122,7 +136,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 int main(int argc, char** argv) {
   bool sample = false, num_users = false, run = false, check = false, show_coverage = false;
-  std::string what = "all", model, out_path, save_dir, passes;
+  std::string what = "all", model, out_path, save_dir, passes, torch_dir;
+  std::string torch_class = "FxModule";
   std::vector<std::string> input_files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -149,6 +164,10 @@ int main(int argc, char** argv) {
       run = true;
     else if (a == "--coverage")
       show_coverage = true;
+    else if (a == "--to-torch")
+      torch_dir = value("--to-torch");
+    else if (a == "--torch-class")
+      torch_class = value("--torch-class");
     else if (a == "--save-outputs")
       save_dir = value("--save-outputs");
     else if (a == "--inputs") {
@@ -239,6 +258,19 @@ int main(int argc, char** argv) {
     if (!out_path.empty()) {
       write_file(out_path, fx::onnx::export_model(*gm));
       std::cerr << "wrote " << out_path << "\n";
+    }
+    if (!torch_dir.empty()) {
+      // to_folder checks everything (onnx.* targets, module types, weights) before returning,
+      // so a graph it refuses leaves no half-written package behind.
+      const std::vector<fx::torch_codegen::PackageFile> files =
+          fx::torch_codegen::to_folder(*gm, torch_class);
+      std::error_code ec;
+      std::filesystem::create_directories(torch_dir, ec);
+      if (ec)
+        throw fx::Error(fx::ErrorKind::Value, "cannot create '" + torch_dir + "': " + ec.message());
+      for (const auto& f : files) write_file(torch_dir + "/" + f.name, f.bytes);
+      std::cerr << "wrote " << torch_dir << "/{module.py,__init__.py,state_dict.pt} (class "
+                << torch_class << ")\n";
     }
   } catch (const fx::Error& e) {
     std::cerr << "fxwasm-cli: " << e.kind_name() << ": " << e.what() << "\n";
