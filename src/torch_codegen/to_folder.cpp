@@ -45,6 +45,11 @@ const std::vector<KnownClass>& known_classes() {
                           "InstanceNorm2d", "InstanceNorm3d"})
       t.push_back({c, wb, norm_buffers, {}, true});
     for (const char* c : {"Embedding", "PReLU"}) t.push_back({c, {"weight"}, {}, {}, true});
+    // Recurrent layers of one layer (what lower() makes of an ONNX LSTM node), either direction.
+    const std::vector<const char*> rnn = {
+        "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",         "bias_hh_l0",
+        "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse"};
+    for (const char* c : {"LSTM", "GRU", "RNN"}) t.push_back({c, rnn, {}, {"nonlinearity"}, true});
     t.push_back({"Upsample", {}, {}, {"mode"}, true});
     for (const char* c : {"ReLU",
                           "ReLU6",
@@ -251,7 +256,7 @@ void check_graph(const GraphModule& gm) {
         throw Error(ErrorKind::Unsupported,
                     "to_folder: node `" + n->name() + "` calls submodule `" + target +
                         "` of type " + m->type_name() +
-                        ", which is not a torch.nn layer to_folder knows how to build (known: "
+                        ", which is not a torch.nn layer to_folder knows how to build (see "
                         "fx::torch_codegen::known_module_types())",
                     n->name());
     }
@@ -283,7 +288,8 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
 
   // ---- __init__: the submodule tree, walked in torch's state_dict order (pre-order, a
   // module's own tensors before its children), iteratively. A module reached again under a
-  // second path (shared) is aliased there, and torch saves its tensors under both paths.
+  // second path (shared) is aliased there, and torch saves its tensors under both paths; the
+  // walk does not descend into an alias, so it ends even if the tree has a cycle.
   std::string init;
   std::vector<std::pair<std::string, const Tensor*>> state;
   std::unordered_map<const Module*, std::string> first_path;
@@ -306,9 +312,8 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
   struct Item {
     std::string path;
     const Module* module;
-    bool quiet;  // below an alias: built already, only saved
   };
-  std::vector<Item> stack{{"", &gm, false}};
+  std::vector<Item> stack{{"", &gm}};
   while (!stack.empty()) {
     Item it = stack.back();
     stack.pop_back();
@@ -323,10 +328,17 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
     if (!alias) first_path.emplace(&m, it.path);
     const KnownClass* k = it.path.empty() ? nullptr : find_class(m.type_name());
     const bool layer = k && !is_container(*k);
-    if (!it.path.empty() && !it.quiet) {
-      if (alias) {
-        assign(parent, atom, expr_of(seen->second));
-      } else if (layer) {
+    if (alias) {
+      assign(parent, atom, expr_of(seen->second));
+      for (const auto& [sub, sm] : m.named_modules()) {
+        const std::string p = prefix + (sub.empty() ? "" : sub + ".");
+        for (const auto& [name, t] : sm->parameters()) state.emplace_back(p + name, &t);
+        for (const auto& [name, t] : sm->buffers()) state.emplace_back(p + name, &t);
+      }
+      continue;
+    }
+    if (!it.path.empty()) {
+      if (layer) {
         // The layer's tensors must be the ones its class makes, of the kind it makes them.
         std::set<Dtype> float_dtypes;
         auto check = [&](const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -362,10 +374,9 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
     // Tensors: a layer's come from its constructor; elsewhere they are created empty (the
     // state_dict fills them) with the shape and dtype they will hold.
     const std::string self = expr_of(it.path);
-    const bool quiet = alias || it.quiet;
     for (const auto& [name, t] : m.parameters()) {
       state.emplace_back(prefix + name, &t);
-      if (quiet || layer) continue;
+      if (layer) continue;
       const std::string value = "torch.nn.Parameter(torch.empty(" + shape_list(t.shape) +
                                 ", dtype=" + torch_dtype(t.dtype) + "))";
       init += plain(name) ? self + "." + name + " = " + value + "\n"
@@ -373,13 +384,13 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
     }
     for (const auto& [name, t] : m.buffers()) {
       state.emplace_back(prefix + name, &t);
-      if (quiet || layer) continue;
+      if (layer) continue;
       init += self + ".register_buffer(" + py_str(name) + ", torch.empty(" + shape_list(t.shape) +
               ", dtype=" + torch_dtype(t.dtype) + "))\n";
     }
     const auto& children = m.children();
     for (auto c = children.rbegin(); c != children.rend(); ++c)
-      stack.push_back({prefix + c->first, c->second.get(), quiet});
+      stack.push_back({prefix + c->first, c->second.get()});
   }
 
   // ---- forward and its globals.

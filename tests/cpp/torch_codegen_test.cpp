@@ -532,6 +532,28 @@ TEST(TorchCodegenToFolder, ModulePy) {
       << file_text(tc::to_folder(half), "module.py");
 }
 
+TEST(TorchCodegenToFolder, SharedModule) {
+  // One Linear at two paths: built once, aliased, and saved under both paths as torch does.
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  g->output(g->call_module("b", {g->call_module("a", {x})}));
+  auto root = std::make_shared<fx::Module>();
+  auto fc = layer("Linear", "in_features=2, out_features=2, bias=True");
+  fc->register_parameter("weight", f32({2, 2}, 1));
+  fc->register_parameter("bias", f32({2}, 2));
+  root->add_module("a", fc);
+  root->add_module("b", fc);
+  fx::GraphModule gm(root.get(), std::move(g));
+  const std::vector<tc::PackageFile> files = tc::to_folder(gm);
+  const std::string py = file_text(files, "module.py");
+  EXPECT_NE(py.find("        self.a = torch.nn.Linear(in_features=2, out_features=2, bias=True)\n"
+                    "        self.b = self.a\n"),
+            std::string::npos)
+      << py;
+  const std::vector<ZipEntry> entries = read_zip(files[2].bytes, false);
+  EXPECT_EQ(entries.size(), 2u + 4u);  // a.weight, a.bias, b.weight, b.bias
+}
+
 std::vector<std::string> known() { return tc::known_module_types(); }
 
 TEST(TorchCodegenToFolder, KnownTypesTable) {
