@@ -170,6 +170,8 @@ class Spec:
     preserve: bool = False
     small: bool = True  # exports quickly; part of --small
     bench_only: bool = False  # not in the default zoo: only with --bench or --only NAME
+    # input/output name -> {dim: symbolic name}: axes exported dynamic (torch.onnx dynamic_axes)
+    dynamic: Optional[Dict[str, Dict[int, str]]] = None
 
 
 IMAGE = {"input": (1, 3, 224, 224)}
@@ -203,6 +205,17 @@ ZOO: List[Spec] = [
          GPTBlock, {"x": (1, 16, 64)}, ["y"]),
     Spec("lstm", "2-layer LSTM (input 16, hidden 32, batch_first) and a Linear head; seq 10",
          LSTMModel, {"x": (2, 10, 16)}, ["y", "h", "c"]),
+    Spec("transformer_dynamic", "nn.TransformerEncoder (d_model 32, 4 heads, 1 layer, batch_first) "
+         "exported with dynamic batch and sequence axes: its shape arithmetic (Shape, Gather, "
+         "Concat, Reshape) depends on the input",
+         lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(
+             32, 4, dim_feedforward=64, dropout=0.1, batch_first=True), num_layers=1,
+             enable_nested_tensor=False),
+         {"src": (2, 7, 32)}, ["output"],
+         dynamic={"src": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}}),
+    Spec("cnn_dynamic", "the conv-bn-relu CNN in eval mode with a dynamic batch axis",
+         ConvBnReluCNN, {"input": (2, 3, 32, 32)}, ["logits"], opset=15,
+         dynamic={"input": {0: "N"}, "logits": {0: "N"}}),
     # Benchmark-only (bench/run_onnx_import.sh): the ~100 MB model of SPEC §3's import target.
     Spec("resnet50", "torchvision ResNet-50 (BN folded into Conv by the exporter); ~98 MB, "
          "benchmark-only", lambda: torchvision.models.resnet50(weights=None), IMAGE, ["logits"],
@@ -231,6 +244,7 @@ def export(spec: Spec) -> onnx.ModelProto:
                   torch.onnx.TrainingMode.PRESERVE if spec.preserve else
                   torch.onnx.TrainingMode.EVAL),
         do_constant_folding=not spec.training,
+        dynamic_axes=spec.dynamic,
         verbose=False,
     )
     proto = onnx.load_from_string(buf.getvalue())

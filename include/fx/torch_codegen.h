@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fx/graph_module.h"
+#include "fx/torch_codegen/lower.h"  // lower(): an imported ONNX module to torch targets
 
 namespace fx::torch_codegen {
 

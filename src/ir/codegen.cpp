@@ -387,7 +387,8 @@ class CodeGenerator {
         out_.put('(');
         put_args(args, 0, node->kwargs());
         out_.put(')');
-        const Argument* wrapped = node->meta().find("is_wrapped");
+        // Through a const node: a read must not bump the graph's version (Graph::version()).
+        const Argument* wrapped = static_cast<const Node*>(node)->meta().find("is_wrapped");
         if (wrapped && *wrapped == Argument(true) &&
             std::find(wrapped_fns_.begin(), wrapped_fns_.end(), global) == wrapped_fns_.end())
           wrapped_fns_.push_back(global);

@@ -1,0 +1,678 @@
+// The lowering's driver: probing the model for shapes, walking the ONNX graph through the
+// handler table, and what handlers share (constants, Python ints, module paths).
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "fx/exec.h"
+#include "fx/exec/passes.h"
+#include "fx/onnx.h"
+#include "fx/pass_manager.h"
+#include "torch_codegen/lower_internal.h"
+
+namespace fx::torch_codegen {
+
+namespace {
+
+// "onnx.Conv" -> "Conv"; other domains ("onnx.com.microsoft.Gelu") keep their domain.
+std::string op_type(const Node& n) {
+  const std::string& q = n.target().function().qualname();
+  return q.rfind("onnx.", 0) == 0 ? q.substr(5) : q;
+}
+
+bool is_onnx(const Node& n) {
+  return n.op() == Opcode::CallFunction && n.target().function().qualname().rfind("onnx.", 0) == 0;
+}
+
+bool is_getitem(const Node& n) {
+  return n.op() == Opcode::CallFunction && n.target().function().qualname() == "operator.getitem";
+}
+
+int64_t model_opset(const GraphModule& gm) {
+  if (const Argument* ops = gm.meta().find(onnx::meta::kOpsetImport);
+      ops && ops->kind() == Argument::Kind::Dict)
+    for (const auto& kv : ops->dict_items())
+      if (kv.first.kind() == Argument::Kind::String && kv.first.to_string().empty() &&
+          kv.second.kind() == Argument::Kind::Int)
+        return kv.second.to_int();
+  return 17;  // a graph built by hand: today's ops
+}
+
+// The handler for `op` at `opset`: the newest whose since_version is <= opset.
+Handler find_handler(const std::string& op, int64_t opset) {
+  Handler best = nullptr;
+  int64_t best_since = -1;
+  for (const HandlerEntry& e : handler_table())
+    if (op == e.op && e.since <= opset && e.since > best_since) {
+      best = e.fn;
+      best_since = e.since;
+    }
+  return best;
+}
+
+// Joins FX-name atoms into a dotted path, keeping only atoms that are valid module names.
+std::string sanitize_atom(const std::string& a) {
+  std::string out;
+  for (char c : a) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (!out.empty() && std::isdigit(static_cast<unsigned char>(out[0])) && out.size() > 1 &&
+      !std::all_of(out.begin(), out.end(), [](char c) { return std::isdigit(c); }))
+    out = "_" + out;  // "1x" is no attribute name; "0" (a Sequential index) is fine
+  return out;
+}
+
+}  // namespace
+
+std::string module_path_from_weight(const std::string& weight_path) {
+  const size_t dot = weight_path.rfind('.');
+  if (dot == std::string::npos || dot == 0) return {};
+  return weight_path.substr(0, dot);
+}
+
+std::string module_path_from_onnx_name(const std::string& onnx_name) {
+  // torch.onnx names nodes "/layer1/layer1.0/conv1/Conv": scopes, each either the full dotted
+  // path so far or one more atom, then the op.
+  if (onnx_name.empty() || onnx_name[0] != '/') return {};
+  std::vector<std::string> parts;
+  size_t start = 1;
+  while (start <= onnx_name.size()) {
+    size_t slash = onnx_name.find('/', start);
+    if (slash == std::string::npos) slash = onnx_name.size();
+    parts.push_back(onnx_name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  if (parts.size() < 2) return {};
+  parts.pop_back();  // the op ("Conv", "Conv_1")
+  // A scope that starts with the previous scope and a dot names the same parent's child
+  // ("layer2.0/downsample/downsample.0": layer2.0's downsample.0), else a child of it.
+  std::string path, last;
+  size_t last_start = 0;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!last.empty() && p.rfind(last + ".", 0) == 0) {
+      path = path.substr(0, last_start) + p;
+    } else {
+      last_start = path.empty() ? 0 : path.size() + 1;
+      path = path.empty() ? p : path + "." + p;
+    }
+    last = p;
+  }
+  // Every atom must be a module name torch accepts (no '/', no empty atoms).
+  std::string out;
+  size_t a = 0;
+  while (a <= path.size()) {
+    size_t dot = path.find('.', a);
+    if (dot == std::string::npos) dot = path.size();
+    std::string atom = sanitize_atom(path.substr(a, dot - a));
+    if (atom.empty()) return {};
+    out += (out.empty() ? "" : ".") + atom;
+    a = dot + 1;
+  }
+  return out;
+}
+
+// ---- Lowerer ----
+
+Lowerer::Lowerer(const GraphModule& src, const LowerOptions& options)
+    : src_(src), options_(options), opset_(model_opset(src)) {}
+
+void Lowerer::unsupported(const Node& n, const std::string& what) const {
+  throw Error(ErrorKind::Unsupported,
+              "lower to torch: node '" + n.name() + "' (" + n.target().pretty() + "): " + what,
+              n.name());
+}
+
+int64_t Lowerer::axis(const Node& n, int64_t a, int64_t rank) const {
+  if (a < -rank || a >= std::max<int64_t>(rank, 1))
+    unsupported(n,
+                "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+  return a < 0 ? a + rank : a;
+}
+
+void Lowerer::probe() {
+  bool dynamic = false;
+  auto inputs_at = [&](int64_t size) {
+    std::vector<exec::Value> inputs;
+    for (Node* p : src_.graph().nodes()) {
+      if (p->op() != Opcode::Placeholder) continue;
+      const Argument* t = p->meta().find(onnx::meta::kType);
+      if (!t || t->kind() != Argument::Kind::Dict)
+        throw Error(ErrorKind::Value,
+                    "lower to torch: input '" + p->name() +
+                        "' has no ONNX type (meta 'onnx_type'), so its shape is unknown",
+                    p->name());
+      Dtype dtype = Dtype::Float32;
+      std::vector<int64_t> dims;
+      for (const auto& kv : t->dict_items()) {
+        if (kv.first.kind() != Argument::Kind::String) continue;
+        if (kv.first.to_string() == "dtype") dtype = kv.second.to_dtype();
+        if (kv.first.to_string() == "shape" && kv.second.is_sequence())
+          for (const Argument& d : kv.second.elements()) {
+            if (d.kind() == Argument::Kind::Int && d.to_int() >= 0) {
+              dims.push_back(d.to_int());
+            } else {
+              dims.push_back(size);
+              dynamic = true;
+            }
+          }
+      }
+      inputs.push_back(exec::Value::zeros(dtype, dims));
+    }
+    return inputs;
+  };
+  auto shapes_at = [&](int64_t size, bool first) {
+    std::unique_ptr<GraphModule> copy = copy_graph_module(src_);
+    exec::shape_prop(*copy, inputs_at(size));
+    for (Node* n : copy->graph().nodes()) {
+      const Argument* tm = n->meta().find("tensor_meta");
+      if (!tm || tm->kind() != Argument::Kind::Dict) continue;
+      Probe& p = probes_[n->name()];
+      std::vector<int64_t>& dims = first ? p.a : p.b;
+      dims.clear();
+      for (const auto& kv : tm->dict_items()) {
+        if (kv.first.to_string() == "shape")
+          for (const Argument& d : kv.second.elements()) dims.push_back(d.to_int());
+        if (kv.first.to_string() == "dtype") p.dtype = kv.second.to_dtype();
+      }
+    }
+  };
+  shapes_at(options_.probe_sizes[0], true);
+  if (dynamic) {
+    shapes_at(options_.probe_sizes[1], false);
+  } else {
+    for (auto& kv : probes_) kv.second.b = kv.second.a;
+  }
+}
+
+std::vector<std::optional<int64_t>> Lowerer::shape(const LVal& v) const {
+  if (v.kind == LVal::Kind::Ints) return {static_cast<int64_t>(v.ints.size())};
+  if (v.kind == LVal::Kind::Scalar) return {};
+  if (v.constant && !v.shape_of)
+    return std::vector<std::optional<int64_t>>(v.constant->shape.begin(), v.constant->shape.end());
+  if (!v.shape_of) throw Error(ErrorKind::Value, "lower to torch: a value without a shape");
+  auto it = probes_.find(v.shape_of->name());
+  if (it == probes_.end())
+    throw Error(ErrorKind::Value,
+                "lower to torch: no shape was probed for '" + v.shape_of->name() + "'",
+                v.shape_of->name());
+  const Probe& p = it->second;
+  std::vector<std::optional<int64_t>> out;
+  for (size_t i = 0; i < p.a.size(); ++i)
+    if (i < p.b.size() && p.a[i] == p.b[i])
+      out.emplace_back(p.a[i]);
+    else
+      out.emplace_back(std::nullopt);
+  if (p.a.size() != p.b.size()) unsupported(*v.shape_of, "its rank depends on the input sizes");
+  return out;
+}
+
+Dtype Lowerer::dtype(const LVal& v) const {
+  if (v.kind == LVal::Kind::Ints || v.kind == LVal::Kind::Scalar) return Dtype::Int64;
+  if (v.constant) return v.constant->dtype;
+  if (!v.shape_of) return Dtype::Float32;
+  auto it = probes_.find(v.shape_of->name());
+  return it == probes_.end() ? Dtype::Float32 : it->second.dtype;
+}
+
+LVal Lowerer::tensor(Node* node, const Node& n) const {
+  LVal v;
+  v.kind = LVal::Kind::Tensor;
+  v.node = node;
+  v.shape_of = &n;
+  return v;
+}
+
+LVal Lowerer::in(const Node& n, size_t i) {
+  if (i >= n.args().size() || n.args()[i].is_none()) return LVal{};
+  const Argument& a = n.args()[i];
+  if (!a.is_node()) unsupported(n, "input " + std::to_string(i) + " is not a value: " + a.repr());
+  auto it = env_.find(a.to_node());
+  if (it == env_.end() || it->second.size() != 1)
+    unsupported(n, "input '" + a.to_node()->name() + "' has no single converted value");
+  return it->second[0];
+}
+
+void Lowerer::set(const Node& n, std::vector<LVal> outs) { env_[&n] = std::move(outs); }
+
+int64_t Lowerer::attr_int(const Node& n, const char* name, int64_t fallback) const {
+  const Argument* a = n.kwargs().find(name);
+  if (!a) return fallback;
+  if (a->kind() != Argument::Kind::Int && a->kind() != Argument::Kind::Bool)
+    unsupported(n, std::string("attribute ") + name + " is not an int: " + a->repr());
+  return a->to_int();
+}
+
+double Lowerer::attr_float(const Node& n, const char* name, double fallback) const {
+  const Argument* a = n.kwargs().find(name);
+  if (!a) return fallback;
+  if (a->kind() != Argument::Kind::Float && a->kind() != Argument::Kind::Int)
+    unsupported(n, std::string("attribute ") + name + " is not a float: " + a->repr());
+  return a->to_double();
+}
+
+std::string Lowerer::attr_string(const Node& n, const char* name,
+                                 const std::string& fallback) const {
+  const Argument* a = n.kwargs().find(name);
+  if (!a) return fallback;
+  if (a->kind() != Argument::Kind::String)
+    unsupported(n, std::string("attribute ") + name + " is not a string: " + a->repr());
+  return a->to_string();
+}
+
+std::vector<int64_t> Lowerer::attr_ints(const Node& n, const char* name,
+                                        std::vector<int64_t> fallback) const {
+  const Argument* a = n.kwargs().find(name);
+  if (!a) return fallback;
+  if (!a->is_sequence())
+    unsupported(n, std::string("attribute ") + name + " is not a list of ints: " + a->repr());
+  std::vector<int64_t> out;
+  for (const Argument& e : a->elements()) out.push_back(e.to_int());
+  return out;
+}
+
+Node* Lowerer::call(const char* function, std::vector<Argument> args, Kwargs kwargs) {
+  return graph_->call_function(fx::fn(function), std::move(args), std::move(kwargs));
+}
+
+Node* Lowerer::method(const char* name, std::vector<Argument> args, Kwargs kwargs) {
+  return graph_->call_method(name, std::move(args), std::move(kwargs));
+}
+
+Node* Lowerer::module(const std::string& path, std::vector<Argument> args) {
+  return graph_->call_module(path, std::move(args));
+}
+
+namespace {
+
+// The module at `path` under `root`, creating plain containers on the way.
+Module& ensure_module(Module& root, const std::string& path) {
+  Module* m = &root;
+  size_t a = 0;
+  while (!path.empty() && a <= path.size()) {
+    size_t dot = path.find('.', a);
+    if (dot == std::string::npos) dot = path.size();
+    const std::string atom = path.substr(a, dot - a);
+    std::shared_ptr<Module> child = m->child(atom);
+    if (!child) {
+      child = std::make_shared<Module>("Module");
+      m->add_module(atom, child);
+    }
+    m = child.get();
+    a = dot + 1;
+  }
+  return *m;
+}
+
+std::pair<std::string, std::string> split_last(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  if (dot == std::string::npos) return {"", path};
+  return {path.substr(0, dot), path.substr(dot + 1)};
+}
+
+}  // namespace
+
+void Lowerer::put_parameter(Module& m, const std::string& name, const Tensor& t) {
+  Tensor p = t;
+  p.requires_grad = true;
+  m.register_parameter(name, std::move(p));
+}
+
+void Lowerer::put_buffer(Module& m, const std::string& name, const Tensor& t) {
+  Tensor b = t;
+  b.requires_grad = false;
+  m.register_buffer(name, std::move(b));
+}
+
+std::string Lowerer::add_module(const Node& n, const LVal& weight, const std::string& fallback,
+                                std::shared_ptr<Module> m) {
+  std::string path;
+  if (weight.constant) {
+    const auto [parent, leaf] = split_last(weight.constant_path);
+    if (leaf == "weight") path = parent;
+  }
+  if (path.empty())
+    if (const Argument* name = n.meta().find(onnx::meta::kName);
+        name && name->kind() == Argument::Kind::String)
+      path = module_path_from_onnx_name(name->to_string());
+  if (path.empty()) path = fallback;
+  // Unique, and not inside or over another module this conversion made.
+  const std::string base = path;
+  for (int k = 1; used_paths_.count(path) || root_->attr_kind(path) != 0; ++k)
+    path = base + "_" + std::to_string(k);
+  used_paths_[path] = 1;
+  const auto [parent, leaf] = split_last(path);
+  ensure_module(*root_, parent).add_module(leaf, std::move(m));
+  return path;
+}
+
+Node* Lowerer::constant_node(const LVal& v) {
+  auto it = constants_.find(v.constant_path);
+  if (it != constants_.end()) return it->second;
+  // Same path as in the ONNX module (initializer names are usually PyTorch's own parameter
+  // names); a path a converted module now owns gets a suffix.
+  std::string path = v.constant_path;
+  const std::string base = path;
+  for (int k = 1;; ++k) {
+    const char kind = root_->attr_kind(path);
+    if (kind == 0) break;
+    if ((kind == 'p' || kind == 'b') && root_->get_tensor(path)->data == v.constant->data) break;
+    path = base + "_" + std::to_string(k);
+  }
+  if (root_->attr_kind(path) == 0) {
+    const auto [parent, leaf] = split_last(path);
+    Module& owner = ensure_module(*root_, parent);
+    const bool buffer =
+        v.constant_is_buffer ||
+        !(v.constant->dtype == Dtype::Float32 || v.constant->dtype == Dtype::Float64 ||
+          v.constant->dtype == Dtype::Float16 || v.constant->dtype == Dtype::BFloat16);
+    if (buffer)
+      put_buffer(owner, leaf, *v.constant);
+    else
+      put_parameter(owner, leaf, *v.constant);
+  }
+  Node* g = graph_->get_attr(path);
+  constants_[v.constant_path] = g;
+  return g;
+}
+
+Argument Lowerer::list_arg(const std::vector<SymInt>& ints) {
+  Argument::Items items;
+  for (const SymInt& s : ints) items.push_back(s.arg());
+  return Argument::list(std::move(items));
+}
+
+Node* Lowerer::as_tensor(const LVal& v) {
+  switch (v.kind) {
+    case LVal::Kind::Tensor:
+      if (v.node) return v.node;
+      if (v.constant) return constant_node(v);
+      throw Error(ErrorKind::Value, "lower to torch: a tensor value without a node");
+    case LVal::Kind::Ints:
+      return call("torch.tensor", {list_arg(v.ints)}, {{"dtype", Dtype::Int64}});
+    case LVal::Kind::Scalar:
+      return call("torch.tensor", {v.ints.at(0).arg()}, {{"dtype", Dtype::Int64}});
+    case LVal::Kind::None:
+      break;
+  }
+  throw Error(ErrorKind::Value, "lower to torch: an omitted input where a tensor is needed");
+}
+
+namespace {
+
+template <class T>
+T read_element(const Tensor& t, int64_t i) {
+  T v;
+  std::memcpy(&v, t.data->data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+Argument Lowerer::as_operand(const LVal& v, int64_t max_rank) {
+  if (v.kind == LVal::Kind::Tensor && v.constant && v.constant->data && v.constant->numel() == 1 &&
+      static_cast<int64_t>(v.constant->shape.size()) <= max_rank) {
+    switch (v.constant->dtype) {
+      case Dtype::Float32:
+        return static_cast<double>(read_element<float>(*v.constant, 0));
+      case Dtype::Float64:
+        return read_element<double>(*v.constant, 0);
+      case Dtype::Int64:
+        return static_cast<long long>(read_element<int64_t>(*v.constant, 0));
+      case Dtype::Int32:
+        return static_cast<long long>(read_element<int32_t>(*v.constant, 0));
+      default:
+        break;
+    }
+  }
+  if (v.kind == LVal::Kind::Scalar && max_rank >= 0 && v.ints.size() == 1) return v.ints[0].arg();
+  return as_tensor(v);
+}
+
+bool Lowerer::as_ints(const LVal& v, std::vector<SymInt>& out) {
+  if (v.kind == LVal::Kind::Ints || v.kind == LVal::Kind::Scalar) {
+    out = v.ints;
+    return true;
+  }
+  if (v.kind != LVal::Kind::Tensor || !v.constant || !v.constant->data ||
+      v.constant->shape.size() > 1 || v.constant->numel() > 1024)
+    return false;
+  const Tensor& t = *v.constant;
+  if (t.data->size() != t.nbytes()) return false;
+  out.clear();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype == Dtype::Int64)
+      out.push_back({read_element<int64_t>(t, i), {}});
+    else if (t.dtype == Dtype::Int32)
+      out.push_back({static_cast<int64_t>(read_element<int32_t>(t, i)), {}});
+    else
+      return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> Lowerer::static_ints(const Node& n, const LVal& v, const char* what) {
+  std::vector<SymInt> ints;
+  if (!as_ints(v, ints)) unsupported(n, std::string(what) + " must be a constant list of ints");
+  std::vector<int64_t> out;
+  for (const SymInt& s : ints) {
+    if (!s.value) unsupported(n, std::string(what) + " depends on the input sizes");
+    out.push_back(*s.value);
+  }
+  return out;
+}
+
+SymInt Lowerer::size(const LVal& v, int64_t dim) {
+  const std::vector<std::optional<int64_t>> s = shape(v);
+  if (dim < 0 || dim >= static_cast<int64_t>(s.size()))
+    throw Error(ErrorKind::Value, "lower to torch: size() of a missing dim");
+  if (s[dim]) return {*s[dim], {}};
+  Node* x = as_tensor(v);
+  auto key = std::make_pair(x, dim);
+  auto it = sizes_.find(key);
+  if (it == sizes_.end())
+    it = sizes_.emplace(key, method("size", {x, static_cast<long long>(dim)})).first;
+  return {std::nullopt, it->second};
+}
+
+void Lowerer::fold(const Node& n) {
+  std::vector<LVal>& outs = env_[&n];
+  if (outs.size() != 1 || outs[0].kind != LVal::Kind::Tensor || outs[0].constant) return;
+  auto g = std::make_unique<Graph>();
+  Module root;
+  std::vector<Argument> args;
+  bool any = false;
+  for (size_t i = 0; i < n.args().size(); ++i) {
+    const LVal v = in(n, i);
+    if (v.kind == LVal::Kind::None) {
+      args.emplace_back();
+      continue;
+    }
+    Tensor t;
+    if (v.kind == LVal::Kind::Tensor) {
+      if (!v.constant || !v.constant->has_data()) return;
+      t = *v.constant;
+    } else {
+      std::vector<int64_t> values;
+      for (const SymInt& s : v.ints) {
+        if (!s.value) return;
+        values.push_back(*s.value);
+      }
+      t.dtype = Dtype::Int64;
+      if (v.kind == LVal::Kind::Ints) t.shape = {static_cast<int64_t>(values.size())};
+      auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(int64_t));
+      if (!values.empty()) std::memcpy(bytes->data(), values.data(), bytes->size());
+      t.data = std::move(bytes);
+    }
+    const std::string name = "c" + std::to_string(i);
+    root.register_buffer(name, std::move(t));
+    args.push_back(g->get_attr(name));
+    any = true;
+  }
+  if (!any) return;
+  g->output(g->call_function(n.target().function(), std::move(args), n.kwargs()));
+  std::vector<exec::Value> values;
+  try {
+    GraphModule one(&root, std::move(g));
+    if (const Argument* ops = src_.meta().find(onnx::meta::kOpsetImport))
+      one.meta().set(onnx::meta::kOpsetImport, *ops);
+    values = exec::run(one, {});
+  } catch (const Error&) {
+    return;  // not computable here: keep the emitted torch code
+  }
+  if (values.size() != 1) return;
+  folded_.push_back(std::make_unique<Tensor>(values[0].to_tensor()));
+  LVal v;
+  v.kind = LVal::Kind::Tensor;
+  v.constant = folded_.back().get();
+  v.constant_path = "_folded_" + n.name();
+  v.constant_is_buffer = true;
+  v.shape_of = &n;
+  outs[0] = v;
+}
+
+std::unique_ptr<GraphModule> Lowerer::run() {
+  for (const LoweringGap& gap : lowering_coverage(src_))
+    throw Error(ErrorKind::Unsupported,
+                "lower to torch: node '" + gap.node + "' (onnx." + gap.op + "): " + gap.reason,
+                gap.node);
+  probe();
+  graph_ = std::make_unique<Graph>();
+  root_ = std::make_shared<Module>("Module");
+  Argument result;
+  for (Node* n : src_.graph().nodes()) {
+    switch (n->op()) {
+      case Opcode::Placeholder: {
+        Node* p = graph_->placeholder(n->target().str());
+        set(*n, tensor(p, *n));
+        break;
+      }
+      case Opcode::GetAttr: {
+        const Tensor* t = src_.get_tensor(n->target().str());
+        if (!t) unsupported(*n, "get_attr of a submodule (a control-flow body) is not converted");
+        LVal v;
+        v.kind = LVal::Kind::Tensor;
+        v.constant = t;
+        v.constant_path = n->target().str();
+        v.constant_is_buffer =
+            n->meta().contains(onnx::meta::kConstant) || src_.attr_kind(n->target().str()) == 'b';
+        v.shape_of = n;
+        set(*n, v);
+        break;
+      }
+      case Opcode::CallFunction: {
+        if (is_getitem(*n)) {
+          const Argument& src = n->args().at(0);
+          const int64_t k = n->args().at(1).to_int();
+          auto it = env_.find(src.to_node());
+          if (it == env_.end() || k < 0 || k >= static_cast<int64_t>(it->second.size()))
+            unsupported(*n, "output " + std::to_string(k) + " of '" + src.to_node()->name() +
+                                "' was not converted");
+          LVal v = it->second[k];
+          if (v.kind == LVal::Kind::Tensor) v.shape_of = n;
+          set(*n, v);
+          break;
+        }
+        if (env_.count(n)) break;  // converted with the node before it (MatMul + bias Add)
+        const std::string op = op_type(*n);
+        Handler h = find_handler(op, opset_);
+        if (!h) unsupported(*n, "no handler for " + op + " at opset " + std::to_string(opset_));
+        h(*this, *n);
+        if (!env_.count(n)) unsupported(*n, "internal error: the handler produced no value");
+        fold(*n);
+        break;
+      }
+      case Opcode::Output: {
+        const Argument& a = n->args().empty() ? Argument() : n->args()[0];
+        auto out = [&](const Argument& e) -> Argument {
+          if (!e.is_node()) return e;
+          auto it = env_.find(e.to_node());
+          if (it == env_.end() || it->second.size() != 1)
+            unsupported(*n, "output '" + e.to_node()->name() + "' was not converted");
+          return as_tensor(it->second[0]);
+        };
+        if (a.is_sequence()) {
+          Argument::Items items;
+          for (const Argument& e : a.elements()) items.push_back(out(e));
+          result = a.kind() == Argument::Kind::List ? Argument::list(std::move(items))
+                                                    : Argument::tuple(std::move(items));
+        } else {
+          result = out(a);
+        }
+        break;
+      }
+      case Opcode::CallModule:
+      case Opcode::CallMethod:
+        unsupported(*n, "the module is not an imported ONNX graph (" +
+                            std::string(opcode_name(n->op())) + " node)");
+      case Opcode::Root:
+        break;
+    }
+  }
+  graph_->output(result);
+  graph_->eliminate_dead_code();
+  // Names as torch.fx's tracer gives them when it traces the generated module (from each
+  // target, in order): the nodes the dead-code pass removed took names too.
+  auto fresh = std::make_unique<Graph>();
+  std::unordered_map<const Node*, Node*> map;
+  for (Node* n : graph_->nodes()) {
+    auto remap = [&](Node* x) -> Argument { return map.at(x); };
+    std::vector<Argument> args;
+    for (const Argument& a : n->args()) args.push_back(a.map_nodes(remap));
+    Kwargs kwargs;
+    for (const auto& kv : n->kwargs()) kwargs.set(kv.first, kv.second.map_nodes(remap));
+    if (n->op() == Opcode::Output) {
+      fresh->output(args.at(0));
+      continue;
+    }
+    std::optional<std::string> name;
+    if (n->op() == Opcode::Placeholder) name = n->name();
+    map[n] = fresh->create_node(n->op(), n->target(), std::move(args), std::move(kwargs), name);
+  }
+  graph_ = std::move(fresh);
+  std::string cls = options_.class_name.empty() ? src_.type_name() : options_.class_name;
+  auto gm = std::make_unique<GraphModule>(root_.get(), std::move(graph_), cls);
+  gm->graph().lint();
+  return gm;
+}
+
+// ---- public ----
+
+std::vector<LoweringGap> lowering_coverage(const GraphModule& gm) {
+  std::vector<LoweringGap> gaps;
+  const int64_t opset = model_opset(gm);
+  for (Node* n : gm.graph().nodes()) {
+    if (n->op() == Opcode::CallModule || n->op() == Opcode::CallMethod) {
+      gaps.push_back({n->name(), n->target().str(), opset,
+                      std::string(opcode_name(n->op())) + " nodes are not ONNX ops"});
+      continue;
+    }
+    if (n->op() == Opcode::GetAttr && !gm.get_tensor(n->target().str())) {
+      gaps.push_back({n->name(), n->target().str(), opset,
+                      "control-flow bodies (If/Loop/Scan) are not converted yet"});
+      continue;
+    }
+    if (n->op() != Opcode::CallFunction || is_getitem(*n)) continue;
+    if (!is_onnx(*n)) {
+      gaps.push_back({n->name(), n->target().function().qualname(), opset,
+                      "not an ONNX op (" + n->target().function().qualname() + ")"});
+      continue;
+    }
+    const std::string op = op_type(*n);
+    if (!find_handler(op, opset))
+      gaps.push_back(
+          {n->name(), op, opset, "no handler for " + op + " at opset " + std::to_string(opset)});
+  }
+  return gaps;
+}
+
+std::vector<std::pair<std::string, int64_t>> lowering_handlers() {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const HandlerEntry& e : handler_table()) out.emplace_back(e.op, e.since);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<GraphModule> lower(const GraphModule& gm, const LowerOptions& options) {
+  return Lowerer(gm, options).run();
+}
+
+}  // namespace fx::torch_codegen
