@@ -8,6 +8,7 @@
 #include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
+#include "fx/torch_codegen.h"
 
 int main() {
   auto g = std::make_unique<fx::Graph>();
@@ -24,5 +25,10 @@ int main() {
   const fx::exec::Value in = fx::exec::Value::from_f32({3}, {-1.0f, 0.5f, 2.0f});
   const std::vector<float> out = fx::exec::run(*back, {in})[0].to_f32();
   std::printf("relu(x + x) = [%g, %g, %g]\n", out[0], out[1], out[2]);
-  return out == std::vector<float>{0.0f, 1.0f, 4.0f} ? 0 : 1;
+  if (out != std::vector<float>{0.0f, 1.0f, 4.0f}) return 1;
+
+  // The same model as PyTorch code (torch_codegen).
+  std::unique_ptr<fx::GraphModule> torch_gm = fx::torch_codegen::lower(*back);
+  std::printf("%s\n", torch_gm->code().c_str());
+  return torch_gm->code().find("torch.relu") != std::string::npos ? 0 : 1;
 }
