@@ -343,7 +343,9 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
         std::set<Dtype> float_dtypes;
         auto check = [&](const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::vector<const char*>& allowed, const char* kind) {
-          for (const auto& [name, t] : tensors) {
+          for (const auto& kv : tensors) {
+            // (No structured binding: C++17 lambdas cannot capture one; clang refuses it.)
+            const std::string& name = kv.first;
             if (std::none_of(allowed.begin(), allowed.end(),
                              [&](const char* a) { return name == a; }))
               throw Error(ErrorKind::Unsupported,
@@ -351,7 +353,7 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
                               " has " + kind + " `" + name + "`, which torch.nn." + k->name +
                               " does not have as a " + kind,
                           it.path);
-            if (is_floating(t.dtype)) float_dtypes.insert(t.dtype);
+            if (is_floating(kv.second.dtype)) float_dtypes.insert(kv.second.dtype);
           }
         };
         check(m.parameters(), k->params, "parameter");
