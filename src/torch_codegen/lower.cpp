@@ -9,6 +9,7 @@
 #include "fx/onnx.h"
 #include "fx/pass_manager.h"
 #include "torch_codegen/lower_internal.h"
+#include "torch_codegen/lower_ops.h"
 
 namespace fx::torch_codegen {
 
@@ -632,6 +633,18 @@ std::unique_ptr<GraphModule> Lowerer::run() {
   auto gm = std::make_unique<GraphModule>(root_.get(), std::move(graph_), cls);
   gm->graph().lint();
   return gm;
+}
+
+const std::vector<HandlerEntry>& handler_table() {
+  static const std::vector<HandlerEntry> table = [] {
+    std::vector<HandlerEntry> t;
+    add_elementwise_handlers(t);
+    add_shape_handlers(t);
+    add_nn_handlers(t);
+    add_other_handlers(t);
+    return t;
+  }();
+  return table;
 }
 
 // ---- public ----

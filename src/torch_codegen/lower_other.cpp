@@ -1,0 +1,260 @@
+// Lowering handlers of the remaining ops: TopK, ArgMax, CumSum, Trilu, Einsum, Pad,
+// normalisations as functions, NonZero, Mod, and LSTM as torch.nn.LSTM.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "fx/onnx.h"
+#include "torch_codegen/lower_ops.h"
+
+namespace fx::torch_codegen {
+
+namespace {
+
+using Kind = LVal::Kind;
+
+// ---- the rest ----
+
+void topk(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  std::vector<SymInt> k;
+  if (!L.as_ints(L.in(n, 1), k) || k.size() != 1) L.unsupported(n, "K must be one int");
+  const int64_t a = L.axis(n, L.attr_int(n, "axis", -1), L.rank(x));
+  Node* r = L.call("torch.topk", {L.as_tensor(x), k[0].arg()},
+                   {{"dim", static_cast<long long>(a)},
+                    {"largest", L.attr_int(n, "largest", 1) != 0},
+                    {"sorted", L.attr_int(n, "sorted", 1) != 0}});
+  LVal v = L.tensor(L.call("operator.getitem", {r, 0LL}), n);
+  LVal i = L.tensor(L.call("operator.getitem", {r, 1LL}), n);
+  v.shape_of = i.shape_of = nullptr;
+  L.set(n, std::vector<LVal>{v, i});
+}
+
+void arg_reduce(Lowerer& L, const Node& n, const char* f) {
+  if (L.attr_int(n, "select_last_index", 0)) L.unsupported(n, "select_last_index = 1");
+  LVal x = L.in(n, 0);
+  const int64_t a = L.axis(n, L.attr_int(n, "axis", 0), L.rank(x));
+  L.set(n, L.tensor(L.call(f, {L.as_tensor(x), static_cast<long long>(a)},
+                           {{"keepdim", L.attr_int(n, "keepdims", 1) != 0}}),
+                    n));
+}
+void arg_max(Lowerer& L, const Node& n) { arg_reduce(L, n, "torch.argmax"); }
+void arg_min(Lowerer& L, const Node& n) { arg_reduce(L, n, "torch.argmin"); }
+
+void cum_sum(Lowerer& L, const Node& n) {
+  if (L.attr_int(n, "exclusive", 0) || L.attr_int(n, "reverse", 0))
+    L.unsupported(n, "exclusive or reverse CumSum");
+  LVal x = L.in(n, 0);
+  const std::vector<int64_t> a = L.static_ints(n, L.in(n, 1), "axis");
+  if (a.size() != 1) L.unsupported(n, "axis must be one int");
+  L.set(n, L.tensor(L.call("torch.cumsum",
+                           {L.as_tensor(x), static_cast<long long>(L.axis(n, a[0], L.rank(x)))}),
+                    n));
+}
+
+void trilu(Lowerer& L, const Node& n) {
+  Argument k = 0LL;
+  if (L.in(n, 1).kind != Kind::None) {
+    const std::vector<int64_t> v = L.static_ints(n, L.in(n, 1), "k");
+    k = static_cast<long long>(v.at(0));
+  }
+  L.set(n, L.tensor(L.call(L.attr_int(n, "upper", 1) ? "torch.triu" : "torch.tril",
+                           {L.as_tensor(L.in(n, 0)), k}),
+                    n));
+}
+
+void einsum(Lowerer& L, const Node& n) {
+  std::vector<Argument> args{L.attr_string(n, "equation", "")};
+  for (size_t i = 0; i < L.num_inputs(n); ++i) args.push_back(L.as_tensor(L.in(n, i)));
+  L.set(n, L.tensor(L.call("torch.einsum", args), n));
+}
+
+void pad(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  const int64_t r = L.rank(x);
+  std::vector<int64_t> pads;
+  Argument value = 0.0;
+  if (L.opset() < 11) {
+    pads = L.attr_ints(n, "pads");
+    value = float32_value(L.attr_float(n, "value", 0.0));
+  } else {
+    pads = L.static_ints(n, L.in(n, 1), "pads");
+    if (L.in(n, 2).kind != Kind::None) value = L.as_operand(L.in(n, 2), 0);
+    if (L.in(n, 3).kind != Kind::None) L.unsupported(n, "the axes input");
+  }
+  if (pads.size() != static_cast<size_t>(2 * r)) L.unsupported(n, "pads has the wrong length");
+  Pads p{std::vector<int64_t>(pads.begin(), pads.begin() + r),
+         std::vector<int64_t>(pads.begin() + r, pads.end())};
+  std::vector<int64_t> order = p.torch_order();
+  while (order.size() > 2 && order[order.size() - 1] == 0 && order[order.size() - 2] == 0)
+    order.resize(order.size() - 2);  // untouched leading dims
+  const std::string mode = L.attr_string(n, "mode", "constant");
+  Kwargs kw;
+  if (mode == "constant") {
+    if (!(value.kind() == Argument::Kind::Float && value.to_double() == 0.0))
+      kw.set("value", value);
+  } else if (mode == "reflect" || mode == "edge") {
+    kw.set("mode", mode == "edge" ? "replicate" : "reflect");
+  } else {
+    L.unsupported(n, "mode " + mode);
+  }
+  L.set(n, L.tensor(
+               L.call("torch.nn.functional.pad", {L.as_tensor(x), int_list(order)}, std::move(kw)),
+               n));
+}
+
+void instance_norm(Lowerer& L, const Node& n) {
+  L.set(n, L.tensor(L.call("torch.nn.functional.instance_norm", {L.as_tensor(L.in(n, 0))},
+                           {{"weight", L.as_tensor(L.in(n, 1))},
+                            {"bias", L.as_tensor(L.in(n, 2))},
+                            {"eps", float32_value(L.attr_float(n, "epsilon", 1e-5))}}),
+                    n));
+}
+
+void lrn(Lowerer& L, const Node& n) {
+  L.set(n,
+        L.tensor(L.call("torch.nn.functional.local_response_norm",
+                        {L.as_tensor(L.in(n, 0)), static_cast<long long>(L.attr_int(n, "size", 1))},
+                        {{"alpha", float32_value(L.attr_float(n, "alpha", 1e-4))},
+                         {"beta", float32_value(L.attr_float(n, "beta", 0.75))},
+                         {"k", float32_value(L.attr_float(n, "bias", 1.0))}}),
+                 n));
+}
+
+void non_zero(Lowerer& L, const Node& n) {
+  L.set(n, L.tensor(L.method("t", {L.call("torch.nonzero", {L.as_tensor(L.in(n, 0))})}), n));
+}
+
+void mod(Lowerer& L, const Node& n) {
+  const bool fmod = L.attr_int(n, "fmod", 0) != 0;
+  L.set(n, L.tensor(L.call(fmod ? "torch.fmod" : "torch.remainder",
+                           {L.as_tensor(L.in(n, 0)), L.as_tensor(L.in(n, 1))}),
+                    n));
+}
+
+// ---- recurrent ----
+
+// Rows of a [dirs, gates * hidden, k] ONNX weight for direction `dir`, gate blocks reordered
+// (ONNX LSTM: i, o, f, c; torch: i, f, g(c), o), as a [gates * hidden, k] tensor.
+Tensor gate_rows(const Tensor& t, int64_t dir, int64_t hidden, const std::vector<int>& order) {
+  Bytes src = t.bytes();
+  const int64_t gates = static_cast<int64_t>(order.size());
+  const int64_t k = t.shape.size() == 3 ? t.shape[2] : 1;
+  const size_t es = dtype_size(t.dtype);
+  const size_t block = static_cast<size_t>(hidden * k) * es;
+  const uint8_t* base = src->data() + static_cast<size_t>(dir * gates) * block;
+  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(gates) * block);
+  for (int64_t g = 0; g < gates; ++g)
+    std::memcpy(out->data() + g * block, base + order[g] * block, block);
+  Tensor r;
+  r.dtype = t.dtype;
+  r.shape = t.shape.size() == 3 ? std::vector<int64_t>{gates * hidden, k}
+                                : std::vector<int64_t>{gates * hidden};
+  r.data = std::move(out);
+  return r;
+}
+
+void lstm(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0), w = L.in(n, 1), r = L.in(n, 2), b = L.in(n, 3);
+  if (L.in(n, 4).kind != Kind::None) L.unsupported(n, "sequence_lens");
+  if (L.in(n, 7).kind != Kind::None) L.unsupported(n, "peepholes (P)");
+  if (L.has_attr(n, "clip")) L.unsupported(n, "clip");
+  if (L.attr_int(n, "input_forget", 0)) L.unsupported(n, "input_forget = 1");
+  const std::vector<std::string> defaults{"Sigmoid", "Tanh", "Tanh"};
+  if (const Argument* acts = n.kwargs().find("activations")) {
+    std::vector<std::string> got;
+    for (const Argument& a : acts->elements()) got.push_back(a.to_string());
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != defaults[i % 3]) L.unsupported(n, "activation " + got[i]);
+  }
+  const std::string direction = L.attr_string(n, "direction", "forward");
+  if (direction == "reverse")
+    L.unsupported(n, "direction = reverse (torch has no reverse-only LSTM)");
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const bool batch_first = L.attr_int(n, "layout", 0) != 0;
+  for (const LVal* v : {&w, &r})
+    if (!v->constant || !v->constant->has_data()) L.unsupported(n, "W and R must be constants");
+  if (b.kind != Kind::None && (!b.constant || !b.constant->has_data()))
+    L.unsupported(n, "B must be a constant");
+  const int64_t hidden = L.attr_int(n, "hidden_size", w.constant->shape[1] / 4);
+  const int64_t input = w.constant->shape[2];
+  std::string repr = std::to_string(input) + ", " + std::to_string(hidden);
+  if (b.kind == Kind::None) repr += ", bias=False";
+  if (batch_first) repr += ", batch_first=True";
+  if (dirs == 2) repr += ", bidirectional=True";
+  auto m = std::make_shared<Module>("LSTM", repr);
+  const std::vector<int> order{0, 2, 3, 1};
+  for (int64_t d = 0; d < dirs; ++d) {
+    const std::string suffix = d ? "_l0_reverse" : "_l0";
+    Lowerer::put_parameter(*m, "weight_ih" + suffix, gate_rows(*w.constant, d, hidden, order));
+    Lowerer::put_parameter(*m, "weight_hh" + suffix, gate_rows(*r.constant, d, hidden, order));
+    if (b.kind != Kind::None) {
+      // B is [dirs, 8 * hidden]: the input biases, then the recurrent ones.
+      Tensor halves = reshaped(*b.constant, {dirs * 2, 4 * hidden});
+      Lowerer::put_parameter(*m, "bias_ih" + suffix, gate_rows(halves, 2 * d, hidden, order));
+      Lowerer::put_parameter(*m, "bias_hh" + suffix, gate_rows(halves, 2 * d + 1, hidden, order));
+    }
+  }
+  // A weight named "lstm.weight_ih_l0" is rare in exports; the node name gives the path.
+  const std::string path = L.add_module(n, LVal{}, "lstm", m);
+  std::vector<Argument> args{L.as_tensor(x)};
+  LVal h0 = L.in(n, 5), c0 = L.in(n, 6);
+  if (h0.kind != Kind::None || c0.kind != Kind::None) {
+    Node* h = h0.kind != Kind::None ? L.as_tensor(h0) : nullptr;
+    Node* c = c0.kind != Kind::None ? L.as_tensor(c0) : nullptr;
+    if (!h) h = L.call("torch.zeros_like", {c});
+    if (!c) c = L.call("torch.zeros_like", {h});
+    if (batch_first) {  // ONNX layout 1 keeps states [batch, dirs, hidden]; torch wants dirs first
+      h = L.method("transpose", {h, 0LL, 1LL});
+      c = L.method("transpose", {c, 0LL, 1LL});
+    }
+    args.push_back(Argument::tuple({h, c}));
+  }
+  Node* call = L.module(path, args);
+  Node* out = L.call("operator.getitem", {call, 0LL});
+  Node* states = L.call("operator.getitem", {call, 1LL});
+  // Y: torch [seq, batch, dirs * hidden] -> ONNX [seq, dirs, batch, hidden] (layout 1: [batch,
+  // seq, dirs, hidden]).
+  Node* y = L.method(
+      "unflatten",
+      {out, 2LL, Argument::tuple({static_cast<long long>(dirs), static_cast<long long>(hidden)})});
+  if (!batch_first) y = L.method("transpose", {y, 1LL, 2LL});
+  Node* yh = L.call("operator.getitem", {states, 0LL});
+  Node* yc = L.call("operator.getitem", {states, 1LL});
+  if (batch_first) {
+    yh = L.method("transpose", {yh, 0LL, 1LL});
+    yc = L.method("transpose", {yc, 0LL, 1LL});
+  }
+  std::vector<LVal> outs;
+  for (Node* v : {y, yh, yc}) {
+    LVal t = L.tensor(v, n);
+    t.shape_of = nullptr;
+    outs.push_back(t);
+  }
+  L.set(n, outs);
+}
+
+}  // namespace
+
+void add_other_handlers(std::vector<HandlerEntry>& table) {
+  table.insert(table.end(), {
+                                {"Mod", 10, mod},
+                                {"NonZero", 9, non_zero},
+                                {"ArgMax", 1, arg_max},
+                                {"ArgMin", 1, arg_min},
+                                {"CumSum", 11, cum_sum},
+                                {"InstanceNormalization", 6, instance_norm},
+                                {"LRN", 1, lrn},
+                                {"TopK", 10, topk},
+                                {"Einsum", 12, einsum},
+                                {"LSTM", 7, lstm},
+                                {"Pad", 2, pad},
+                                {"Pad", 11, pad},
+                                {"Trilu", 14, trilu},
+                            });
+}
+
+}  // namespace fx::torch_codegen
