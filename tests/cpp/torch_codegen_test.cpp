@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -152,6 +153,40 @@ std::vector<ZipEntry> read_zip(const std::vector<uint8_t>& z, bool expect_zip64)
   return out;
 }
 
+// ---- files
+
+void write_file(const fs::path& p, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << p;
+}
+void write_text(const fs::path& p, const std::string& s) {
+  write_file(p, std::vector<uint8_t>(s.begin(), s.end()));
+}
+
+// Golden outputs of fxwasm's own writers: native and wasm are held to the same bytes, a refactor
+// cannot change the generated code unnoticed, and natively torch 1.13 loads the golden state
+// dict. Regenerate (native): FXWASM_UPDATE_GOLDEN=1 build/tc-native/fx_tests
+// --gtest_filter='TorchCodegen*Golden*', then review the diff.
+const fs::path kGoldenDir = fs::path(FXWASM_SOURCE_DIR) / "tests" / "torch_codegen" / "golden";
+
+void expect_golden(const std::string& name, const std::vector<uint8_t>& bytes) {
+  const fs::path path = kGoldenDir / name;
+  if (const char* update = std::getenv("FXWASM_UPDATE_GOLDEN"); update && *update == '1') {
+    fs::create_directories(path.parent_path());
+    write_file(path, bytes);
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << "no golden file " << path << " (FXWASM_UPDATE_GOLDEN=1 writes it)";
+  const std::vector<uint8_t> golden((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+  EXPECT_TRUE(golden == bytes) << name << " differs from " << path << " (" << bytes.size()
+                               << " bytes, golden " << golden.size()
+                               << "); if the change is intended, regenerate with "
+                                  "FXWASM_UPDATE_GOLDEN=1 and review the diff";
+}
+
 // ---- running the oracle (native only)
 
 #ifndef __EMSCRIPTEN__
@@ -171,15 +206,6 @@ fs::path scratch(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-void write_file(const fs::path& p, const std::vector<uint8_t>& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(f.good()) << p;
-}
-void write_text(const fs::path& p, const std::string& s) {
-  write_file(p, std::vector<uint8_t>(s.begin(), s.end()));
 }
 
 // Runs check_package.py on `spec` (a JSON object); returns its output if it failed, "" if not.
@@ -256,8 +282,11 @@ std::vector<std::pair<std::string, fx::Tensor>> every_dtype() {
   t.emplace_back("c128", make<double>(fx::Dtype::Complex128, {1}, {3.0, -4.0}));
   t.emplace_back("scalar", make<float>(fx::Dtype::Float32, {}, {42.5f}));
   t.emplace_back("empty", make<float>(fx::Dtype::Float32, {0, 3}, {}));
-  // More than 255 / 65535 elements: BININT2 and BININT for numel and strides.
-  t.emplace_back("big", f32({3, 30000}, 2));
+  // Integers of every pickle width: BININT2 (300 elements), BININT (a 70000 dim) and LONG1
+  // (3e9 > 2^31) in numel, sizes and strides; the last two are empty so the file stays small.
+  t.emplace_back("big", f32({3, 100}, 2));
+  t.emplace_back("wide", make<float>(fx::Dtype::Float32, {70000, 0}, {}));
+  t.emplace_back("huge_dims", make<int8_t>(fx::Dtype::Int8, {0, 3000000000}, {}));
   return t;
 }
 
@@ -321,11 +350,13 @@ TEST(TorchCodegenStateDict, TorchLoadsEveryDtype) {
   GTEST_SKIP() << "needs /usr/bin/python3 with torch";
 #else
   if (!have_torch()) GTEST_SKIP() << kPython << " has no torch";
+  // The golden file, which TorchCodegenGolden.StateDict holds equal to what save_state_dict
+  // writes natively and in wasm.
   const auto tensors = every_dtype();
   const fs::path dir = scratch("state_dict");
-  write_file(dir / "sd.pt", tc::save_state_dict(refs(tensors)));
-  std::string spec = "{\"kind\": \"state_dict\", \"file\": " + json_str((dir / "sd.pt").string()) +
-                     ", \"tensors\": [";
+  std::string spec =
+      "{\"kind\": \"state_dict\", \"file\": " + json_str((kGoldenDir / "every_dtype.pt").string()) +
+      ", \"tensors\": [";
   for (size_t i = 0; i < tensors.size(); ++i)
     spec += (i ? ", " : "") + tensor_json(tensors[i].first, tensors[i].second);
   EXPECT_EQ(run_check(dir, spec + "]}"), "");
@@ -552,6 +583,17 @@ TEST(TorchCodegenToFolder, SharedModule) {
       << py;
   const std::vector<ZipEntry> entries = read_zip(files[2].bytes, false);
   EXPECT_EQ(entries.size(), 2u + 4u);  // a.weight, a.bias, b.weight, b.bias
+}
+
+TEST(TorchCodegenGolden, StateDict) {
+  expect_golden("every_dtype.pt", tc::save_state_dict(refs(every_dtype())));
+}
+
+TEST(TorchCodegenGolden, Packages) {
+  for (const tc::PackageFile& f : tc::to_folder(*conv_net(), "ConvNet"))
+    expect_golden("conv_net/" + f.name, f.bytes);
+  for (const tc::PackageFile& f : tc::to_folder(*dtype_net(), "DtypeNet"))
+    expect_golden("dtype_net/" + f.name, f.bytes);
 }
 
 std::vector<std::string> known() { return tc::known_module_types(); }
