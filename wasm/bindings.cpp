@@ -54,6 +54,9 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("tensorFromOnnx", &tensor_from_onnx);
   function("tensorToOnnx", &tensor_to_onnx);
   function("onnxMetaKeys", &onnx_meta_keys);
+  function("gmLoweringCoverage", &gm_lowering_coverage);
+  function("gmLowerToTorch", &gm_lower_to_torch);
+  function("gmToFolder", &gm_to_folder);
   function("gmCoverage", &gm_coverage);
   function("gmShapeProp", &gm_shape_prop);
   function("passInfo", &pass_info);

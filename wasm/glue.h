@@ -130,4 +130,9 @@ val tensor_from_onnx(val data);
 val tensor_to_onnx(val tensor, std::string name);
 val onnx_meta_keys();
 
+// torch_codegen.cpp: ONNX to PyTorch (fx::torch_codegen).
+val gm_lowering_coverage(double id);
+val gm_lower_to_torch(double id, std::string class_name, double size_a, double size_b);
+val gm_to_folder(double id, std::string module_name);
+
 }  // namespace fxwasm

@@ -778,6 +778,63 @@ export declare function tensorFromONNX(bytes: Uint8Array | ArrayBuffer): Tensor 
 /** Encodes a tensor as an ONNX TensorProto named `name`. */
 export declare function tensorToONNX(tensor: TensorInput, name?: string): Uint8Array;
 
+/** A node {@link lowerToTorch} cannot convert, found before converting. */
+export interface LoweringGap {
+  /** The FX node's name. */
+  node: string;
+  /** The ONNX op type ("Loop"). */
+  op: string;
+  /** The model's opset. */
+  opset: number;
+  /** Why, e.g. "no handler for Loop at opset 13". */
+  reason: string;
+}
+
+/**
+ * The nodes of an imported ONNX module that {@link lowerToTorch} cannot convert at the model's
+ * opset (handlers are keyed by each op's since_version), in graph order; empty when all convert.
+ */
+export declare function loweringCoverage(gm: GraphModule): LoweringGap[];
+
+/** Options of {@link lowerToTorch}. */
+export interface LowerToTorchOptions {
+  /** The class name of the result (default: the imported module's, "OnnxModule"). */
+  className?: string;
+  /**
+   * Sizes every dynamic input dim takes in the two runs that tell the dims that follow the
+   * input apart from static ones (default `[2, 3]`); they must be sizes the model accepts.
+   */
+  probeSizes?: [number, number];
+}
+
+/**
+ * ONNX to PyTorch (C++ `fx::torch_codegen::lower`): a new GraphModule computing what the imported
+ * module computes, with PyTorch targets. Conv, Gemm/MatMul(+Add), BatchNormalization,
+ * LayerNormalization and LSTM become `torch.nn` layers that own the weights, at paths taken from
+ * the ONNX names (`layer1.0.conv1`); elementwise ops become `torch.*`/`operator.*` calls; shape
+ * arithmetic becomes Python ints, `x.size(0)` on dims the model declares dynamic. Its `code` runs
+ * in PyTorch and re-traces to the same graph. Throws `UnsupportedError` naming the node for what
+ * cannot be lowered ({@link loweringCoverage} lists those up front).
+ */
+export declare function lowerToTorch(gm: GraphModule, options?: LowerToTorchOptions): GraphModule;
+
+/** The files of a package written by {@link toFolder}, by name. */
+export interface TorchPackage {
+  /** The `torch.nn.Module` subclass: `__init__` builds the layers and loads the weights. */
+  'module.py': Uint8Array;
+  /** `from .module import *`. */
+  '__init__.py': Uint8Array;
+  /** Every parameter and buffer, in PyTorch's own file format (`torch.load` reads it). */
+  'state_dict.pt': Uint8Array;
+}
+
+/**
+ * torch.fx's `GraphModule.to_folder`: a Python package for a module with PyTorch targets (lower an
+ * imported ONNX module with {@link lowerToTorch} first). Write the files into a folder `pkg`, then
+ * in Python: `from pkg import FxModule; net = FxModule().eval(); y = net(x)`.
+ */
+export declare function toFolder(gm: GraphModule, moduleName?: string): TorchPackage;
+
 /** Options of {@link init}. */
 export interface InitOptions {
   /** Where to find `fx.wasm`: called with `("fx.wasm", directory of fx.mjs)`, returns a URL or path. */
@@ -853,6 +910,12 @@ export interface Fx {
   readonly tensorFromONNX: typeof tensorFromONNX;
   /** See {@link tensorToONNX}. */
   readonly tensorToONNX: typeof tensorToONNX;
+  /** See {@link lowerToTorch}. */
+  readonly lowerToTorch: typeof lowerToTorch;
+  /** See {@link loweringCoverage}. */
+  readonly loweringCoverage: typeof loweringCoverage;
+  /** See {@link toFolder}. */
+  readonly toFolder: typeof toFolder;
   heapUsed(): number;
   /** Current size of the wasm memory in bytes (`HEAP8.length`). */
   heapSize(): number;

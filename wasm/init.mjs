@@ -28,6 +28,7 @@ import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { passNames, passInfo, runPasses, replacePattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, loadOnnxMetaKeys } from './onnx.mjs';
+import { lowerToTorch, loweringCoverage, toFolder } from './torch_codegen.mjs';
 
 /** The memoized init() promise. */
 let initPromise = null;
@@ -117,6 +118,9 @@ async function load(options) {
     loadONNX,
     tensorFromONNX,
     tensorToONNX,
+    lowerToTorch,
+    loweringCoverage,
+    toFolder,
     heapUsed: () => M.heapUsed(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),

@@ -218,9 +218,10 @@ void lstm(Lowerer& L, const Node& n) {
   Node* states = L.call("operator.getitem", {call, 1LL});
   // Y: torch [seq, batch, dirs * hidden] -> ONNX [seq, dirs, batch, hidden] (layout 1: [batch,
   // seq, dirs, hidden]).
-  Node* y = L.method(
-      "unflatten",
-      {out, 2LL, Argument::tuple({static_cast<long long>(dirs), static_cast<long long>(hidden)})});
+  // A reshape with the sizes of x (not unflatten, which torch.onnx.export cannot export).
+  Node* y = L.method("reshape", {out, Argument::list({L.size(x, 0).arg(), L.size(x, 1).arg(),
+                                                      static_cast<long long>(dirs),
+                                                      static_cast<long long>(hidden)})});
   if (!batch_first) y = L.method("transpose", {y, 1LL, 2LL});
   Node* yh = L.call("operator.getitem", {states, 0LL});
   Node* yc = L.call("operator.getitem", {states, 1LL});

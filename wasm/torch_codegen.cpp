@@ -1,0 +1,56 @@
+// wasm/torch_codegen.cpp — ONNX to PyTorch (fx::torch_codegen): lowering an imported module to
+// torch targets, what cannot be lowered, and the Python package (to_folder) as bytes.
+#include "fx/torch_codegen.h"
+
+#include <emscripten/val.h>
+
+#include "fx/torch_codegen/lower.h"
+#include "glue.h"
+#include "handles.h"
+
+namespace fxwasm {
+
+val gm_lowering_coverage(double id) {
+  return guarded([&] {
+    val out = val::array();
+    for (const fx::torch_codegen::LoweringGap& g :
+         fx::torch_codegen::lowering_coverage(*gm_entry(id).gm)) {
+      val o = val::object();
+      o.set("node", g.node);
+      o.set("op", g.op);
+      o.set("opset", static_cast<double>(g.opset));
+      o.set("reason", g.reason);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
+val gm_lower_to_torch(double id, std::string class_name, double size_a, double size_b) {
+  return guarded([&] {
+    fx::torch_codegen::LowerOptions opts;
+    opts.class_name = class_name;
+    opts.probe_sizes[0] = static_cast<int64_t>(size_a);
+    opts.probe_sizes[1] = static_cast<int64_t>(size_b);
+    return register_graph_module(fx::torch_codegen::lower(*gm_entry(id).gm, opts));
+  });
+}
+
+// [[name, Uint8Array], ...]: the bytes are copied out of the heap.
+val gm_to_folder(double id, std::string module_name) {
+  return guarded([&] {
+    val out = val::array();
+    for (const fx::torch_codegen::PackageFile& f :
+         fx::torch_codegen::to_folder(*gm_entry(id).gm, module_name)) {
+      val pair = val::array();
+      pair.call<void>("push", f.name);
+      pair.call<void>(
+          "push",
+          val(emscripten::typed_memory_view(f.bytes.size(), f.bytes.data())).call<val>("slice"));
+      out.call<void>("push", pair);
+    }
+    return out;
+  });
+}
+
+}  // namespace fxwasm

@@ -1,0 +1,58 @@
+// wasm/torch_codegen.mjs — ONNX to runnable PyTorch (fx::torch_codegen): lowerToTorch,
+// loweringCoverage and toFolder.
+import { typeError } from './errors.mjs';
+import { M, PRIVATE, ck, requireModule } from './runtime.mjs';
+import { GraphModule } from './graph_module.mjs';
+
+function checkModule(gm, what) {
+  if (!(gm instanceof GraphModule)) throw typeError(`${what}: expected a GraphModule`);
+  return gm._id;
+}
+
+/**
+ * The nodes of an imported ONNX module that lowerToTorch cannot convert at the model's opset, in
+ * graph order: `[{ node, op, opset, reason }]`. Empty when the whole graph converts.
+ */
+export function loweringCoverage(gm) {
+  requireModule();
+  return Array.from(ck(M.gmLoweringCoverage(checkModule(gm, 'loweringCoverage'))), (g) => ({
+    node: g.node,
+    op: g.op,
+    opset: g.opset,
+    reason: g.reason,
+  }));
+}
+
+/**
+ * A new GraphModule computing what the imported ONNX module `gm` computes, with PyTorch targets:
+ * Conv/Gemm/BatchNormalization/LayerNormalization/LSTM as torch.nn layers owning the weights
+ * (named after the ONNX names), elementwise ops as torch/operator calls, and shape arithmetic as
+ * Python ints that follow the input sizes (`x.size(0)`) on dims the model declares dynamic.
+ * The model runs twice while lowering, with every dynamic dim at `probeSizes` (default [2, 3]).
+ * Throws FxError (UnsupportedError) naming the node for what cannot be lowered.
+ */
+export function lowerToTorch(gm, options = {}) {
+  requireModule();
+  const id = checkModule(gm, 'lowerToTorch');
+  const className = options?.className ?? '';
+  if (typeof className !== 'string') throw typeError('lowerToTorch: className must be a string');
+  const sizes = options?.probeSizes ?? [2, 3];
+  if (!Array.isArray(sizes) || sizes.length !== 2 || !sizes.every((s) => Number.isInteger(s) && s > 0))
+    throw typeError('lowerToTorch: probeSizes must be two positive integers');
+  return new GraphModule(PRIVATE, ck(M.gmLowerToTorch(id, className, sizes[0], sizes[1])));
+}
+
+/**
+ * torch.fx's GraphModule.to_folder: the files of a Python package for a module with PyTorch
+ * targets (lower an imported ONNX module first), as `{ 'module.py': Uint8Array, '__init__.py':
+ * ..., 'state_dict.pt': ... }`. `import <folder>; net = <folder>.<moduleName>()` builds the
+ * layers and loads the weights (torch.load of PyTorch's own format); `net(x)` runs the fx code.
+ */
+export function toFolder(gm, moduleName = 'FxModule') {
+  requireModule();
+  const id = checkModule(gm, 'toFolder');
+  if (typeof moduleName !== 'string') throw typeError('toFolder: moduleName must be a string');
+  const files = {};
+  for (const [name, bytes] of ck(M.gmToFolder(id, moduleName))) files[name] = bytes;
+  return files;
+}
