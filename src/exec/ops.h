@@ -18,11 +18,25 @@ namespace fx::exec {
 void register_elementwise_ops();
 void register_nn_ops();
 void register_shape_ops();
-void register_more_ops();
-void register_index_ops();
+void register_indexing_ops();
+void register_layout_ops();
+void register_layer_ops();
 void register_control_ops();
 /// Registration used by those functions (does not trigger the first-use registration).
 void register_builtin(const std::string& target, OpFn fn);
+
+/// Row-major strides (in elements) of a shape.
+inline std::vector<int64_t> strides_of(const std::vector<int64_t>& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+/// Fails with fx::Error(Unsupported) naming `what` unless `v` is float32.
+inline void need_f32(const OpCall& c, const Value& v, const char* what) {
+  if (v.dtype() != Dtype::Float32)
+    c.unsupported(std::string(what) + " of element type " + dtype_name(v.dtype()));
+}
 
 /// Normalises an axis in [-rank, rank) to [0, rank), or fails naming the attribute.
 int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what);

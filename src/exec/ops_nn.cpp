@@ -14,11 +14,6 @@ namespace fx::exec {
 
 namespace {
 
-void need_f32(const OpCall& c, const Value& v, const char* what) {
-  if (v.dtype() != Dtype::Float32)
-    c.unsupported(std::string(what) + " of element type " + dtype_name(v.dtype()));
-}
-
 // Spatial geometry shared by Conv and the pools: 1-D inputs run as 2-D with H = 1.
 struct Window {
   int64_t H, W, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;

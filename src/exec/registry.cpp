@@ -152,8 +152,9 @@ Registry& registry() {
     register_elementwise_ops();
     register_nn_ops();
     register_shape_ops();
-    register_more_ops();
-    register_index_ops();
+    register_indexing_ops();
+    register_layout_ops();
+    register_layer_ops();
     register_control_ops();
   });
   return raw_registry();

@@ -1,0 +1,345 @@
+// ONNX ops that are layers of their own: ConvTranspose (2-D), LSTM, Einsum, PRelu, and the
+// normalisations InstanceNormalization, GroupNormalization, LRN.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+
+#include "exec/ops.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+
+namespace fx::exec {
+
+namespace {
+
+using kernels::Shape;
+
+// ConvTranspose 2-D: GEMM of the weight with the input into columns, then col2im.
+void conv_transpose(OpCall& c) {
+  const Value& x = c.input(0);
+  const Value& w = c.input(1);
+  need_f32(c, x, "ConvTranspose input");
+  need_f32(c, w, "ConvTranspose weight");
+  if (x.shape().size() != 4 || w.shape().size() != 4)
+    c.unsupported("ConvTranspose that is not 2-D");
+  if (c.has_attr("output_shape")) c.unsupported("ConvTranspose with output_shape");
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET") c.unsupported("ConvTranspose auto_pad " + auto_pad);
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t group = c.attr_int("group", 1);
+  if (group < 1 || C % group || w.shape()[0] != C) c.fail("weight must be (C, M/group, kH, kW)");
+  const int64_t mg = w.shape()[1], M = mg * group, KH = w.shape()[2], KW = w.shape()[3];
+  const std::vector<int64_t> st = c.attr_ints("strides", {1, 1}),
+                             dil = c.attr_ints("dilations", {1, 1});
+  const std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  const std::vector<int64_t> opad = c.attr_ints("output_padding", {0, 0});
+  const int64_t OH = st[0] * (H - 1) + opad[0] + (KH - 1) * dil[0] + 1 - pads[0] - pads[2];
+  const int64_t OW = st[1] * (W - 1) + opad[1] + (KW - 1) * dil[1] + 1 - pads[1] - pads[3];
+  if (OH < 1 || OW < 1) c.fail("the output would be empty");
+  Value out = zeroed_value(Dtype::Float32, {N, M, OH, OW});
+  const int64_t cg = C / group, kdim = mg * KH * KW;
+  std::vector<float> cols(static_cast<size_t>(kdim * H * W));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < group; ++g) {
+      // cols[kdim, H*W] = W_g^T[kdim, cg] x X_g[cg, H*W]
+      kernels::sgemm(true, false, kdim, H * W, cg, 1.0f, w.data<float>() + g * cg * kdim, kdim,
+                     x.data<float>() + (n * C + g * cg) * H * W, H * W, 0.0f, cols.data(), H * W);
+      float* y = out.mutable_data<float>() + (n * M + g * mg) * OH * OW;
+      for (int64_t m = 0; m < mg; ++m)
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const float* col = cols.data() + ((m * KH + kh) * KW + kw) * H * W;
+            for (int64_t ih = 0; ih < H; ++ih) {
+              const int64_t oh = ih * st[0] - pads[0] + kh * dil[0];
+              if (oh < 0 || oh >= OH) continue;
+              for (int64_t iw = 0; iw < W; ++iw) {
+                const int64_t ow = iw * st[1] - pads[1] + kw * dil[1];
+                if (ow >= 0 && ow < OW) y[(m * OH + oh) * OW + ow] += col[ih * W + iw];
+              }
+            }
+          }
+    }
+  if (c.has_input(2)) {
+    const Value& b = c.input(2);
+    if (b.numel() != M) c.fail("bias must have one value per output channel");
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        float* y = out.mutable_data<float>() + (n * M + m) * OH * OW;
+        for (int64_t i = 0; i < OH * OW; ++i) y[i] += b.data<float>()[m];
+      }
+  }
+  c.outputs.push_back(out);
+}
+
+// LSTM with the default activations (sigmoid, tanh, tanh), layout 0, forward / reverse /
+// bidirectional; inputs X[seq, batch, in], W[dirs, 4H, in], R[dirs, 4H, H], B[dirs, 8H],
+// sequence_lens, initial_h/initial_c[dirs, batch, H], P (peepholes).
+void lstm(OpCall& c) {
+  const Value& X = c.input(0);
+  const Value& W = c.input(1);
+  const Value& R = c.input(2);
+  for (const Value* v : {&X, &W, &R})
+    if (v->dtype() != Dtype::Float32) c.unsupported("LSTM on non-float32");
+  if (c.has_attr("activations")) c.unsupported("LSTM with custom activations");
+  if (c.attr_int("layout", 0) != 0) c.unsupported("LSTM layout = 1");
+  if (c.has_input(4)) c.unsupported("LSTM with sequence_lens");
+  if (c.has_input(7)) c.unsupported("LSTM with peepholes");
+  if (c.has_attr("clip")) c.unsupported("LSTM with clip");
+  if (c.attr_int("input_forget", 0)) c.unsupported("LSTM with input_forget");
+  const std::string direction = c.attr_string("direction", "forward");
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  if (X.shape().size() != 3) c.fail("X must be [seq, batch, input]");
+  const int64_t S = X.shape()[0], Bt = X.shape()[1], I = X.shape()[2];
+  const int64_t H = c.attr_int("hidden_size", R.shape().size() == 3 ? R.shape()[2] : 0);
+  if (W.shape() != Shape{dirs, 4 * H, I} || R.shape() != Shape{dirs, 4 * H, H})
+    c.fail("W or R has the wrong shape");
+  Value Y = new_value(Dtype::Float32, {S, dirs, Bt, H});
+  Value Yh = new_value(Dtype::Float32, {dirs, Bt, H}),
+        Yc = new_value(Dtype::Float32, {dirs, Bt, H});
+  std::vector<float> gates(static_cast<size_t>(Bt * 4 * H)), h(static_cast<size_t>(Bt * H)),
+      cell(h.size());
+  auto sig = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const float* w = W.data<float>() + d * 4 * H * I;
+    const float* r = R.data<float>() + d * 4 * H * H;
+    const float* b = c.has_input(3) ? c.input(3).data<float>() + d * 8 * H : nullptr;
+    std::fill(h.begin(), h.end(), 0.0f);
+    std::fill(cell.begin(), cell.end(), 0.0f);
+    if (c.has_input(5))
+      std::memcpy(h.data(), c.input(5).data<float>() + d * Bt * H, h.size() * sizeof(float));
+    if (c.has_input(6))
+      std::memcpy(cell.data(), c.input(6).data<float>() + d * Bt * H, cell.size() * sizeof(float));
+    for (int64_t step = 0; step < S; ++step) {
+      const int64_t t = reverse ? S - 1 - step : step;
+      // gates[Bt, 4H] = X_t W^T + h R^T + Wb + Rb   (gate order i, o, f, c)
+      kernels::sgemm(false, true, Bt, 4 * H, I, 1.0f, X.data<float>() + t * Bt * I, I, w, I, 0.0f,
+                     gates.data(), 4 * H);
+      kernels::sgemm(false, true, Bt, 4 * H, H, 1.0f, h.data(), H, r, H, 1.0f, gates.data(), 4 * H);
+      for (int64_t n = 0; n < Bt; ++n) {
+        float* g = gates.data() + n * 4 * H;
+        for (int64_t j = 0; j < H; ++j) {
+          float gi = g[j], go = g[H + j], gf = g[2 * H + j], gc = g[3 * H + j];
+          if (b) {
+            gi += b[j] + b[4 * H + j];
+            go += b[H + j] + b[5 * H + j];
+            gf += b[2 * H + j] + b[6 * H + j];
+            gc += b[3 * H + j] + b[7 * H + j];
+          }
+          float& ct = cell[n * H + j];
+          ct = sig(gf) * ct + sig(gi) * std::tanh(gc);
+          h[n * H + j] = sig(go) * std::tanh(ct);
+        }
+      }
+      std::memcpy(Y.mutable_data<float>() + ((t * dirs + d) * Bt) * H, h.data(),
+                  h.size() * sizeof(float));
+    }
+    std::memcpy(Yh.mutable_data<float>() + d * Bt * H, h.data(), h.size() * sizeof(float));
+    std::memcpy(Yc.mutable_data<float>() + d * Bt * H, cell.data(), cell.size() * sizeof(float));
+  }
+  c.outputs.push_back(Y);
+  c.outputs.push_back(Yh);
+  c.outputs.push_back(Yc);
+}
+
+// Einsum by explicit index loops: any equation over float32 operands (with '...' unsupported).
+void einsum(OpCall& c) {
+  std::string eq = c.attr_string("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  if (eq.find("...") != std::string::npos) c.unsupported("Einsum with '...'");
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t s = 0;;) {
+    const size_t comma = lhs.find(',', s);
+    terms.push_back(lhs.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
+    if (comma == std::string::npos) break;
+    s = comma + 1;
+  }
+  if (terms.size() != c.inputs.size())
+    c.fail("the equation names " + std::to_string(terms.size()) + " operands");
+  std::map<char, int64_t> dims;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const Value& v = c.input(t);
+    if (v.dtype() != Dtype::Float32) c.unsupported("Einsum on non-float32");
+    if (terms[t].size() != v.shape().size())
+      c.fail("term '" + terms[t] + "' does not match its operand's rank");
+    for (size_t i = 0; i < terms[t].size(); ++i) {
+      auto it = dims.find(terms[t][i]);
+      if (it != dims.end() && it->second != v.shape()[i] && v.shape()[i] != 1 && it->second != 1)
+        c.fail(std::string("label '") + terms[t][i] + "' has inconsistent sizes");
+      dims[terms[t][i]] = it == dims.end() ? v.shape()[i] : std::max(it->second, v.shape()[i]);
+    }
+  }
+  std::string out_labels;
+  if (arrow != std::string::npos) {
+    out_labels = eq.substr(arrow + 2);
+  } else {  // implicit: labels appearing once, sorted
+    std::map<char, int> count;
+    for (const std::string& t : terms)
+      for (char ch : t) ++count[ch];
+    for (const auto& [ch, n] : count)
+      if (n == 1) out_labels += ch;
+  }
+  std::vector<char> labels;
+  for (const auto& kv : dims) labels.push_back(kv.first);
+  Shape os;
+  for (char ch : out_labels) {
+    if (!dims.count(ch)) c.fail(std::string("output label '") + ch + "' is not an input label");
+    os.push_back(dims[ch]);
+  }
+  Value out = zeroed_value(Dtype::Float32, os);
+  // Iterate over every label combination.
+  std::vector<int64_t> idx(labels.size(), 0);
+  std::map<char, size_t> pos;
+  for (size_t i = 0; i < labels.size(); ++i) pos[labels[i]] = i;
+  int64_t total = 1;
+  for (char l : labels) total *= dims[l];
+  std::vector<std::vector<int64_t>> st(terms.size());
+  for (size_t t = 0; t < terms.size(); ++t) st[t] = strides_of(c.input(t).shape());
+  const std::vector<int64_t> ost = strides_of(os);
+  for (int64_t it = 0; it < total; ++it) {
+    double prod = 1;
+    for (size_t t = 0; t < terms.size(); ++t) {
+      int64_t off = 0;
+      for (size_t i = 0; i < terms[t].size(); ++i) {
+        const int64_t coord = c.input(t).shape()[i] == 1 ? 0 : idx[pos[terms[t][i]]];
+        off += coord * st[t][i];
+      }
+      prod *= c.input(t).data<float>()[off];
+    }
+    int64_t o = 0;
+    for (size_t i = 0; i < out_labels.size(); ++i) o += idx[pos[out_labels[i]]] * ost[i];
+    out.mutable_data<float>()[o] += static_cast<float>(prod);
+    for (int64_t d = static_cast<int64_t>(labels.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < dims[labels[d]]) break;
+      idx[d] = 0;
+    }
+  }
+  c.outputs.push_back(out);
+}
+
+void prelu(OpCall& c) {
+  const Value& x = c.input(0);
+  const Value& slope = c.input(1);
+  need_f32(c, x, "PRelu input");
+  need_f32(c, slope, "PRelu slope");
+  Shape os;
+  if (!kernels::broadcast_shapes(x.shape(), slope.shape(), os) || os != x.shape())
+    c.fail("the slope does not broadcast to the input");
+  Value out = new_value(Dtype::Float32, os);
+  const float* px = x.data<float>();
+  const float* ps = slope.data<float>();
+  float* po = out.mutable_data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const float v = px[i];
+    po[i] = v >= 0 ? v : v * ps[kernels::broadcast_index(os, slope.shape(), i)];
+  }
+  c.outputs.push_back(out);
+}
+
+void instance_norm(OpCall& c) {
+  const Value& x = c.input(0);
+  need_f32(c, x, "InstanceNormalization input");
+  if (x.shape().size() < 3) c.fail("the input must have rank >= 3");
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  const int64_t spatial = (N * C != 0) ? x.numel() / (N * C) : 0;
+  const Value& scale = c.input(1);
+  const Value& bias = c.input(2);
+  if (scale.numel() != C || bias.numel() != C) c.fail("scale and B need one value per channel");
+  const float eps = c.attr_float("epsilon", 1e-5f);
+  Value out = new_value(Dtype::Float32, x.shape());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const float* px = x.data<float>() + (n * C + ch) * spatial;
+      float* po = out.mutable_data<float>() + (n * C + ch) * spatial;
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < spatial; ++i) m += px[i];
+      m /= static_cast<double>(spatial);
+      for (int64_t i = 0; i < spatial; ++i) v += (px[i] - m) * (px[i] - m);
+      v /= static_cast<double>(spatial);
+      const float k = scale.data<float>()[ch] / static_cast<float>(std::sqrt(v + eps));
+      for (int64_t i = 0; i < spatial; ++i)
+        po[i] = (px[i] - static_cast<float>(m)) * k + bias.data<float>()[ch];
+    }
+  c.outputs.push_back(out);
+}
+
+void group_norm(OpCall& c) {
+  const Value& x = c.input(0);
+  if (x.dtype() != Dtype::Float32) c.unsupported("GroupNormalization on non-float32");
+  if (x.shape().size() < 2) c.fail("the input must have rank >= 2");
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  const int64_t groups = c.attr_int("num_groups", 0);
+  if (groups < 1 || C % groups) c.fail("num_groups must divide the channels");
+  const int64_t spatial = (N * C != 0) ? x.numel() / (N * C) : 0;
+  const Value& scale = c.input(1);
+  const Value& bias = c.input(2);
+  // Opset 18 gives scale/bias per group, opset 21 per channel.
+  const bool per_group = scale.numel() == groups && groups != C;
+  if (!per_group && scale.numel() != C) c.fail("scale must have one value per group or channel");
+  const float eps = c.attr_float("epsilon", 1e-5f);
+  const int64_t cpg = C / groups;
+  Value out = new_value(Dtype::Float32, x.shape());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* px = x.data<float>() + (n * C + g * cpg) * spatial;
+      float* po = out.mutable_data<float>() + (n * C + g * cpg) * spatial;
+      const int64_t cnt = cpg * spatial;
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < cnt; ++i) m += px[i];
+      m /= static_cast<double>(cnt);
+      for (int64_t i = 0; i < cnt; ++i) v += (px[i] - m) * (px[i] - m);
+      v /= static_cast<double>(cnt);
+      const float inv = static_cast<float>(1.0 / std::sqrt(v + eps));
+      for (int64_t i = 0; i < cnt; ++i) {
+        const int64_t ch = per_group ? g : g * cpg + i / spatial;
+        po[i] = (px[i] - static_cast<float>(m)) * inv * scale.data<float>()[ch] +
+                bias.data<float>()[ch];
+      }
+    }
+  c.outputs.push_back(out);
+}
+
+void lrn(OpCall& c) {
+  const Value& x = c.input(0);
+  if (x.dtype() != Dtype::Float32 || x.shape().size() < 3)
+    c.fail("LRN needs a float32 input of rank >= 3");
+  const int64_t size = c.attr_int("size", 0);
+  if (size < 1) c.fail("size must be positive");
+  const float alpha = c.attr_float("alpha", 1e-4f), beta = c.attr_float("beta", 0.75f),
+              bias = c.attr_float("bias", 1.0f);
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  const int64_t spatial = (N * C != 0) ? x.numel() / (N * C) : 0;
+  Value out = new_value(Dtype::Float32, x.shape());
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t i = 0; i < spatial; ++i) {
+        double sq = 0;
+        for (int64_t k = std::max<int64_t>(0, ch - lo); k <= std::min(C - 1, ch + hi); ++k) {
+          const double v = x.data<float>()[(n * C + k) * spatial + i];
+          sq += v * v;
+        }
+        const int64_t at = (n * C + ch) * spatial + i;
+        out.mutable_data<float>()[at] =
+            static_cast<float>(x.data<float>()[at] / std::pow(bias + alpha / size * sq, beta));
+      }
+  c.outputs.push_back(out);
+}
+
+}  // namespace
+
+void register_layer_ops() {
+  register_builtin("onnx.ConvTranspose", conv_transpose);
+  register_builtin("onnx.LSTM", lstm);
+  register_builtin("onnx.Einsum", einsum);
+  register_builtin("onnx.PRelu", prelu);
+  register_builtin("onnx.InstanceNormalization", instance_norm);
+  register_builtin("onnx.GroupNormalization", group_norm);
+  register_builtin("onnx.LRN", lrn);
+}
+
+}  // namespace fx::exec

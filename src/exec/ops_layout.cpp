@@ -1,0 +1,274 @@
+// ONNX ops that lay data out anew: Pad, Tile, DepthToSpace, SpaceToDepth, Resize (nearest /
+// linear), ConstantOfShape.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "exec/ops.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+
+namespace fx::exec {
+
+namespace {
+
+using kernels::Shape;
+
+void pad(OpCall& c) {
+  const Value& x = c.input(0);
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  std::vector<int64_t> pads = c.has_input(1) ? c.input(1).to_i64() : c.attr_ints("pads");
+  std::vector<int64_t> axes(rank);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (c.has_input(3)) {
+    axes = c.input(3).to_i64();
+    for (int64_t& a : axes) a = normalize_axis(c, a, rank, "axis");
+  }
+  if (pads.size() != 2 * axes.size()) c.fail("pads must have two entries per padded axis");
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    begin[axes[i]] = pads[i];
+    end[axes[i]] = pads[i + axes.size()];
+  }
+  const std::string mode = c.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    c.fail("mode '" + mode + "' is not constant, reflect, edge or wrap");
+  Shape os(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    os[d] = x.shape()[d] + begin[d] + end[d];
+    if (os[d] < 0) c.fail("pads make axis " + std::to_string(d) + " negative");
+    if (mode == "reflect" && (begin[d] >= x.shape()[d] || end[d] >= x.shape()[d]) &&
+        (begin[d] || end[d]))
+      c.fail("reflect padding must be smaller than the axis");
+    if (mode != "constant" && x.shape()[d] == 0 && os[d] > 0)
+      c.fail("cannot pad an empty axis in mode " + mode);
+  }
+  const size_t es = dtype_size(x.dtype());
+  Value out = zeroed_value(x.dtype(), os);
+  // Constant value (input 2, default 0): fill first.
+  if (mode == "constant" && c.has_input(2)) {
+    const Value& v = c.input(2);
+    if (v.dtype() != x.dtype() || v.numel() != 1)
+      c.fail("constant_value must be a scalar of the input's type");
+    for (int64_t i = 0; i < out.numel(); ++i)
+      std::memcpy(out.mutable_data<uint8_t>() + i * es, v.data<uint8_t>(), es);
+  }
+  const std::vector<int64_t> ist = strides_of(x.shape());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    int64_t src = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < rank && inside; ++d) {
+      int64_t i = idx[d] - begin[d];
+      const int64_t n = x.shape()[d];
+      if (i < 0 || i >= n) {
+        if (mode == "constant") {
+          inside = false;
+          break;
+        }
+        if (mode == "edge") i = std::clamp<int64_t>(i, 0, n - 1);
+        if (mode == "wrap") i = ((i % n) + n) % n;
+        if (mode == "reflect") {
+          const int64_t period = 2 * (n - 1);
+          i = period ? ((i % period) + period) % period : 0;
+          if (i >= n) i = period - i;
+        }
+      }
+      src += i * ist[d];
+    }
+    if (inside) std::memcpy(out.mutable_data<uint8_t>() + o * es, x.data<uint8_t>() + src * es, es);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < os[d]) break;
+      idx[d] = 0;
+    }
+  }
+  c.outputs.push_back(out);
+}
+
+void tile(OpCall& c) {
+  const Value& x = c.input(0);
+  const std::vector<int64_t> reps = c.input(1).to_i64();
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  if (static_cast<int64_t>(reps.size()) != rank) c.fail("repeats must have one entry per axis");
+  Shape os(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reps[d] < 0) c.fail("repeats cannot be negative");
+    os[d] = x.shape()[d] * reps[d];
+  }
+  const size_t es = dtype_size(x.dtype());
+  Value out = new_value(x.dtype(), os);
+  const std::vector<int64_t> ist = strides_of(x.shape());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d) src += (idx[d] % x.shape()[d]) * ist[d];
+    std::memcpy(out.mutable_data<uint8_t>() + o * es, x.data<uint8_t>() + src * es, es);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < os[d]) break;
+      idx[d] = 0;
+    }
+  }
+  c.outputs.push_back(out);
+}
+
+void depth_to_space(OpCall& c) {
+  const Value& x = c.input(0);
+  if (x.shape().size() != 4) c.fail("the input must be 4-D");
+  const int64_t b = c.attr_int("blocksize", 0);
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (b < 1 || C % (b * b)) c.fail("blocksize^2 must divide the channels");
+  const bool crd = c.attr_string("mode", "DCR") == "CRD";
+  const int64_t oc = C / (b * b);
+  const size_t es = dtype_size(x.dtype());
+  Value out = new_value(x.dtype(), {N, oc, H * b, W * b});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < oc; ++ch)
+      for (int64_t h = 0; h < H * b; ++h)
+        for (int64_t w = 0; w < W * b; ++w) {
+          const int64_t bh = h % b, bw = w % b;
+          const int64_t ic = crd ? ch * b * b + bh * b + bw : (bh * b + bw) * oc + ch;
+          const int64_t src = ((n * C + ic) * H + h / b) * W + w / b;
+          const int64_t dst = ((n * oc + ch) * H * b + h) * W * b + w;
+          std::memcpy(out.mutable_data<uint8_t>() + dst * es, x.data<uint8_t>() + src * es, es);
+        }
+  c.outputs.push_back(out);
+}
+
+void space_to_depth(OpCall& c) {
+  const Value& x = c.input(0);
+  if (x.shape().size() != 4) c.fail("the input must be 4-D");
+  const int64_t b = c.attr_int("blocksize", 0);
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (b < 1 || H % b || W % b) c.fail("blocksize must divide height and width");
+  const size_t es = dtype_size(x.dtype());
+  Value out = new_value(x.dtype(), {N, C * b * b, H / b, W / b});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) {
+          const int64_t oc = ((h % b) * b + (w % b)) * C + ch;
+          const int64_t dst = ((n * C * b * b + oc) * (H / b) + h / b) * (W / b) + w / b;
+          const int64_t src = ((n * C + ch) * H + h) * W + w;
+          std::memcpy(out.mutable_data<uint8_t>() + dst * es, x.data<uint8_t>() + src * es, es);
+        }
+  c.outputs.push_back(out);
+}
+
+// Resize with nearest or (bi)linear interpolation over the trailing spatial dims of NCHW/NCW.
+void resize(OpCall& c) {
+  const Value& x = c.input(0);
+  need_f32(c, x, "Resize input");
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  if (rank < 3 || rank > 4) c.unsupported("Resize of rank " + std::to_string(rank));
+  std::vector<float> scales;
+  Shape os = x.shape();
+  if (c.has_input(3) && c.input(3).numel() > 0) {
+    os = c.input(3).to_i64();
+    if (static_cast<int64_t>(os.size()) != rank) c.fail("sizes must have one entry per axis");
+    for (int64_t d = 0; d < rank; ++d)
+      scales.push_back(static_cast<float>(os[d]) / static_cast<float>(x.shape()[d]));
+  } else if (c.has_input(2) && c.input(2).numel() > 0) {
+    scales = c.input(2).to_f32();
+    if (static_cast<int64_t>(scales.size()) != rank) c.fail("scales must have one entry per axis");
+    for (int64_t d = 0; d < rank; ++d)
+      os[d] = static_cast<int64_t>(std::floor(x.shape()[d] * scales[d]));
+  } else {
+    c.fail("needs scales or sizes");
+  }
+  if (os[0] != x.shape()[0] || os[1] != x.shape()[1])
+    c.unsupported("resizing the batch or channel axis");
+  const std::string mode = c.attr_string("mode", "nearest");
+  const std::string ctm = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest_mode = c.attr_string("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear") c.unsupported("Resize mode '" + mode + "'");
+  auto source = [&](int64_t out_i, int64_t d) -> float {
+    const float s = scales[d];
+    const float in_len = static_cast<float>(x.shape()[d]), out_len = static_cast<float>(os[d]);
+    const float o = static_cast<float>(out_i);
+    if (ctm == "asymmetric") return o / s;
+    if (ctm == "align_corners") return out_len > 1 ? o * (in_len - 1) / (out_len - 1) : 0.0f;
+    if (ctm == "pytorch_half_pixel") return out_len > 1 ? (o + 0.5f) / s - 0.5f : 0.0f;
+    if (ctm == "half_pixel") return (o + 0.5f) / s - 0.5f;
+    c.unsupported("coordinate_transformation_mode '" + ctm + "'");
+  };
+  auto nearest = [&](float v, int64_t n) -> int64_t {
+    float r;
+    if (nearest_mode == "floor") {
+      r = std::floor(v);
+    } else if (nearest_mode == "ceil") {
+      r = std::ceil(v);
+    } else if (nearest_mode == "round_prefer_ceil") {
+      r = std::floor(v + 0.5f);
+    } else {  // round_prefer_floor
+      r = (v - std::floor(v) == 0.5f) ? std::floor(v) : std::round(v);
+    }
+    return std::clamp<int64_t>(static_cast<int64_t>(r), 0, n - 1);
+  };
+  const int64_t H = rank == 4 ? x.shape()[2] : 1, W = x.shape().back();
+  const int64_t OH = rank == 4 ? os[2] : 1, OW = os.back();
+  Value out = new_value(Dtype::Float32, os);
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* src = x.data<float>() + p * H * W;
+    float* dst = out.mutable_data<float>() + p * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const float fh = rank == 4 ? source(oh, 2) : 0.0f;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const float fw = source(ow, rank - 1);
+        if (mode == "nearest") {
+          dst[oh * OW + ow] = src[nearest(fh, H) * W + nearest(fw, W)];
+          continue;
+        }
+        const float ch = std::clamp(fh, 0.0f, static_cast<float>(H - 1));
+        const float cw = std::clamp(fw, 0.0f, static_cast<float>(W - 1));
+        const int64_t h0 = static_cast<int64_t>(std::floor(ch)),
+                      w0 = static_cast<int64_t>(std::floor(cw));
+        const int64_t h1 = std::min(h0 + 1, H - 1), w1 = std::min(w0 + 1, W - 1);
+        const float ah = ch - static_cast<float>(h0), aw = cw - static_cast<float>(w0);
+        dst[oh * OW + ow] = (1 - ah) * ((1 - aw) * src[h0 * W + w0] + aw * src[h0 * W + w1]) +
+                            ah * ((1 - aw) * src[h1 * W + w0] + aw * src[h1 * W + w1]);
+      }
+    }
+  }
+  c.outputs.push_back(out);
+}
+
+void constant_of_shape(OpCall& c) {
+  const std::vector<int64_t> shape = c.input(0).to_i64();
+  for (int64_t d : shape)
+    if (d < 0) c.fail("shape has a negative dimension");
+  const Argument* v = c.attrs.find("value");
+  if (!v || v->kind() == Argument::Kind::Float) {  // default: float32 zeros
+    Value out = new_value(Dtype::Float32, shape);
+    const float f = v ? static_cast<float>(v->to_double()) : 0.0f;
+    std::fill(out.mutable_data<float>(), out.mutable_data<float>() + out.numel(), f);
+    c.outputs.push_back(out);
+  } else if (v->kind() == Argument::Kind::Int || v->kind() == Argument::Kind::Bool) {
+    const bool is_bool = v->kind() == Argument::Kind::Bool;
+    Value out = new_value(is_bool ? Dtype::Bool : Dtype::Int64, shape);
+    if (is_bool) {
+      std::fill(out.mutable_data<uint8_t>(), out.mutable_data<uint8_t>() + out.numel(),
+                v->to_bool() ? 1 : 0);
+    } else {
+      std::fill(out.mutable_data<int64_t>(), out.mutable_data<int64_t>() + out.numel(),
+                v->to_int());
+    }
+    c.outputs.push_back(out);
+  } else {
+    c.unsupported(std::string("a 'value' attribute of kind ") + Argument::kind_name(v->kind()));
+  }
+}
+
+}  // namespace
+
+void register_layout_ops() {
+  register_builtin("onnx.Pad", pad);
+  register_builtin("onnx.Tile", tile);
+  register_builtin("onnx.DepthToSpace", depth_to_space);
+  register_builtin("onnx.SpaceToDepth", space_to_depth);
+  register_builtin("onnx.Resize", resize);
+  register_builtin("onnx.ConstantOfShape", constant_of_shape);
+}
+
+}  // namespace fx::exec
