@@ -32,6 +32,9 @@ ${passes.map((p) => `                        ${p.name.padEnd(16)} ${p.descriptio
   --inputs A.pb B.pb    inputs for --run as ONNX TensorProto files (default: seeded random)
   --save-outputs DIR    write the outputs of --run as DIR/output_0.pb ...
   --out FILE.onnx       export the (transformed) model
+  --to-torch DIR        write the (transformed) model as a PyTorch package into DIR (created):
+                        module.py, __init__.py, state_dict.pt; ONNX models are lowered first
+  --torch-class NAME    the package's torch.nn.Module class (default FxModule)
   --sample              use the bundled sample graph (torch.fx's MyModule) instead of a model
   --version             print the fxwasm version
   -h, --help            show this help
@@ -40,6 +43,7 @@ Examples:
   npx fxwasm model.onnx --print code
   npx fxwasm model.onnx --passes dce,cse,fold,fuse-conv-bn --check-equivalence --out new.onnx
   npx fxwasm model.onnx --run --inputs input_0.pb --save-outputs out/
+  npx fxwasm model.onnx --to-torch mymodel   # then in Python: from mymodel import FxModule
 `;
 
 const PRINTS = ['graph', 'tabular', 'code', 'readable', 'none'];
@@ -50,6 +54,7 @@ function parseArgs(argv, passNames) {
   const opts = {
     sample: false, print: null, numUsers: false, help: false, version: false, files: [],
     passes: [], check: false, coverage: false, run: false, inputs: [], saveOutputs: null, out: null,
+    toTorch: null, torchClass: null,
   };
   const value = (i, a) => {
     const eq = a.indexOf('=');
@@ -78,6 +83,8 @@ function parseArgs(argv, passNames) {
       for (const p of opts.passes)
         if (!passNames.includes(p)) throw new UsageError(`--passes: unknown pass '${p}' (known: ${passNames.join(', ')})`);
     } else if (name === '--out') [i, opts.out] = value(i, a);
+    else if (name === '--to-torch') [i, opts.toTorch] = value(i, a);
+    else if (name === '--torch-class') [i, opts.torchClass] = value(i, a);
     else if (name === '--save-outputs') [i, opts.saveOutputs] = value(i, a);
     else if (a === '--inputs') {
       while (i + 1 < argv.length && !argv[i + 1].startsWith('--')) opts.inputs.push(argv[++i]);
@@ -87,7 +94,7 @@ function parseArgs(argv, passNames) {
   }
   if (opts.files.length > 1) throw new UsageError(`one model at a time (got ${opts.files.join(', ')})`);
   if (opts.sample && opts.files.length) throw new UsageError('--sample and a model file exclude each other');
-  if (opts.print === null) opts.print = opts.run || opts.out || opts.passes.length || opts.coverage ? 'none' : 'graph';
+  if (opts.print === null) opts.print = opts.run || opts.out || opts.toTorch || opts.passes.length || opts.coverage ? 'none' : 'graph';
   return opts;
 }
 
@@ -234,6 +241,22 @@ async function main(argv) {
     if (opts.out) {
       fs.writeFileSync(opts.out, gm.toONNX());
       process.stderr.write(`wrote ${opts.out}\n`);
+    }
+    if (opts.toTorch) {
+      // ONNX graphs are lowered first; what cannot be lowered is listed before anything is written.
+      const onnx = gm.graph.nodes.some((n) => n.op === 'call_function' && String(n.target).startsWith('onnx.'));
+      const gaps = onnx ? fx.loweringCoverage(gm) : [];
+      for (const g of gaps) process.stderr.write(`cannot lower node '${g.node}' (${g.op}): ${g.reason}\n`);
+      if (gaps.length) throw new fx.FxError('UnsupportedError', `${gaps.length} node(s) cannot be lowered to PyTorch`);
+      const torchGm = onnx ? fx.lowerToTorch(gm) : null;
+      try {
+        const files = fx.toFolder(torchGm ?? gm, opts.torchClass ?? 'FxModule');
+        fs.mkdirSync(opts.toTorch, { recursive: true });
+        for (const [name, bytes] of Object.entries(files)) fs.writeFileSync(path.join(opts.toTorch, name), bytes);
+        process.stderr.write(`wrote ${opts.toTorch}/{${Object.keys(files).join(',')}} (class ${opts.torchClass ?? 'FxModule'})\n`);
+      } finally {
+        torchGm?.delete();
+      }
     }
   } finally {
     gm.delete();

@@ -71,7 +71,7 @@ int usage(std::ostream& os, int code) {
         "  --inputs A.pb B.pb    inputs as ONNX TensorProto files, one per graph input\n"
         "  --save-outputs DIR    write output_0.pb ... into DIR\n"
         "  --to-torch DIR        write a PyTorch package (module.py, __init__.py, state_dict.pt)\n"
-        "                        into DIR (created); the graph must have torch targets\n"
+        "                        into DIR (created), lowering an ONNX model to torch first\n"
         "  --torch-class NAME    its torch.nn.Module class (default FxModule)\n";
   return code;
 }
@@ -260,10 +260,29 @@ int main(int argc, char** argv) {
       std::cerr << "wrote " << out_path << "\n";
     }
     if (!torch_dir.empty()) {
-      // to_folder checks everything (onnx.* targets, module types, weights) before returning,
-      // so a graph it refuses leaves no half-written package behind.
+      // An imported ONNX model is lowered to torch targets first (what cannot be lowered is
+      // named, node by node, before anything is written).
+      std::unique_ptr<fx::GraphModule> lowered;
+      const fx::GraphModule* source = gm.get();
+      bool onnx_targets = false;
+      for (const fx::Node* n : gm->graph().nodes())
+        onnx_targets = onnx_targets || (n->op() == fx::Opcode::CallFunction &&
+                                        n->target().function().qualname().rfind("onnx.", 0) == 0);
+      if (onnx_targets) {
+        const auto gaps = fx::torch_codegen::lowering_coverage(*gm);
+        for (const auto& g : gaps)
+          std::cerr << "cannot lower node '" << g.node << "' (" << g.op << "): " << g.reason
+                    << "\n";
+        if (!gaps.empty())
+          throw fx::Error(fx::ErrorKind::Unsupported,
+                          std::to_string(gaps.size()) + " node(s) cannot be lowered to PyTorch");
+        lowered = fx::torch_codegen::lower(*gm);
+        source = lowered.get();
+      }
+      // to_folder checks everything (module types, weights) before returning, so a graph it
+      // refuses leaves no half-written package behind.
       const std::vector<fx::torch_codegen::PackageFile> files =
-          fx::torch_codegen::to_folder(*gm, torch_class);
+          fx::torch_codegen::to_folder(*source, torch_class);
       std::error_code ec;
       std::filesystem::create_directories(torch_dir, ec);
       if (ec)
