@@ -190,7 +190,16 @@ std::vector<uint8_t> save_state_dict(
   p.op('.');                        // STOP
 
   // Record order as torch writes it: data.pkl, the tensors by key, version.
+  // One allocation for the whole archive: its size is known up to the alignment padding.
   ZipWriter zip;
+  uint64_t total =
+      ZipWriter::kEndBound + ZipWriter::bound(16, p.out.size()) + ZipWriter::bound(15, 2);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const uint64_t b = ZipWriter::bound(13 + std::to_string(i).size(), bytes[i]->size());
+    total = b > std::numeric_limits<uint64_t>::max() - total ? std::numeric_limits<uint64_t>::max()
+                                                             : total + b;
+  }
+  zip.reserve(total);
   zip.add("archive/data.pkl", p.out.data(), p.out.size());
   for (size_t i = 0; i < bytes.size(); ++i)
     zip.add("archive/data/" + std::to_string(i), bytes[i]->data(), bytes[i]->size());

@@ -22,6 +22,14 @@ class ZipWriter {
   /// zip64 needs a 4 GiB archive).
   explicit ZipWriter(bool force_zip64 = false) : force_zip64_(force_zip64) {}
 
+  /// Makes room for `bytes` more bytes of output (entries, padding and directory), so that
+  /// adding them does not reallocate; a hint. Throws fx::Error(Value) past size_t.
+  void reserve(uint64_t bytes);
+  /// An upper bound of what an entry adds to the archive, directory records included.
+  static uint64_t bound(size_t name_size, uint64_t data_size);
+  /// What the end records add at most.
+  static constexpr uint64_t kEndBound = 22 + 56 + 20;
+
   /// Appends a STORED entry. Throws fx::Error(Value) if the archive would not fit in memory
   /// (size_t; 4 GiB in wasm32), and fx::Error(Internal) after finish().
   void add(const std::string& name, const uint8_t* data, uint64_t size);

@@ -264,6 +264,12 @@ TEST(TorchCodegenZip, Crc32) {
   // Continuing a CRC over a second piece is the CRC of the whole.
   const uint32_t head = tc::crc32(reinterpret_cast<const uint8_t*>(s.data()), 4);
   EXPECT_EQ(tc::crc32(reinterpret_cast<const uint8_t*>(s.data()) + 4, 5, head), 0xcbf43926u);
+  // Longer and unaligned inputs through the 8-byte path; values from Python's zlib.crc32.
+  std::vector<uint8_t> d(1000);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>((i * 7 + 3) % 256);
+  EXPECT_EQ(tc::crc32(d.data(), d.size()), 0x17bc2a46u);
+  EXPECT_EQ(tc::crc32(d.data(), 13), 0xa97ad5c1u);
+  EXPECT_EQ(tc::crc32(d.data() + 5, 995), 0xe19518d1u);
 }
 
 std::vector<std::pair<std::string, fx::Tensor>> every_dtype() {
