@@ -293,16 +293,36 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
   std::string init;
   std::vector<std::pair<std::string, const Tensor*>> state;
   std::unordered_map<const Module*, std::string> first_path;
-  auto expr_of = [](const std::string& path) {
-    if (path.empty()) return std::string("self");
-    bool all_plain = true;
-    for (size_t s = 0; s <= path.size();) {
+  // A container reached through an atom that is not an identifier ("layer1.0") gets a local
+  // variable, so that its children read `layer1_0.conv1 = ...`, not get_submodule calls.
+  std::unordered_map<std::string, std::string> local_of;
+  std::set<std::string> local_names = {"self", "torch", "os", "state_dict", "super"};
+  auto new_local = [&](const std::string& path) {
+    std::string base;
+    for (char c : path) base += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+    if (std::isdigit(static_cast<unsigned char>(base[0]))) base = "m_" + base;
+    if (Namespace::is_keyword(base)) base += '_';
+    std::string name = base;
+    for (int i = 1; !local_names.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+    local_of.emplace(path, name);
+    return name;
+  };
+  // The Python expression of the module at `path`, atom by atom from the nearest local.
+  auto expr_of = [&](const std::string& path) {
+    std::string e = "self";
+    for (size_t s = 0; s < path.size();) {
       size_t dot = path.find('.', s);
       if (dot == std::string::npos) dot = path.size();
-      all_plain = all_plain && plain(path.substr(s, dot - s));
+      const std::string atom = path.substr(s, dot - s);
+      if (auto l = local_of.find(path.substr(0, dot)); l != local_of.end())
+        e = l->second;
+      else if (plain(atom))
+        e += "." + atom;
+      else
+        e = "self.get_submodule(" + py_str(path.substr(0, dot)) + ")";
       s = dot + 1;
     }
-    return all_plain ? "self." + path : "self.get_submodule(" + py_str(path) + ")";
+    return e;
   };
   auto assign = [&](const std::string& parent, const std::string& atom, const std::string& value) {
     const std::string p = expr_of(parent);
@@ -369,8 +389,15 @@ std::vector<PackageFile> to_folder(const GraphModule& gm, const std::string& mod
                   torch_dtype(*float_dtypes.begin());
         assign(parent, atom, std::string("torch.nn.") + k->name + "(" + args + ")");
       } else {
-        assign(parent, atom,
-               k ? std::string("torch.nn.") + k->name + "()" : std::string("torch.nn.Module()"));
+        const std::string ctor =
+            k ? std::string("torch.nn.") + k->name + "()" : std::string("torch.nn.Module()");
+        if (plain(atom)) {
+          assign(parent, atom, ctor);
+        } else {
+          const std::string local = new_local(it.path);
+          init += local + " = " + ctor + "\n";
+          assign(parent, atom, local);
+        }
       }
     }
     // Tensors: a layer's come from its constructor; elsewhere they are created empty (the

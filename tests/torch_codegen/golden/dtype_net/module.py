@@ -15,8 +15,9 @@ class DtypeNet(torch.nn.Module):
         self.register_buffer('mask', torch.empty([4], dtype=torch.bool))
         self.register_buffer('idx', torch.empty([3], dtype=torch.int64))
         self.blocks = torch.nn.Module()
-        self.blocks.add_module('0', torch.nn.Module())
-        self.get_submodule('blocks.0').w = torch.nn.Parameter(torch.empty([4], dtype=torch.float32))
+        blocks_0 = torch.nn.Module()
+        self.blocks.add_module('0', blocks_0)
+        blocks_0.w = torch.nn.Parameter(torch.empty([4], dtype=torch.float32))
         state_dict = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'state_dict.pt')
         self.load_state_dict(torch.load(state_dict), strict=True)
 
