@@ -209,6 +209,7 @@ fs::path scratch(const std::string& name) {
 }
 
 // Runs check_package.py on `spec` (a JSON object); returns its output if it failed, "" if not.
+// On success the scratch folder `dir` is removed; on failure it stays for a look.
 std::string run_check(const fs::path& dir, const std::string& spec) {
   const fs::path spec_path = dir / "spec.json";
   write_text(spec_path, spec);
@@ -222,7 +223,11 @@ std::string run_check(const fs::path& dir, const std::string& spec) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
   const int status = ::pclose(p);
-  return status == 0 ? std::string() : (output.empty() ? "failed: " + cmd : output);
+  if (status != 0) return output.empty() ? "failed: " + cmd : output;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::remove(dir.parent_path(), ec);  // the per-process folder, once empty
+  return {};
 }
 #endif
 
