@@ -131,7 +131,10 @@ int64_t Lowerer::axis(const Node& n, int64_t a, int64_t rank) const {
 
 void Lowerer::probe() {
   bool dynamic = false;
-  auto inputs_at = [&](int64_t size) {
+  // The probing runs' inputs: zeros, with integer inputs of one (`fill` 1: a divisor or Range
+  // step of 0 would stop the run) or every input one (`fill` 2), tried in the order 1, 0, 2.
+  // (Shapes that depend on input values, such as Range's, are probed at these values only.)
+  auto inputs_at = [&](int64_t size, int fill) {
     std::vector<exec::Value> inputs;
     for (Node* p : src_.graph().nodes()) {
       if (p->op() != Opcode::Placeholder) continue;
@@ -156,13 +159,33 @@ void Lowerer::probe() {
             }
           }
       }
-      inputs.push_back(exec::Value::zeros(dtype, dims));
+      exec::Value v = exec::Value::zeros(dtype, dims);
+      const bool integer = dtype == Dtype::Int64 || dtype == Dtype::Int32;
+      if (fill == 2 || (fill == 1 && integer)) {
+        for (int64_t i = 0; i < v.numel(); ++i) {
+          if (dtype == Dtype::Int64) v.mutable_data<int64_t>()[i] = 1;
+          if (dtype == Dtype::Int32) v.mutable_data<int32_t>()[i] = 1;
+          if (dtype == Dtype::Float32) v.mutable_data<float>()[i] = 1.0f;
+          if (dtype == Dtype::Float64) v.mutable_data<double>()[i] = 1.0;
+        }
+      }
+      inputs.push_back(std::move(v));
     }
     return inputs;
   };
   auto shapes_at = [&](int64_t size, bool first) {
     std::unique_ptr<GraphModule> copy = copy_graph_module(src_);
-    exec::shape_prop(*copy, inputs_at(size));
+    try {
+      exec::shape_prop(*copy, inputs_at(size, 1));
+    } catch (const Error&) {  // e.g. an index of 1 into a dim of 1: zeros, then all ones
+      try {
+        copy = copy_graph_module(src_);
+        exec::shape_prop(*copy, inputs_at(size, 0));
+      } catch (const Error&) {
+        copy = copy_graph_module(src_);
+        exec::shape_prop(*copy, inputs_at(size, 2));
+      }
+    }
     for (Node* n : copy->graph().nodes()) {
       const Argument* tm = n->meta().find("tensor_meta");
       if (!tm || tm->kind() != Argument::Kind::Dict) continue;
@@ -375,6 +398,16 @@ Node* Lowerer::constant_node(const LVal& v) {
   return g;
 }
 
+LVal Lowerer::new_constant(Tensor t, const std::string& path) {
+  folded_.push_back(std::make_unique<Tensor>(std::move(t)));
+  LVal c;
+  c.kind = LVal::Kind::Tensor;
+  c.constant = folded_.back().get();
+  c.constant_path = path;
+  c.constant_is_buffer = true;
+  return c;
+}
+
 Argument Lowerer::list_arg(const std::vector<SymInt>& ints) {
   Argument::Items items;
   for (const SymInt& s : ints) items.push_back(s.arg());
@@ -388,9 +421,30 @@ Node* Lowerer::as_tensor(const LVal& v) {
       if (v.constant) return constant_node(v);
       throw Error(ErrorKind::Value, "lower to torch: a tensor value without a node");
     case LVal::Kind::Ints:
-      return call("torch.tensor", {list_arg(v.ints)}, {{"dtype", Dtype::Int64}});
-    case LVal::Kind::Scalar:
-      return call("torch.tensor", {v.ints.at(0).arg()}, {{"dtype", Dtype::Int64}});
+    case LVal::Kind::Scalar: {
+      // Known ints become an int64 buffer (what tracing makes of a constant tensor); ints that
+      // follow the input sizes a torch.tensor of them (runs, but symbolic_trace cannot trace it).
+      bool known = true;
+      for (const SymInt& i : v.ints) known = known && i.value.has_value();
+      if (!known)
+        return v.kind == LVal::Kind::Ints
+                   ? call("torch.tensor", {list_arg(v.ints)}, {{"dtype", Dtype::Int64}})
+                   : call("torch.tensor", {v.ints.at(0).arg()}, {{"dtype", Dtype::Int64}});
+      auto t = std::make_unique<Tensor>();
+      t->dtype = Dtype::Int64;
+      if (v.kind == LVal::Kind::Ints) t->shape = {static_cast<int64_t>(v.ints.size())};
+      auto bytes = std::make_shared<std::vector<uint8_t>>(v.ints.size() * sizeof(int64_t));
+      for (size_t i = 0; i < v.ints.size(); ++i)
+        std::memcpy(bytes->data() + i * sizeof(int64_t), &*v.ints[i].value, sizeof(int64_t));
+      t->data = std::move(bytes);
+      folded_.push_back(std::move(t));
+      LVal c;
+      c.kind = LVal::Kind::Tensor;
+      c.constant = folded_.back().get();
+      c.constant_path = "_shape_constant_" + std::to_string(folded_.size());
+      c.constant_is_buffer = true;
+      return constant_node(c);
+    }
     case LVal::Kind::None:
       break;
   }
@@ -578,6 +632,11 @@ std::unique_ptr<GraphModule> Lowerer::run() {
         if (!h) unsupported(*n, "no handler for " + op + " at opset " + std::to_string(opset_));
         h(*this, *n);
         if (!env_.count(n)) unsupported(*n, "internal error: the handler produced no value");
+        // A node read directly (not through operator.getitem) has one output, whatever optional
+        // outputs its op may produce (Dropout's mask...).
+        bool getitem_users = false;
+        for (const Node* u : n->users()) getitem_users = getitem_users || is_getitem(*u);
+        if (!getitem_users && env_[n].size() > 1) env_[n].resize(1);
         fold(*n);
         break;
       }
@@ -642,6 +701,8 @@ const std::vector<HandlerEntry>& handler_table() {
     add_shape_handlers(t);
     add_nn_handlers(t);
     add_other_handlers(t);
+    add_index_handlers(t);
+    add_layout_handlers(t);
     return t;
   }();
   return table;

@@ -24,12 +24,12 @@ constexpr char kRelu[] = "torch.relu", kSigmoid[] = "torch.sigmoid", kTanh[] = "
                kAsin[] = "torch.asin", kAcos[] = "torch.acos", kAtan[] = "torch.atan",
                kSinh[] = "torch.sinh", kCosh[] = "torch.cosh", kAsinh[] = "torch.asinh",
                kAcosh[] = "torch.acosh", kAtanh[] = "torch.atanh", kSign[] = "torch.sign",
-               kRound[] = "torch.round", kIsNaN[] = "torch.isnan", kNot[] = "torch.logical_not",
-               kSoftsign[] = "torch.nn.functional.softsign",
-               kSoftplus[] = "torch.nn.functional.softplus", kMish[] = "torch.nn.functional.mish",
-               kHardSwish[] = "torch.nn.functional.hardswish", kAnd[] = "torch.logical_and",
-               kOr[] = "torch.logical_or", kXor[] = "torch.logical_xor",
-               kMaximum[] = "torch.maximum", kMinimum[] = "torch.minimum";
+               kRound[] = "torch.round", kIsNaN[] = "torch.isnan", kNot[] = "torch.bitwise_not",
+               kSoftsign[] = "torch.nn.functional.softsign", kSoftplus[] = "torch._C._nn.softplus",
+               kMish[] = "torch.nn.functional.mish", kHardSwish[] = "torch.nn.functional.hardswish",
+               kAnd[] = "torch.logical_and", kOr[] = "torch.logical_or",
+               kXor[] = "torch.logical_xor", kMaximum[] = "torch.maximum",
+               kMinimum[] = "torch.minimum";
 
 // ---- elementwise ----
 
@@ -164,25 +164,48 @@ void clip(Lowerer& L, const Node& n) {
   L.set(n, L.tensor(L.call("torch.clamp", {L.as_tensor(x)}, std::move(kw)), n));
 }
 
+// The functional activations below are called in the form torch.fx records when it traces them
+// (the input positional, every other parameter by keyword), so that a re-trace of the generated
+// module prints this graph.
 void leaky_relu(Lowerer& L, const Node& n) {
-  L.set(n,
-        L.tensor(L.call("torch.nn.functional.leaky_relu",
-                        {L.as_tensor(L.in(n, 0)), float32_value(L.attr_float(n, "alpha", 0.01))}),
-                 n));
+  L.set(n, L.tensor(L.call("torch.nn.functional.leaky_relu", {L.as_tensor(L.in(n, 0))},
+                           {{"negative_slope", float32_value(L.attr_float(n, "alpha", 0.01))},
+                            {"inplace", false}}),
+                    n));
 }
 
 void elu(Lowerer& L, const Node& n) {
-  L.set(n, L.tensor(L.call("torch.nn.functional.elu",
-                           {L.as_tensor(L.in(n, 0)), float32_value(L.attr_float(n, "alpha", 1.0))}),
+  L.set(n, L.tensor(L.call("torch.nn.functional.elu", {L.as_tensor(L.in(n, 0))},
+                           {{"alpha", float32_value(L.attr_float(n, "alpha", 1.0))},
+                            {"inplace", false}}),
                     n));
+}
+
+template <const char* F>
+void inplace_false(Lowerer& L, const Node& n) {
+  L.set(n, L.tensor(L.call(F, {L.as_tensor(L.in(n, 0))}, {{"inplace", false}}), n));
 }
 
 void gelu(Lowerer& L, const Node& n) {
   const std::string approx = L.attr_string(n, "approximate", "none");
   Kwargs kw;
   if (approx != "none") kw.set("approximate", approx);
-  L.set(n,
-        L.tensor(L.call("torch.nn.functional.gelu", {L.as_tensor(L.in(n, 0))}, std::move(kw)), n));
+  L.set(n, L.tensor(L.call("torch._C._nn.gelu", {L.as_tensor(L.in(n, 0))}, std::move(kw)), n));
+}
+
+void selu(Lowerer& L, const Node& n) {
+  const double alpha = L.attr_float(n, "alpha", 1.67326319217681884765625);
+  const double gamma = L.attr_float(n, "gamma", 1.05070102214813232421875);
+  Node* x = L.as_tensor(L.in(n, 0));
+  // torch's SELU constants are these in float64; other values need the formula.
+  if (std::abs(alpha - 1.6732632423543772) < 1e-6 && std::abs(gamma - 1.0507009873554805) < 1e-6) {
+    L.set(n, L.tensor(L.call("torch.nn.functional.selu", {x}, {{"inplace", false}}), n));
+    return;
+  }
+  Node* neg = L.call("operator.mul", {L.call("operator.sub", {L.call("torch.exp", {x}), 1.0}),
+                                      float32_value(alpha)});
+  Node* y = L.call("torch.where", {L.call("operator.gt", {x, 0.0}), x, neg});
+  L.set(n, L.tensor(L.call("operator.mul", {y, float32_value(gamma)}), n));
 }
 
 void hard_sigmoid(Lowerer& L, const Node& n) {
@@ -247,7 +270,7 @@ void add_elementwise_handlers(std::vector<HandlerEntry>& table) {
                                 {"Greater", 7, compare<kGt>},
                                 {"GreaterOrEqual", 12, compare<kGe>},
                                 {"HardSigmoid", 6, hard_sigmoid},
-                                {"HardSwish", 14, unary<kHardSwish>},
+                                {"HardSwish", 14, inplace_false<kHardSwish>},
                                 {"Identity", 1, identity},
                                 {"IsNaN", 9, unary<kIsNaN>},
                                 {"LeakyRelu", 6, leaky_relu},
@@ -257,7 +280,7 @@ void add_elementwise_handlers(std::vector<HandlerEntry>& table) {
                                 {"Max", 8, variadic<kMaximum>},
                                 {"Mean", 8, mean_variadic},
                                 {"Min", 8, variadic<kMinimum>},
-                                {"Mish", 18, unary<kMish>},
+                                {"Mish", 18, inplace_false<kMish>},
                                 {"Mul", 7, binary<kMul, fold_mul, kMul>},
                                 {"Neg", 6, unary<kNeg>},
                                 {"Not", 1, unary<kNot>},
@@ -267,6 +290,7 @@ void add_elementwise_handlers(std::vector<HandlerEntry>& table) {
                                 {"Reciprocal", 6, unary<kReciprocal>},
                                 {"Relu", 6, unary<kRelu>},
                                 {"Round", 11, unary<kRound>},
+                                {"Selu", 6, selu},
                                 {"Sigmoid", 6, unary<kSigmoid>},
                                 {"Sign", 9, unary<kSign>},
                                 {"Sin", 7, unary<kSin>},

@@ -80,6 +80,8 @@ class Lowerer {
   bool as_ints(const LVal& v, std::vector<SymInt>& out);
   /// The ints of an input that must be known statically (axes, pads...); throws naming `what`.
   std::vector<int64_t> static_ints(const Node& n, const LVal& v, const char* what);
+  /// A constant made while lowering (kept as long as the Lowerer), read as a buffer at `path`.
+  LVal new_constant(Tensor t, const std::string& path);
   /// A list argument from SymInts.
   static Argument list_arg(const std::vector<SymInt>& ints);
 

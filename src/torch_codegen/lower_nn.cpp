@@ -86,8 +86,10 @@ void pool(Lowerer& L, const Node& n, bool max) {
     t = L.call("torch.nn.functional.pad", {t, int_list(p.torch_order())}, std::move(kw));
     padding.assign(d, 0);
   }
-  const std::string f = std::string("torch.nn.functional.") + (max ? "max_pool" : "avg_pool") +
-                        std::to_string(d) + "d";
+  // F.avg_pool1d is torch.avg_pool1d, F.avg_pool2d/3d torch._C._nn's (what tracing records).
+  const std::string f = max      ? "torch.nn.functional.max_pool" + std::to_string(d) + "d"
+                        : d == 1 ? std::string("torch.avg_pool1d")
+                                 : "torch._C._nn.avg_pool" + std::to_string(d) + "d";
   // The argument forms torch.fx records when it traces these calls, so that tracing the
   // generated module gives this graph back.
   if (max) {
@@ -160,7 +162,7 @@ void conv(Lowerer& L, const Node& n) {
   if (!constant_weight) {
     std::vector<Argument> args{t, L.as_tensor(w)};
     args.push_back(b.kind == Kind::None ? Argument() : Argument(L.as_tensor(b)));
-    const std::string f = "torch.nn.functional.conv" + std::to_string(d) + "d";
+    const std::string f = "torch.conv" + std::to_string(d) + "d";  // what F.convNd is
     L.set(n, L.tensor(L.call(f.c_str(), args,
                              {{"stride", int_list(strides)},
                               {"padding", int_list(padding)},
@@ -182,6 +184,103 @@ void conv(Lowerer& L, const Node& n) {
   const std::string path = L.add_module(n, w, "conv", m);
   L.set(n, L.tensor(L.module(path, {t}), n));
 }
+
+// ConvTranspose as torch.nn.ConvTranspose{1,2,3}d: symmetric pads, no output_shape.
+void conv_transpose(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0), w = L.in(n, 1), b = L.in(n, 2);
+  if (!w.constant || !w.constant->has_data() ||
+      (b.kind != Kind::None && (!b.constant || !b.constant->has_data())))
+    L.unsupported(n, "ConvTranspose with a computed weight or bias");
+  const std::vector<int64_t>& ws = w.constant->shape;
+  const int64_t d = static_cast<int64_t>(ws.size()) - 2;
+  if (d < 1 || d > 3) L.unsupported(n, "a " + std::to_string(d) + "-D transposed convolution");
+  if (L.has_attr(n, "output_shape")) L.unsupported(n, "the output_shape attribute");
+  if (L.attr_string(n, "auto_pad", "NOTSET") != "NOTSET") L.unsupported(n, "auto_pad");
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  const std::vector<int64_t> strides = L.attr_ints(n, "strides", std::vector<int64_t>(d, 1));
+  const std::vector<int64_t> dil = L.attr_ints(n, "dilations", std::vector<int64_t>(d, 1));
+  const std::vector<int64_t> out_pad = L.attr_ints(n, "output_padding", std::vector<int64_t>(d, 0));
+  const std::vector<int64_t> pads = L.attr_ints(n, "pads", std::vector<int64_t>(2 * d, 0));
+  if (pads.size() != static_cast<size_t>(2 * d)) L.unsupported(n, "pads has the wrong length");
+  const std::vector<int64_t> padding(pads.begin(), pads.begin() + d);
+  if (padding != std::vector<int64_t>(pads.begin() + d, pads.end()))
+    L.unsupported(n, "asymmetric pads");
+  const int64_t groups = L.attr_int(n, "group", 1);
+  const int64_t in_ch = ws[0], out_ch = ws[1] * groups;
+  std::string repr = std::to_string(in_ch) + ", " + std::to_string(out_ch) +
+                     ", kernel_size=" + py_tuple(kernel) + ", stride=" + py_tuple(strides);
+  if (padding != std::vector<int64_t>(d, 0)) repr += ", padding=" + py_tuple(padding);
+  if (dil != std::vector<int64_t>(d, 1)) repr += ", dilation=" + py_tuple(dil);
+  if (out_pad != std::vector<int64_t>(d, 0)) repr += ", output_padding=" + py_tuple(out_pad);
+  if (groups != 1) repr += ", groups=" + std::to_string(groups);
+  if (b.kind == Kind::None) repr += ", bias=False";
+  auto m = std::make_shared<Module>("ConvTranspose" + std::to_string(d) + "d", repr);
+  Lowerer::put_parameter(*m, "weight", reshaped(*w.constant, ws));
+  if (b.kind != Kind::None) Lowerer::put_parameter(*m, "bias", reshaped(*b.constant, {out_ch}));
+  const std::string path = L.add_module(n, w, "conv_transpose", m);
+  L.set(n, L.tensor(L.module(path, {L.as_tensor(x)}), n));
+}
+
+// GroupNormalization (opset 18: scale and bias per group) as torch.nn.GroupNorm, whose affine
+// parameters are per channel: each group's value repeated over its channels.
+void group_norm(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0), scale = L.in(n, 1), bias = L.in(n, 2);
+  const auto s = L.shape(x);
+  if (s.size() < 2 || !s[1]) L.unsupported(n, "a channel count that changes");
+  const int64_t c = *s[1], groups = L.attr_int(n, "num_groups", 1);
+  if (groups <= 0 || c % groups != 0) L.unsupported(n, "channels not divisible into the groups");
+  for (const LVal* v : {&scale, &bias})
+    if (!v->constant || !v->constant->has_data() || v->constant->dtype != Dtype::Float32 ||
+        (v->constant->numel() != groups && v->constant->numel() != c))
+      L.unsupported(n, "scale and bias must be float32 constants of num_groups (or C) values");
+  auto per_channel = [&](const Tensor& t) {
+    if (t.numel() == c) return reshaped(t, {c});
+    Bytes src = t.bytes();
+    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(c) * 4);
+    for (int64_t ch = 0; ch < c; ++ch)
+      std::memcpy(out->data() + ch * 4, src->data() + (ch / (c / groups)) * 4, 4);
+    Tensor r;
+    r.shape = {c};
+    r.data = std::move(out);
+    return r;
+  };
+  const double eps = float32_value(L.attr_float(n, "epsilon", 1e-5));
+  auto m =
+      std::make_shared<Module>("GroupNorm", std::to_string(groups) + ", " + std::to_string(c) +
+                                                ", eps=" + py_float_repr(eps) + ", affine=True");
+  Lowerer::put_parameter(*m, "weight", per_channel(*scale.constant));
+  Lowerer::put_parameter(*m, "bias", per_channel(*bias.constant));
+  const std::string path = L.add_module(n, scale, "group_norm", m);
+  L.set(n, L.tensor(L.module(path, {L.as_tensor(x)}), n));
+}
+
+// ReduceL1 / ReduceL2 / ReduceSumSquare / ReduceLogSumExp over `axes` (an input from opset 18).
+void reduce_norm(Lowerer& L, const Node& n, const char* kind) {
+  LVal x = L.in(n, 0);
+  const int64_t r = L.rank(x);
+  std::vector<int64_t> axes = axes_of(L, n, 1, 18);
+  if (axes.empty()) {
+    if (L.attr_int(n, "noop_with_empty_axes", 0)) L.unsupported(n, "noop_with_empty_axes = 1");
+    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) a = L.axis(n, a, r);
+  const bool keep = L.attr_int(n, "keepdims", 1) != 0;
+  Node* t = L.as_tensor(x);
+  const std::string k = kind;
+  Node* y;
+  if (k == "logsumexp") {
+    y = L.call("torch.logsumexp", {t, int_list(axes)}, {{"keepdim", keep}});
+  } else {
+    Node* base = k == "l1" ? L.method("abs", {t}) : L.call("operator.mul", {t, t});
+    y = L.method("sum", {base, int_list(axes)}, {{"keepdim", keep}});
+    if (k == "l2") y = L.method("sqrt", {y});
+  }
+  L.set(n, L.tensor(y, n));
+}
+void reduce_l1(Lowerer& L, const Node& n) { reduce_norm(L, n, "l1"); }
+void reduce_l2(Lowerer& L, const Node& n) { reduce_norm(L, n, "l2"); }
+void reduce_sum_square(Lowerer& L, const Node& n) { reduce_norm(L, n, "sum_square"); }
+void reduce_log_sum_exp(Lowerer& L, const Node& n) { reduce_norm(L, n, "logsumexp"); }
 
 void batch_norm(Lowerer& L, const Node& n) {
   LVal x = L.in(n, 0);
@@ -269,8 +368,9 @@ void layer_norm(Lowerer& L, const Node& n) {
       (bias.kind == Kind::None ||
        (bias.constant && bias.constant->has_data() && bias.constant->numel() == count));
   if (!constants) {
-    Kwargs kw{{"weight", L.as_tensor(scale)}, {"eps", eps}};
-    if (bias.kind != Kind::None) kw.set("bias", L.as_tensor(bias));
+    Kwargs kw{{"weight", L.as_tensor(scale)},
+              {"bias", bias.kind == Kind::None ? Argument() : Argument(L.as_tensor(bias))},
+              {"eps", eps}};
     L.set(n, std::vector<LVal>{L.tensor(L.call("torch.nn.functional.layer_norm",
                                                {L.as_tensor(x), int_list(norm)}, std::move(kw)),
                                         n)});
@@ -382,6 +482,12 @@ void add_nn_handlers(std::vector<HandlerEntry>& table) {
                                 {"Softmax", 1, softmax},
                                 {"Softmax", 13, softmax},
                                 {"Conv", 1, conv},
+                                {"ConvTranspose", 1, conv_transpose},
+                                {"GroupNormalization", 18, group_norm},
+                                {"ReduceL1", 1, reduce_l1},
+                                {"ReduceL2", 1, reduce_l2},
+                                {"ReduceLogSumExp", 1, reduce_log_sum_exp},
+                                {"ReduceSumSquare", 1, reduce_sum_square},
                                 {"Gemm", 7, gemm},
                                 {"MatMul", 1, matmul_handler},
                             });

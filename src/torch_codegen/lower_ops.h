@@ -33,6 +33,11 @@ bool output_used(const Node& n, int64_t k);
 /// be constant), the attribute before; empty when absent.
 std::vector<int64_t> axes_of(Lowerer& L, const Node& n, size_t input, int64_t since_input);
 
+/// `a * k` and `a // k` of shape arithmetic: literals when `a` is, else an operator node.
+SymInt sym_mul(Lowerer& L, const SymInt& a, int64_t k);
+SymInt sym_add(Lowerer& L, const SymInt& a, int64_t k);
+SymInt sym_div(Lowerer& L, const SymInt& a, int64_t k);
+
 /// The pairs of an ONNX pads list [b0, b1, ..., e0, e1, ...] over the spatial dims.
 struct Pads {
   std::vector<int64_t> begin, end;
@@ -49,5 +54,7 @@ void add_elementwise_handlers(std::vector<HandlerEntry>& table);
 void add_shape_handlers(std::vector<HandlerEntry>& table);
 void add_nn_handlers(std::vector<HandlerEntry>& table);
 void add_other_handlers(std::vector<HandlerEntry>& table);
+void add_index_handlers(std::vector<HandlerEntry>& table);
+void add_layout_handlers(std::vector<HandlerEntry>& table);
 
 }  // namespace fx::torch_codegen

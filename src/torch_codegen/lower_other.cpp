@@ -34,25 +34,34 @@ void topk(Lowerer& L, const Node& n) {
 }
 
 void arg_reduce(Lowerer& L, const Node& n, const char* f) {
-  if (L.attr_int(n, "select_last_index", 0)) L.unsupported(n, "select_last_index = 1");
   LVal x = L.in(n, 0);
   const int64_t a = L.axis(n, L.attr_int(n, "axis", 0), L.rank(x));
-  L.set(n, L.tensor(L.call(f, {L.as_tensor(x), static_cast<long long>(a)},
-                           {{"keepdim", L.attr_int(n, "keepdims", 1) != 0}}),
-                    n));
+  const Kwargs keep{{"keepdim", L.attr_int(n, "keepdims", 1) != 0}};
+  Node* t = L.as_tensor(x);
+  if (!L.attr_int(n, "select_last_index", 0)) {
+    L.set(n, L.tensor(L.call(f, {t, static_cast<long long>(a)}, keep), n));
+    return;
+  }
+  // The last extreme: the first one of the flipped dim, counted from the end.
+  Node* first = L.call(f, {L.method("flip", {t, int_list({a})}), static_cast<long long>(a)}, keep);
+  const SymInt last = sym_add(L, L.size(x, a), -1);
+  L.set(n, L.tensor(L.call("operator.sub", {last.arg(), first}), n));
 }
 void arg_max(Lowerer& L, const Node& n) { arg_reduce(L, n, "torch.argmax"); }
 void arg_min(Lowerer& L, const Node& n) { arg_reduce(L, n, "torch.argmin"); }
 
 void cum_sum(Lowerer& L, const Node& n) {
-  if (L.attr_int(n, "exclusive", 0) || L.attr_int(n, "reverse", 0))
-    L.unsupported(n, "exclusive or reverse CumSum");
   LVal x = L.in(n, 0);
-  const std::vector<int64_t> a = L.static_ints(n, L.in(n, 1), "axis");
-  if (a.size() != 1) L.unsupported(n, "axis must be one int");
-  L.set(n, L.tensor(L.call("torch.cumsum",
-                           {L.as_tensor(x), static_cast<long long>(L.axis(n, a[0], L.rank(x)))}),
-                    n));
+  const std::vector<int64_t> axis = L.static_ints(n, L.in(n, 1), "axis");
+  if (axis.size() != 1) L.unsupported(n, "axis must be one int");
+  const long long a = L.axis(n, axis[0], L.rank(x));
+  Node* t = L.as_tensor(x);
+  const bool reverse = L.attr_int(n, "reverse", 0) != 0;
+  if (reverse) t = L.method("flip", {t, int_list({a})});
+  Node* y = L.call("torch.cumsum", {t, a});
+  if (L.attr_int(n, "exclusive", 0)) y = L.call("operator.sub", {y, t});  // each sum without itself
+  if (reverse) y = L.method("flip", {y, int_list({a})});
+  L.set(n, L.tensor(y, n));
 }
 
 void trilu(Lowerer& L, const Node& n) {
@@ -108,8 +117,12 @@ void pad(Lowerer& L, const Node& n) {
 
 void instance_norm(Lowerer& L, const Node& n) {
   L.set(n, L.tensor(L.call("torch.nn.functional.instance_norm", {L.as_tensor(L.in(n, 0))},
-                           {{"weight", L.as_tensor(L.in(n, 1))},
+                           {{"running_mean", Argument()},
+                            {"running_var", Argument()},
+                            {"weight", L.as_tensor(L.in(n, 1))},
                             {"bias", L.as_tensor(L.in(n, 2))},
+                            {"use_input_stats", true},
+                            {"momentum", 0.1},
                             {"eps", float32_value(L.attr_float(n, "epsilon", 1e-5))}}),
                     n));
 }

@@ -226,8 +226,10 @@ void slice(Lowerer& L, const Node& n) {
   if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
     L.unsupported(n, "starts, ends, axes and steps differ in length");
   for (int64_t s : steps)
-    if (s <= 0) L.unsupported(n, "a step of " + std::to_string(s) + " (torch slices step > 0)");
+    if (s == 0) L.unsupported(n, "a step of 0");
   if (x.kind == Kind::Ints) {
+    for (int64_t s : steps)
+      if (s < 0) L.unsupported(n, "a negative step over a shape");
     std::vector<SymInt> in = x.ints;
     const int64_t len = static_cast<int64_t>(in.size());
     if (!starts[0].value || !ends[0].value) L.unsupported(n, "a computed slice of a shape");
@@ -242,8 +244,27 @@ void slice(Lowerer& L, const Node& n) {
   const int64_t r = L.rank(x);
   std::vector<Argument> key(static_cast<size_t>(r), Argument::slice({}, {}, {}));
   int64_t last = -1;
+  Node* t = L.as_tensor(x);
+  const auto dims = L.shape(x);
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t a = L.axis(n, axes[i], r);
+    if (steps[i] < 0) {
+      // torch slices only forward: flip the dim and walk it forward. ONNX clamps a backward
+      // start to [0, D - 1] and end to [-1, D - 1]; position p is D - 1 - p after the flip.
+      if (!dims[a] || !starts[i].value || !ends[i].value)
+        L.unsupported(n, "a negative step over a dim or bounds that change");
+      const int64_t d = *dims[a];
+      auto clamp_to = [&](int64_t v, int64_t lo) {
+        return std::clamp<int64_t>(v < 0 ? v + d : v, lo, d - 1);
+      };
+      const int64_t s0 = clamp_to(*starts[i].value, 0), e0 = clamp_to(*ends[i].value, -1);
+      t = L.method("flip", {t, int_list({a})});
+      key[a] = Argument::slice(
+          static_cast<long long>(d - 1 - s0), static_cast<long long>(d - 1 - e0),
+          steps[i] == -1 ? Argument() : Argument(static_cast<long long>(-steps[i])));
+      last = std::max(last, a);
+      continue;
+    }
     Argument start = starts[i].arg(), stop = ends[i].arg();
     // Python slices clamp like ONNX; drop the bounds that say "from the start"/"to the end".
     if (starts[i].value && *starts[i].value == 0) start = Argument();
@@ -253,8 +274,7 @@ void slice(Lowerer& L, const Node& n) {
     last = std::max(last, a);
   }
   key.resize(static_cast<size_t>(last + 1));
-  L.set(n,
-        L.tensor(L.call("operator.getitem", {L.as_tensor(x), Argument::tuple(std::move(key))}), n));
+  L.set(n, L.tensor(L.call("operator.getitem", {t, Argument::tuple(std::move(key))}), n));
 }
 
 void split(Lowerer& L, const Node& n) {
@@ -320,10 +340,49 @@ void tile(Lowerer& L, const Node& n) {
   L.set(n, L.tensor(L.method("repeat", {L.as_tensor(L.in(n, 0)), Lowerer::list_arg(reps)}), n));
 }
 
+// A Constant node the importer kept as a node (value_int(s) / value_float(s) attributes).
+void constant(Lowerer& L, const Node& n) {
+  if (const Argument* v = n.kwargs().find("value_ints"); v && v->is_sequence()) {
+    LVal out;
+    out.kind = Kind::Ints;
+    for (const Argument& e : v->elements()) out.ints.push_back({e.to_int(), {}});
+    L.set(n, out);
+    return;
+  }
+  if (const Argument* v = n.kwargs().find("value_int")) {
+    LVal out;
+    out.kind = Kind::Scalar;
+    out.ints.push_back({v->to_int(), {}});
+    L.set(n, out);
+    return;
+  }
+  std::vector<float> values;
+  Tensor t;
+  if (const Argument* v = n.kwargs().find("value_floats"); v && v->is_sequence()) {
+    for (const Argument& e : v->elements()) values.push_back(static_cast<float>(e.to_double()));
+    t.shape = {static_cast<int64_t>(values.size())};
+  } else if (const Argument* f = n.kwargs().find("value_float")) {
+    values.push_back(static_cast<float>(f->to_double()));
+  } else {
+    L.unsupported(n, "a Constant without value_int(s) or value_float(s)");
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(bytes->data(), values.data(), bytes->size());
+  t.data = std::move(bytes);
+  LVal c = L.new_constant(std::move(t), "_constant_" + n.name());
+  c.shape_of = &n;
+  L.set(n, c);
+}
+
 void constant_of_shape(Lowerer& L, const Node& n) {
   std::vector<SymInt> dims;
-  if (!L.as_ints(L.in(n, 0), dims))
-    L.unsupported(n, "the shape must be constant or shape arithmetic");
+  // A shape computed as a tensor (a graph input) becomes a list at run time: that runs, but
+  // symbolic_trace cannot trace a tensor used as a shape.
+  Argument shape_arg;
+  if (L.as_ints(L.in(n, 0), dims))
+    shape_arg = Lowerer::list_arg(dims);
+  else
+    shape_arg = L.method("tolist", {L.as_tensor(L.in(n, 0))});
   LVal probe = L.tensor(nullptr, n);
   const Dtype dt = L.dtype(probe);
   Argument value = is_float(dt) ? Argument(0.0) : Argument(0LL);
@@ -336,7 +395,7 @@ void constant_of_shape(Lowerer& L, const Node& n) {
     else
       L.unsupported(n, "value attribute " + v->repr());
   }
-  L.set(n, L.tensor(L.call("torch.full", {Lowerer::list_arg(dims), value}, {{"dtype", dt}}), n));
+  L.set(n, L.tensor(L.call("torch.full", {shape_arg, value}, {{"dtype", dt}}), n));
 }
 
 void range(Lowerer& L, const Node& n) {
@@ -358,19 +417,29 @@ void range(Lowerer& L, const Node& n) {
 }  // namespace
 
 void add_shape_handlers(std::vector<HandlerEntry>& table) {
-  table.insert(table.end(),
-               {
-                   {"Concat", 4, concat},       {"ConstantOfShape", 9, constant_of_shape},
-                   {"Expand", 8, expand},       {"Flatten", 1, flatten},
-                   {"Gather", 1, gather},       {"GatherElements", 11, gather_elements},
-                   {"Range", 11, range},        {"Reshape", 5, reshape},
-                   {"Shape", 1, shape},         {"Size", 1, size},
-                   {"Slice", 1, slice},         {"Slice", 10, slice},
-                   {"Split", 2, split},         {"Split", 13, split},
-                   {"Squeeze", 1, squeeze},     {"Squeeze", 13, squeeze},
-                   {"Tile", 6, tile},           {"Transpose", 1, transpose},
-                   {"Unsqueeze", 1, unsqueeze}, {"Unsqueeze", 13, unsqueeze},
-               });
+  table.insert(table.end(), {
+                                {"Concat", 4, concat},
+                                {"Constant", 1, constant},
+                                {"ConstantOfShape", 9, constant_of_shape},
+                                {"Expand", 8, expand},
+                                {"Flatten", 1, flatten},
+                                {"Gather", 1, gather},
+                                {"GatherElements", 11, gather_elements},
+                                {"Range", 11, range},
+                                {"Reshape", 5, reshape},
+                                {"Shape", 1, shape},
+                                {"Size", 1, size},
+                                {"Slice", 1, slice},
+                                {"Slice", 10, slice},
+                                {"Split", 2, split},
+                                {"Split", 13, split},
+                                {"Squeeze", 1, squeeze},
+                                {"Squeeze", 13, squeeze},
+                                {"Tile", 6, tile},
+                                {"Transpose", 1, transpose},
+                                {"Unsqueeze", 1, unsqueeze},
+                                {"Unsqueeze", 13, unsqueeze},
+                            });
 }
 
 }  // namespace fx::torch_codegen

@@ -148,4 +148,19 @@ std::vector<int64_t> axes_of(Lowerer& L, const Node& n, size_t input, int64_t si
   return L.attr_ints(n, "axes");
 }
 
+SymInt sym_mul(Lowerer& L, const SymInt& a, int64_t k) {
+  if (a.value) return {*a.value * k, {}};
+  return {std::nullopt, L.call("operator.mul", {a.expr, static_cast<long long>(k)})};
+}
+
+SymInt sym_add(Lowerer& L, const SymInt& a, int64_t k) {
+  if (a.value) return {*a.value + k, {}};
+  return {std::nullopt, L.call("operator.add", {a.expr, static_cast<long long>(k)})};
+}
+
+SymInt sym_div(Lowerer& L, const SymInt& a, int64_t k) {
+  if (a.value) return {*a.value / k, {}};
+  return {std::nullopt, L.call("operator.floordiv", {a.expr, static_cast<long long>(k)})};
+}
+
 }  // namespace fx::torch_codegen

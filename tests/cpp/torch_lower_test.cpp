@@ -197,15 +197,16 @@ TEST(TorchLower, WhatCannotBeLoweredIsNamedUpFront) {
   // An attribute value a handler does not take is refused naming the node, not mistranslated.
   OnnxGraph s;
   x = s.input("x", {2, 3, 4});
-  s.g->output(s.op("ArgMax", {x}, {{"axis", 1}, {"select_last_index", 1}}));
+  fx::Node* idx = s.input("idx", {2, 1});
+  s.g->output(s.op("GatherND", {x, idx}, {{"batch_dims", 1}}));
   auto sm = s.module(&root, 13);
   try {
     tc::lower(*sm);
-    FAIL() << "lower() accepted select_last_index = 1";
+    FAIL() << "lower() accepted batch_dims = 1";
   } catch (const fx::Error& e) {
     EXPECT_EQ(e.kind(), fx::ErrorKind::Unsupported);
-    EXPECT_TRUE(contains(e.what(), "arg_max")) << e.what();
-    EXPECT_TRUE(contains(e.what(), "select_last_index")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "gather_nd")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "batch_dims")) << e.what();
   }
 }
 

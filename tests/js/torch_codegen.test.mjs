@@ -79,6 +79,77 @@ test('lowerToTorch: every zoo model runs in PyTorch with onnxruntime-node output
   }
 }, 240_000);
 
+// Every single-op model of tests/onnx_ops (onnxruntime's outputs in test_data_set_0): lowered,
+// packaged and run in PyTorch. The cases that do not pass are listed, each with its reason, in
+// tests/torch_codegen/onnx_ops_expected.txt: a case that newly fails fails the test, and one that
+// newly passes is reported so that the list can shrink.
+const opsDir = path.join(root, 'tests', 'onnx_ops');
+const ops = fs.existsSync(opsDir) ? fs.readdirSync(opsDir).filter((f) => fs.existsSync(path.join(opsDir, f, 'test_data_set_0', 'io.json'))).sort() : [];
+
+function expectedFailures() {
+  const text = fs.readFileSync(path.join(root, 'tests/torch_codegen/onnx_ops_expected.txt'), 'utf8');
+  const out = new Map();
+  for (const line of text.split('\n')) {
+    const m = /^([\w.-]+)\s+(.+)$/.exec(line.trim());
+    if (m && !line.startsWith('#')) out.set(m[1], m[2]);
+  }
+  return out;
+}
+
+test('lowerToTorch: the single-op models of tests/onnx_ops run in PyTorch with onnxruntime outputs', () => {
+  expect(ops.length).toBeGreaterThan(150);
+  const dir = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'fxwasm-torch-ops-'));
+  const outcome = new Map();  // case -> 'ok' | reason
+  try {
+    for (const name of ops) {
+      const gm = loadONNX(fs.readFileSync(path.join(opsDir, `${name}.onnx`)));
+      try {
+        const gaps = loweringCoverage(gm);
+        if (gaps.length) {
+          outcome.set(name, `not lowered: ${gaps[0].reason}`);
+          continue;
+        }
+        const torchGm = lowerToTorch(gm);
+        try {
+          const files = toFolder(torchGm, 'Net');
+          const folder = path.join(dir, name);
+          fs.mkdirSync(path.join(folder, `pkg_${name}`), { recursive: true });
+          for (const [file, bytes] of Object.entries(files)) fs.writeFileSync(path.join(folder, `pkg_${name}`, file), bytes);
+          fs.writeFileSync(path.join(folder, 'graph.txt'), torchGm.graph.print());
+          fs.cpSync(path.join(opsDir, name, 'test_data_set_0'), path.join(folder, 'case0'), { recursive: true });
+        } finally {
+          torchGm.delete();
+        }
+      } catch (e) {
+        if (!(e instanceof FxError)) throw e;
+        outcome.set(name, `not lowered: ${e.message}`);
+      } finally {
+        gm.delete();
+      }
+    }
+    const r = spawnSync(python, [path.join(root, 'tests/torch_codegen/check_lowered.py'), dir], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    expect(r.stderr).toBe('');
+    for (const line of r.stdout.split('\n')) {
+      const m = /^(ok|FAIL) +([\w.-]+):?(.*)$/.exec(line);
+      if (m) outcome.set(m[2].replace(/:$/, ''), m[1] === 'ok' ? 'ok' : 'fails in PyTorch');
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const expected = expectedFailures();
+  const newlyFailing = [];
+  const newlyPassing = [];
+  for (const name of ops) {
+    const got = outcome.get(name) ?? 'no result';
+    if (got !== 'ok' && !expected.has(name)) newlyFailing.push(`${name}: ${got}`);
+    if (got === 'ok' && expected.has(name)) newlyPassing.push(name);
+  }
+  if (newlyPassing.length) console.log(`now passing, remove from onnx_ops_expected.txt: ${newlyPassing.join(', ')}`);
+  expect(newlyFailing).toEqual([]);
+  const passed = ops.filter((o) => outcome.get(o) === 'ok').length;
+  console.log(`tests/onnx_ops lowered to PyTorch: ${passed} of ${ops.length} pass`);
+}, 300_000);
+
 test('lowerToTorch names what it cannot convert, up front and when asked to convert', () => {
   const g = new Graph();
   const x = g.placeholder('x');

@@ -1,0 +1,100 @@
+// Lowering handlers of indexing ops: GatherND, ScatterElements, ScatterND, OneHot (Gather and
+// GatherElements are in lower_shape.cpp).
+#include "fx/onnx.h"
+#include "torch_codegen/lower_ops.h"
+
+namespace fx::torch_codegen {
+
+namespace {
+
+using Kind = LVal::Kind;
+
+// ONNX index tensors may hold negative indices; torch.gather/scatter do not take them.
+Node* non_negative(Lowerer& L, Node* idx, const SymInt& size) {
+  return L.call("torch.where", {L.call("operator.lt", {idx, 0LL}),
+                                L.call("operator.add", {idx, size.arg()}), idx});
+}
+
+// (indices[..., 0], indices[..., 1], ...) as a tuple of nodes: the last dim must be static.
+Argument index_tuple(Lowerer& L, const Node& n, const LVal& indices) {
+  const auto s = L.shape(indices);
+  if (s.empty() || !s.back()) L.unsupported(n, "an index depth (last dim of indices) that changes");
+  Node* parts = L.method("unbind", {L.as_tensor(indices), -1LL});
+  Argument::Items items;
+  for (int64_t k = 0; k < *s.back(); ++k)
+    items.push_back(L.call("operator.getitem", {parts, static_cast<long long>(k)}));
+  return Argument::tuple(std::move(items));
+}
+
+// data[indices[..., 0], indices[..., 1], ...]: advanced indexing takes negative indices.
+void gather_nd(Lowerer& L, const Node& n) {
+  if (L.attr_int(n, "batch_dims", 0) != 0) L.unsupported(n, "batch_dims != 0");
+  Node* data = L.as_tensor(L.in(n, 0));
+  L.set(n, L.tensor(L.call("operator.getitem", {data, index_tuple(L, n, L.in(n, 1))}), n));
+}
+
+// A copy of data with updates put at indices (torch.index_put, functional).
+void scatter_nd(Lowerer& L, const Node& n) {
+  const std::string reduction = L.attr_string(n, "reduction", "none");
+  if (reduction != "none" && reduction != "add") L.unsupported(n, "reduction " + reduction);
+  Node* data = L.as_tensor(L.in(n, 0));
+  Argument parts = index_tuple(L, n, L.in(n, 1));
+  Node* updates = L.as_tensor(L.in(n, 2));
+  Kwargs kw;
+  if (reduction == "add") kw.set("accumulate", true);
+  L.set(n, L.tensor(L.call("torch.index_put", {data, parts, updates}, std::move(kw)), n));
+}
+
+void scatter_elements(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  const int64_t a = L.axis(n, L.attr_int(n, "axis", 0), L.rank(x));
+  const std::string reduction = L.attr_string(n, "reduction", "none");
+  Node* idx = non_negative(L, L.as_tensor(L.in(n, 1)), L.size(x, a));
+  std::vector<Argument> args{L.as_tensor(x), static_cast<long long>(a), idx,
+                             L.as_tensor(L.in(n, 2))};
+  Node* y;
+  if (reduction == "none") {
+    y = L.call("torch.scatter", args);
+  } else if (reduction == "add") {
+    y = L.call("torch.scatter_add", args);
+  } else if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    y = L.call("torch.scatter_reduce", args,
+               {{"reduce", reduction == "mul"   ? std::string("prod")
+                           : reduction == "max" ? std::string("amax")
+                                                : std::string("amin")}});
+  } else {
+    L.unsupported(n, "reduction " + reduction);
+  }
+  L.set(n, L.tensor(y, n));
+}
+
+// OneHot(indices, depth, values = [off, on]): one_hot over a constant depth, then where().
+void one_hot(Lowerer& L, const Node& n) {
+  LVal idx = L.in(n, 0);
+  const std::vector<int64_t> depth = L.static_ints(n, L.in(n, 1), "depth");
+  if (depth.size() != 1 || depth[0] <= 0) L.unsupported(n, "depth must be one positive int");
+  const SymInt d{depth[0], {}};
+  Node* i = L.as_tensor(idx);
+  if (L.dtype(idx) != Dtype::Int64) i = L.method("to", {i, Dtype::Int64});
+  Node* hot = L.call("torch._C._nn.one_hot", {non_negative(L, i, d), d.arg()});
+  Node* values = L.as_tensor(L.in(n, 2));
+  Node* y = L.call("torch.where", {L.method("bool", {hot}), L.method("select", {values, 0LL, 1LL}),
+                                   L.method("select", {values, 0LL, 0LL})});
+  const int64_t r = L.rank(idx) + 1;
+  const int64_t a = L.axis(n, L.attr_int(n, "axis", -1), r);
+  if (a != r - 1) y = L.method("movedim", {y, -1LL, static_cast<long long>(a)});
+  L.set(n, L.tensor(y, n));
+}
+
+}  // namespace
+
+void add_index_handlers(std::vector<HandlerEntry>& table) {
+  table.insert(table.end(), {
+                                {"GatherND", 11, gather_nd},
+                                {"OneHot", 9, one_hot},
+                                {"ScatterElements", 11, scatter_elements},
+                                {"ScatterND", 11, scatter_nd},
+                            });
+}
+
+}  // namespace fx::torch_codegen
