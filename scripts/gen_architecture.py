@@ -21,7 +21,8 @@ SCRATCH = os.path.join(ROOT, "build", "graphviz")
 # The targets drawn, by layer (rank), with the folder that defines them.
 LAYERS = [
     ("programs", {"fxwasm-cli": "src/cli", "fxwasm": "wasm/ (dist/fx.mjs + fx.wasm)"}),
-    ("bindings", {"fxtorch": "src/torch (native only)", "fxonnx": "src/onnx", "fxexec": "src/exec"}),
+    ("bindings", {"fxtorch": "src/torch (native only)", "fxonnx": "src/onnx", "fxexec": "src/exec",
+                  "fxtorchcodegen": "src/torch_codegen"}),
     ("core", {"fxcore": "IR + passes", "fxpasses": "src/passes", "fxkernels": "src/kernels",
               "fxonnx_proto": "protoc's onnx.pb.cc"}),
     ("ir", {"fxir": "src/ir"}),
