@@ -621,6 +621,50 @@ Value run_conv(const fx::Module& m, const ReprFields& f, size_t dims, const at::
   return Value(at::conv3d(in, w, bias, stride, pad, dilation, groups));
 }
 
+// nn.LSTM(input[, (h0, c0)]) -> (output, (h_n, c_n)), one layer or more, either direction, as
+// torch.onnx exports it and fx::torch_codegen::lower makes it (inference: no dropout).
+Value run_lstm(const fx::Module& m, const std::vector<Value>& args) {
+  const ReprFields f("LSTM", m.extra_repr());
+  if (args.empty() || args.size() > 2 || !args[0].is_tensor())
+    f.fail("forward takes (input[, (h0, c0)])");
+  const at::Tensor x = args[0].tensor();
+  const bool bidirectional = f.flag("bidirectional", false);
+  const bool batch_first = f.flag("batch_first", false);
+  const bool bias = f.flag("bias", true);
+  const int64_t layers = f.find("num_layers") ? f.to_int(*f.find("num_layers")) : 1;
+  const std::string* hidden_text = f.positional(1);
+  if (!hidden_text) f.fail("no hidden_size");
+  const int64_t hidden = f.to_int(*hidden_text);
+  std::vector<at::Tensor> params;
+  for (int64_t l = 0; l < layers; ++l)
+    for (const char* suffix : {"", "_reverse"}) {
+      if (*suffix && !bidirectional) continue;
+      const std::string s = "_l" + std::to_string(l) + suffix;
+      params.push_back(weight(m, f, "weight_ih" + s, true));
+      params.push_back(weight(m, f, "weight_hh" + s, true));
+      if (bias) {
+        params.push_back(weight(m, f, "bias_ih" + s, true));
+        params.push_back(weight(m, f, "bias_hh" + s, true));
+      }
+    }
+  at::Tensor h0, c0;
+  if (args.size() == 2) {
+    const Value& state = args[1];
+    if (!state.is_sequence() || state.elements().size() != 2)
+      f.fail("the state must be a tuple (h0, c0)");
+    h0 = state.elements()[0].tensor();
+    c0 = state.elements()[1].tensor();
+  } else {
+    const int64_t batch = x.size(batch_first ? 0 : 1);
+    h0 = at::zeros({layers * (bidirectional ? 2 : 1), batch, hidden}, x.options());
+    c0 = at::zeros_like(h0);
+  }
+  auto r = at::lstm(x, {h0, c0}, params, bias, layers, /*dropout=*/0.0, /*train=*/false,
+                    bidirectional, batch_first);
+  return Value::tuple(
+      {Value(std::get<0>(r)), Value::tuple({Value(std::get<1>(r)), Value(std::get<2>(r))})});
+}
+
 Value run_layer(const fx::Module& m, const at::Tensor& x, bool training) {
   const std::string& type = m.type_name();
   const ReprFields f(type, m.extra_repr());
@@ -717,6 +761,7 @@ Value run_fx_module(const fx::Module& m, std::vector<Value> args) {
   }
   const auto* tm = dynamic_cast<const TorchModule*>(&m);
   const bool training = tm && tm->impl()->is_training();
+  if (m.type_name() == "LSTM") return run_lstm(m, args);
   return run_layer(m, one_tensor(args, m.type_name()), training);
 }
 

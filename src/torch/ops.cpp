@@ -12,141 +12,17 @@
 
 #include "fx/torch/interpreter.h"
 #include "fx/torch/modules.h"
+#include "torch/ops_internal.h"
 
 namespace fx {
 namespace torch {
 
 namespace {
 
-using Args = std::vector<Value>;
-
-struct Table {
-  std::unordered_map<const fx::FunctionInfo*, OpFn> functions;
-  std::unordered_map<std::string, OpFn> methods;
-};
+using namespace detail;
 
 Table& table();
 void register_builtin_ops(Table& t);
-
-// Python-style argument access for one call: positional i or keyword `key`.
-class Call {
- public:
-  Call(const char* what, const Args& a, const ValueKwargs& k) : what_(what), a_(a), k_(k) {}
-  const Value* get(size_t i, const char* key) const {
-    if (i < a_.size()) return &a_[i];
-    if (key)
-      for (const auto& kv : k_)
-        if (kv.first == key) return &kv.second;
-    return nullptr;
-  }
-  /// Present and not None.
-  const Value* opt(size_t i, const char* key) const {
-    const Value* v = get(i, key);
-    return v && !v->is_none() ? v : nullptr;
-  }
-  const Value& req(size_t i, const char* key) const {
-    if (const Value* v = get(i, key)) return *v;
-    throw fx::Error(ErrorKind::Type, std::string(what_) + "() missing required argument '" +
-                                         (key ? key : std::to_string(i)) + "'");
-  }
-  at::Tensor tensor(size_t i, const char* key) const { return as_tensor(req(i, key)); }
-  int64_t i64(size_t i, const char* key, int64_t dflt) const {
-    const Value* v = opt(i, key);
-    return v ? v->to_int() : dflt;
-  }
-  double f64(size_t i, const char* key, double dflt) const {
-    const Value* v = opt(i, key);
-    return v ? v->to_double() : dflt;
-  }
-  bool flag(size_t i, const char* key, bool dflt) const {
-    const Value* v = opt(i, key);
-    return v ? static_cast<bool>(*v) : dflt;
-  }
-  size_t npos() const { return a_.size(); }
-  const Args& args() const { return a_; }
-
-  static at::Tensor as_tensor(const Value& v) {
-    if (v.is_tensor()) return v.tensor();
-    if (v.is_constant()) return at::scalar_tensor(scalar(v), scalar_dtype(v));
-    throw fx::Error(ErrorKind::Type, "expected a Tensor, got " + v.repr());
-  }
-  static at::Scalar scalar(const Value& v) {
-    if (v.is_tensor()) return v.tensor().item();
-    const fx::Argument& c = v.constant();
-    switch (c.kind()) {
-      case fx::Argument::Kind::Bool:
-        return at::Scalar(c.to_bool());
-      case fx::Argument::Kind::Int:
-        return at::Scalar(c.to_int());
-      case fx::Argument::Kind::Float:
-        return at::Scalar(c.to_double());
-      default:
-        throw fx::Error(ErrorKind::Type, "expected a number, got " + v.repr());
-    }
-  }
-  static at::ScalarType scalar_dtype(const Value& v) {
-    switch (v.constant().kind()) {
-      case fx::Argument::Kind::Bool:
-        return at::kBool;
-      case fx::Argument::Kind::Int:
-        return at::kLong;
-      default:
-        return at::kDouble;
-    }
-  }
-  // Sizes: a tuple/list argument at i, or the ints from position i on (view(b, -1)).
-  std::vector<int64_t> sizes(size_t i, const char* key) const {
-    const Value* v = get(i, key);
-    if (!v) return {};
-    if (v->is_sequence()) return ints(*v);
-    std::vector<int64_t> out;
-    if (i < a_.size())
-      for (size_t j = i; j < a_.size(); ++j) out.push_back(a_[j].to_int());
-    else
-      out.push_back(v->to_int());
-    return out;
-  }
-  static std::vector<int64_t> ints(const Value& v) {
-    std::vector<int64_t> out;
-    if (v.is_sequence()) {
-      for (const Value& e : v.elements()) out.push_back(e.to_int());
-    } else {
-      out.push_back(v.to_int());
-    }
-    return out;
-  }
-
- private:
-  const char* what_;
-  const Args& a_;
-  const ValueKwargs& k_;
-};
-
-at::ScalarType dtype_of(const Value& v) {
-  return static_cast<at::ScalarType>(to_scalar_type(v.constant().to_dtype()));
-}
-c10::optional<at::ScalarType> opt_dtype(const Call& c, size_t i, const char* key) {
-  if (const Value* v = c.opt(i, key)) return dtype_of(*v);
-  return c10::nullopt;
-}
-
-bool is_number(const Value& v) {
-  if (!v.is_constant()) return false;
-  auto k = v.constant().kind();
-  return k == fx::Argument::Kind::Int || k == fx::Argument::Kind::Float ||
-         k == fx::Argument::Kind::Bool;
-}
-bool is_float(const Value& v) { return v.constant().kind() == fx::Argument::Kind::Float; }
-
-Value tuple_of(const std::vector<at::Tensor>& ts) {
-  Value::Items items(ts.begin(), ts.end());
-  return Value::tuple(std::move(items));
-}
-Value int_tuple(at::IntArrayRef r) {
-  Value::Items items;
-  for (int64_t d : r) items.emplace_back(static_cast<long>(d));
-  return Value::tuple(std::move(items));
-}
 
 // Python arithmetic on two numbers (sizes, scalars).
 enum class Bin { Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor };
@@ -568,6 +444,20 @@ void register_builtin_ops(Table& t) {
   def_unary(t, "abs", [](const at::Tensor& x) { return at::abs(x); });
   def_unary(t, "sin", [](const at::Tensor& x) { return at::sin(x); });
   def_unary(t, "cos", [](const at::Tensor& x) { return at::cos(x); });
+  def_unary(t, "erf", [](const at::Tensor& x) { return at::erf(x); });
+  def_unary(t, "reciprocal", [](const at::Tensor& x) { return at::reciprocal(x); });
+  def_unary(t, "floor", [](const at::Tensor& x) { return at::floor(x); });
+  def_unary(t, "ceil", [](const at::Tensor& x) { return at::ceil(x); });
+  def_unary(t, "round", [](const at::Tensor& x) { return at::round(x); });
+  def_unary(t, "sign", [](const at::Tensor& x) { return at::sign(x); });
+  def_unary(t, "tan", [](const at::Tensor& x) { return at::tan(x); });
+  def_unary(t, "asin", [](const at::Tensor& x) { return at::asin(x); });
+  def_unary(t, "acos", [](const at::Tensor& x) { return at::acos(x); });
+  def_unary(t, "atan", [](const at::Tensor& x) { return at::atan(x); });
+  def_unary(t, "sinh", [](const at::Tensor& x) { return at::sinh(x); });
+  def_unary(t, "cosh", [](const at::Tensor& x) { return at::cosh(x); });
+  def_unary(t, "isnan", [](const at::Tensor& x) { return at::isnan(x); });
+  def_unary(t, "bitwise_not", [](const at::Tensor& x) { return at::bitwise_not(x); });
   t.methods["contiguous"] = [](const Args& a, const ValueKwargs& k) {
     return Value(Call("contiguous", a, k).tensor(0, nullptr).contiguous());
   };
@@ -692,57 +582,7 @@ void register_builtin_ops(Table& t) {
     return Value(at::where(c.tensor(0, "condition"), c.tensor(1, "input"), c.tensor(2, "other")));
   };
 
-  // torch.nn.functional.*
-  t.functions[fx::fn("torch.nn.functional.relu").get()] = [](const Args& a, const ValueKwargs& k) {
-    FX_CALL("relu");
-    at::Tensor x = c.tensor(0, "input");
-    return Value(c.flag(1, "inplace", false) ? at::relu_(x) : at::relu(x));
-  };
-  t.functions[fx::fn("torch.nn.functional.gelu").get()] = [](const Args& a, const ValueKwargs& k) {
-    FX_CALL("gelu");
-    const Value* ap = c.opt(1, "approximate");
-    return Value(at::gelu(c.tensor(0, "input"), ap ? ap->constant().to_string() : "none"));
-  };
-  t.functions[fx::fn("torch.nn.functional.softmax").get()] = [](const Args& a,
-                                                                const ValueKwargs& k) {
-    FX_CALL("softmax");
-    return Value(
-        at::softmax(c.tensor(0, "input"), c.req(1, "dim").to_int(), opt_dtype(c, 3, "dtype")));
-  };
-  t.functions[fx::fn("torch.nn.functional.log_softmax").get()] = [](const Args& a,
-                                                                    const ValueKwargs& k) {
-    FX_CALL("log_softmax");
-    return Value(
-        at::log_softmax(c.tensor(0, "input"), c.req(1, "dim").to_int(), opt_dtype(c, 3, "dtype")));
-  };
-  t.functions[fx::fn("torch.nn.functional.adaptive_avg_pool2d").get()] = [](const Args& a,
-                                                                            const ValueKwargs& k) {
-    FX_CALL("adaptive_avg_pool2d");
-    std::vector<int64_t> size = Call::ints(c.req(1, "output_size"));
-    if (size.size() == 1) size.push_back(size[0]);
-    return Value(at::adaptive_avg_pool2d(c.tensor(0, "input"), size));
-  };
-  t.functions[fx::fn("torch.nn.functional.dropout").get()] = [](const Args& a,
-                                                                const ValueKwargs& k) {
-    FX_CALL("dropout");
-    return Value(
-        at::dropout(c.tensor(0, "input"), c.f64(1, "p", 0.5), c.flag(2, "training", true)));
-  };
-  t.functions[fx::fn("torch._C._nn.linear").get()] = [](const Args& a, const ValueKwargs& k) {
-    FX_CALL("linear");
-    c10::optional<at::Tensor> bias;
-    if (const Value* b = c.opt(2, "bias")) bias = b->tensor();
-    return Value(at::linear(c.tensor(0, "input"), c.tensor(1, "weight"), bias));
-  };
-  t.functions[fx::fn("torch.nn.functional.layer_norm").get()] = [](const Args& a,
-                                                                   const ValueKwargs& k) {
-    FX_CALL("layer_norm");
-    c10::optional<at::Tensor> w, b;
-    if (const Value* v = c.opt(2, "weight")) w = v->tensor();
-    if (const Value* v = c.opt(3, "bias")) b = v->tensor();
-    return Value(at::layer_norm(c.tensor(0, "input"), Call::ints(c.req(1, "normalized_shape")), w,
-                                b, c.f64(4, "eps", 1e-5)));
-  };
+  register_functional_ops(t);
 }
 
 #undef FX_CALL
