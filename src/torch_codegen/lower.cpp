@@ -186,9 +186,23 @@ void Lowerer::probe() {
       }
     }
   };
-  shapes_at(options_.probe_sizes[0], true);
+  // The model's own error, with what the lowering was doing and how to change it.
+  auto probe_at = [&](int64_t size, bool first) {
+    try {
+      shapes_at(size, first);
+    } catch (const Error& e) {
+      throw Error(e.kind(),
+                  std::string("lower to torch: running the model to learn its shapes failed") +
+                      (dynamic ? " (dynamic dims at " + std::to_string(size) +
+                                     "; other sizes: LowerOptions::probe_sizes, probeSizes in JS)"
+                               : "") +
+                      ": " + e.what(),
+                  e.node());
+    }
+  };
+  probe_at(options_.probe_sizes[0], true);
   if (dynamic) {
-    shapes_at(options_.probe_sizes[1], false);
+    probe_at(options_.probe_sizes[1], false);
   } else {
     for (auto& kv : probes_) kv.second.b = kv.second.a;
   }

@@ -142,6 +142,27 @@ TEST(TorchLower, ShapeArithmeticStaysSymbolicOnDynamicDims) {
   EXPECT_FALSE(contains(st->code(), "size")) << st->code();
 }
 
+TEST(TorchLower, ProbeSizesTheModelRefusesAreNamed) {
+  // x: (N, 6) -> Reshape(x, [4, -1]) runs only when 6N is a multiple of 4.
+  OnnxGraph b;
+  fx::Node* x = b.input("x", {"N", 6});
+  fx::Module root;
+  root.register_buffer("shape", i64_tensor({4, -1}));
+  b.g->output(b.op("Reshape", {x, b.g->get_attr("shape")}));
+  auto gm = b.module(&root, 13);
+  try {
+    tc::lower(*gm);  // probes N = 2 and 3
+    FAIL() << "lower() ran the model at N = 3";
+  } catch (const fx::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "dynamic dims at 3")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "probe_sizes")) << e.what();
+  }
+  tc::LowerOptions options;
+  options.probe_sizes[1] = 4;
+  auto t = tc::lower(*gm, options);
+  EXPECT_TRUE(contains(t->code(), "reshape = x.reshape([4, -1])")) << t->code();
+}
+
 TEST(TorchLower, HandlersAreKeyedBySinceVersion) {
   const auto handlers = tc::lowering_handlers();
   auto has = [&](const char* op, int64_t since) {
