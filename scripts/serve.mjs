@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Serves the playground: web/ (the page), wasm/ + dist/ (the npm package as built), models/
-// (the sample and the zoo) and web/vendor/dagre.esm.js (the graph layout library, from
-// node_modules). Static files only, nothing leaves the folders named here.
+// (the sample and the zoo), web/vendor/dagre.esm.js (the graph layout library) and
+// web/vendor/fflate.mjs (zip, for the PyTorch package download), both from node_modules. Static files only, nothing leaves the folders named here.
 //
 //   node scripts/serve.mjs [--port N] [--host H]      (default 127.0.0.1:8080; 0 = any free port)
 //
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MOUNTS = [
   ['/web/vendor/dagre.esm.js', path.join(root, 'node_modules/@dagrejs/dagre/dist/dagre.esm.js')],
+  ['/web/vendor/fflate.mjs', path.join(root, 'node_modules/fflate/esm/browser.js')],
   ['/web/', path.join(root, 'web')],
   ['/wasm/', path.join(root, 'wasm')],
   ['/dist/', path.join(root, 'dist')],

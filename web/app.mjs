@@ -1,6 +1,7 @@
 // The playground page: talks to web/worker.mjs (which owns the wasm module), draws the graph
 // with dagre's layered layout, and shows code, graph text, table, pass pipeline and runs.
 import dagre from './vendor/dagre.esm.js';
+import { zipSync } from './vendor/fflate.mjs';
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT_PIPELINE = new Set(['dce', 'cse', 'fold', 'fuse-conv-bn']);
@@ -234,6 +235,15 @@ $('download-onnx').addEventListener('click', quietly(async () => {
   setStatus(`exported ${bytes.byteLength} bytes`);
 }));
 $('download-code').addEventListener('click', () => download(current.readable, current.name.replace(/\.onnx$/, '') + '.py', 'text/x-python'));
+// The runnable PyTorch package, zipped as a folder named after the model:
+//   unzip resnet18_torch.zip; python -c "from resnet18_torch import Net; print(Net().eval())"
+$('download-torch').addEventListener('click', quietly(async () => {
+  const pkg = (current.name.replace(/\.onnx$/, '').replace(/[^A-Za-z0-9_]/g, '_').replace(/^(?=[0-9])/, '_') || 'model') + '_torch';
+  const { files } = await busy('lowering to PyTorch', () => call('torchPackage', { className: 'Net' }));
+  const zip = zipSync(Object.fromEntries(Object.entries(files).map(([name, bytes]) => [`${pkg}/${name}`, bytes])), { level: 0 });
+  download(zip, `${pkg}.zip`, 'application/zip');
+  setStatus(`PyTorch package ${pkg}.zip: ${(zip.byteLength / 1e6).toFixed(1)} MB (from ${pkg} import Net; net = Net().eval())`);
+}));
 $('reset').addEventListener('click', quietly(async () => show(await busy('resetting', () => call('reset')))));
 document.addEventListener('keydown', (e) => {
   if (e.target.closest('input, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;

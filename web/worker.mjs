@@ -126,6 +126,22 @@ const handlers = {
     return { bytes };
   },
 
+  // The current graph as a PyTorch package (lowered to torch targets first if it has onnx.*
+  // ones): { files: { 'module.py': Uint8Array, ... } }, or an FxError naming what cannot be
+  // lowered.
+  torchPackage({ className }) {
+    const onnx = gm.graph.nodes.some((n) => n.op === 'call_function' && String(n.target).startsWith('onnx.'));
+    const gaps = onnx ? fx.loweringCoverage(gm) : [];
+    if (gaps.length)
+      throw new FxError('UnsupportedError', `cannot lower to PyTorch: ${gaps.map((g) => `node '${g.node}' (${g.op}): ${g.reason}`).join('; ')}`);
+    const lowered = onnx ? fx.lowerToTorch(gm) : null;
+    try {
+      return { files: fx.toFolder(lowered ?? gm, className) };
+    } finally {
+      lowered?.delete();
+    }
+  },
+
   reset() {
     gm?.delete();
     gm = fx.loadONNX(original);
@@ -138,7 +154,8 @@ onmessage = async (e) => {
   try {
     if (type !== 'load' && type !== 'passInfo' && !gm) throw new FxError('ValueError', 'open a model first');
     const result = await handlers[type](args);
-    postMessage({ id, ok: true, result }, result?.bytes ? [result.bytes.buffer] : []);
+    const transfer = result?.bytes ? [result.bytes.buffer] : result?.files ? Object.values(result.files).map((b) => b.buffer) : [];
+    postMessage({ id, ok: true, result }, transfer);
   } catch (err) {
     postMessage({ id, ok: false, error: { kind: err.kind ?? 'Error', message: err.message ?? String(err) } });
   }

@@ -2,6 +2,7 @@
 // shows code/graph/table, runs a pass pipeline with the equivalence check, runs the model, opens a
 // dropped file, reports a bad file, and exports ONNX that loads again.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -95,6 +96,28 @@ test('exports ONNX that the package loads again', async () => {
   const gm = fx.loadONNX(bytes);
   expect(gm.code).toContain('onnx.Conv');
   gm.delete();
+});
+
+test('downloads a PyTorch package (zip) that torch 1.13 imports and runs', async () => {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-torch')]);
+  expect(download.suggestedFilename()).toBe('sample_torch.zip');
+  const dir = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'fxwasm-playground-torch-'));
+  try {
+    fs.copyFileSync(await download.path(), path.join(dir, 'sample_torch.zip'));
+    const { spawnSync } = await import('node:child_process');
+    const py = spawnSync('/usr/bin/python3', ['-c', [
+      'import zipfile, torch',
+      "zipfile.ZipFile('sample_torch.zip').extractall('.')",
+      'from sample_torch import Net',
+      'net = Net().eval()',
+      'print(sum(p.numel() for p in net.parameters()) > 0, tuple(net(torch.zeros(2, 3, 32, 32)).shape))',
+    ].join('\n')], { cwd: dir, encoding: 'utf8' });
+    expect(py.stderr).toBe('');
+    expect(py.stdout.trim()).toBe('True (2, 10)');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  expect(await page.textContent('#status')).toMatch(/^PyTorch package sample_torch\.zip: /);
 });
 
 test('a dropped file opens; a bad one is reported and the page keeps working', async () => {
