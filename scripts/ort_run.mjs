@@ -34,17 +34,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
 
-import { mulberry32 } from '../wasm/inputs.mjs';
-
-const ARRAYS = {
-  float32: Float32Array,
-  float64: Float64Array,
-  int64: BigInt64Array,
-  int32: Int32Array,
-  int8: Int8Array,
-  uint8: Uint8Array,
-  bool: Uint8Array,
-};
+import { ARRAYS, mulberry32 } from '../wasm/inputs.mjs';
 
 /** Number of elements of a shape. */
 export const numel = (shape) => shape.reduce((a, b) => a * b, 1);

@@ -57,6 +57,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmLoweringCoverage", &gm_lowering_coverage);
   function("gmLowerToTorch", &gm_lower_to_torch);
   function("gmToFolder", &gm_to_folder);
+  function("gmTorchPackage", &gm_torch_package);
   function("gmCoverage", &gm_coverage);
   function("gmShapeProp", &gm_shape_prop);
   function("passInfo", &pass_info);

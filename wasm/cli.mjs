@@ -243,20 +243,11 @@ async function main(argv) {
       process.stderr.write(`wrote ${opts.out}\n`);
     }
     if (opts.toTorch) {
-      // ONNX graphs are lowered first; what cannot be lowered is listed before anything is written.
-      const onnx = gm.graph.nodes.some((n) => n.op === 'call_function' && String(n.target).startsWith('onnx.'));
-      const gaps = onnx ? fx.loweringCoverage(gm) : [];
-      for (const g of gaps) process.stderr.write(`cannot lower node '${g.node}' (${g.op}): ${g.reason}\n`);
-      if (gaps.length) throw new fx.FxError('UnsupportedError', `${gaps.length} node(s) cannot be lowered to PyTorch`);
-      const torchGm = onnx ? fx.lowerToTorch(gm) : null;
-      try {
-        const files = fx.toFolder(torchGm ?? gm, opts.torchClass ?? 'FxModule');
-        fs.mkdirSync(opts.toTorch, { recursive: true });
-        for (const [name, bytes] of Object.entries(files)) fs.writeFileSync(path.join(opts.toTorch, name), bytes);
-        process.stderr.write(`wrote ${opts.toTorch}/{${Object.keys(files).join(',')}} (class ${opts.torchClass ?? 'FxModule'})\n`);
-      } finally {
-        torchGm?.delete();
-      }
+      // ONNX graphs are lowered first; what cannot be is named, and nothing is written then.
+      const files = fx.torchPackage(gm, opts.torchClass ?? 'FxModule');
+      fs.mkdirSync(opts.toTorch, { recursive: true });
+      for (const [name, bytes] of Object.entries(files)) fs.writeFileSync(path.join(opts.toTorch, name), bytes);
+      process.stderr.write(`wrote ${opts.toTorch}/{${Object.keys(files).join(',')}} (class ${opts.torchClass ?? 'FxModule'})\n`);
     }
   } finally {
     gm.delete();

@@ -835,6 +835,12 @@ export interface TorchPackage {
  */
 export declare function toFolder(gm: GraphModule, moduleName?: string): TorchPackage;
 
+/**
+ * The PyTorch package of any GraphModule: {@link toFolder}, after {@link lowerToTorch} when it has
+ * `onnx.*` targets. What cannot be lowered is named, node by node, in one `UnsupportedError`.
+ */
+export declare function torchPackage(gm: GraphModule, moduleName?: string): TorchPackage;
+
 /** Options of {@link init}. */
 export interface InitOptions {
   /** Where to find `fx.wasm`: called with `("fx.wasm", directory of fx.mjs)`, returns a URL or path. */
@@ -916,6 +922,8 @@ export interface Fx {
   readonly loweringCoverage: typeof loweringCoverage;
   /** See {@link toFolder}. */
   readonly toFolder: typeof toFolder;
+  /** See {@link torchPackage}. */
+  readonly torchPackage: typeof torchPackage;
   heapUsed(): number;
   /** Current size of the wasm memory in bytes (`HEAP8.length`). */
   heapSize(): number;

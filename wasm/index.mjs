@@ -23,7 +23,7 @@
 //   tensors.mjs       tensors as { data, shape, dtype }
 //   passes.mjs        runPasses, replacePattern, passNames and passInfo (the C++ pass registry)
 //   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX, onnxMetaKeys
-//   torch_codegen.mjs lowerToTorch, loweringCoverage, toFolder (ONNX to runnable PyTorch)
+//   torch_codegen.mjs lowerToTorch, loweringCoverage, toFolder, torchPackage (ONNX to PyTorch)
 //   inputs.mjs        seeded random inputs and output names of a model (the CLI, the playground)
 //   init.mjs          init()
 export { FxError } from './errors.mjs';
@@ -52,5 +52,5 @@ export { Graph, InsertPoint } from './graph.mjs';
 export { GraphModule } from './graph_module.mjs';
 export { passNames, passInfo, runPasses, replacePattern } from './passes.mjs';
 export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX } from './onnx.mjs';
-export { lowerToTorch, loweringCoverage, toFolder } from './torch_codegen.mjs';
+export { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
 export { init, default } from './init.mjs';

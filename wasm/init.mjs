@@ -28,7 +28,7 @@ import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { passNames, passInfo, runPasses, replacePattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, loadOnnxMetaKeys } from './onnx.mjs';
-import { lowerToTorch, loweringCoverage, toFolder } from './torch_codegen.mjs';
+import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
 
 /** The memoized init() promise. */
 let initPromise = null;
@@ -121,6 +121,7 @@ async function load(options) {
     lowerToTorch,
     loweringCoverage,
     toFolder,
+    torchPackage,
     heapUsed: () => M.heapUsed(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),

@@ -17,7 +17,8 @@ export function mulberry32(seed) {
   };
 }
 
-const ARRAYS = {
+/** The typed array of each dtype these helpers (and scripts/ort_run.mjs) fill. */
+export const ARRAYS = {
   float32: Float32Array,
   float64: Float64Array,
   int64: BigInt64Array,

@@ -36,21 +36,32 @@ val gm_lower_to_torch(double id, std::string class_name, double size_a, double s
   });
 }
 
+namespace {
+
 // [[name, Uint8Array], ...]: the bytes are copied out of the heap.
+val files_to_js(const std::vector<fx::torch_codegen::PackageFile>& files) {
+  val out = val::array();
+  for (const fx::torch_codegen::PackageFile& f : files) {
+    val pair = val::array();
+    pair.call<void>("push", f.name);
+    pair.call<void>(
+        "push",
+        val(emscripten::typed_memory_view(f.bytes.size(), f.bytes.data())).call<val>("slice"));
+    out.call<void>("push", pair);
+  }
+  return out;
+}
+
+}  // namespace
+
 val gm_to_folder(double id, std::string module_name) {
-  return guarded([&] {
-    val out = val::array();
-    for (const fx::torch_codegen::PackageFile& f :
-         fx::torch_codegen::to_folder(*gm_entry(id).gm, module_name)) {
-      val pair = val::array();
-      pair.call<void>("push", f.name);
-      pair.call<void>(
-          "push",
-          val(emscripten::typed_memory_view(f.bytes.size(), f.bytes.data())).call<val>("slice"));
-      out.call<void>("push", pair);
-    }
-    return out;
-  });
+  return guarded(
+      [&] { return files_to_js(fx::torch_codegen::to_folder(*gm_entry(id).gm, module_name)); });
+}
+
+val gm_torch_package(double id, std::string module_name) {
+  return guarded(
+      [&] { return files_to_js(fx::torch_codegen::torch_package(*gm_entry(id).gm, module_name)); });
 }
 
 }  // namespace fxwasm

@@ -1,5 +1,5 @@
 // wasm/torch_codegen.mjs — ONNX to runnable PyTorch (fx::torch_codegen): lowerToTorch,
-// loweringCoverage and toFolder.
+// loweringCoverage, toFolder and torchPackage.
 import { typeError } from './errors.mjs';
 import { M, PRIVATE, ck, requireModule } from './runtime.mjs';
 import { GraphModule } from './graph_module.mjs';
@@ -49,10 +49,22 @@ export function lowerToTorch(gm, options = {}) {
  * layers and loads the weights (torch.load of PyTorch's own format); `net(x)` runs the fx code.
  */
 export function toFolder(gm, moduleName = 'FxModule') {
+  return files('toFolder', gm, moduleName, (id) => M.gmToFolder(id, moduleName));
+}
+
+/**
+ * The PyTorch package of any GraphModule: toFolder, after lowerToTorch when it has onnx.*
+ * targets. What cannot be lowered is named, node by node, in one FxError (UnsupportedError).
+ */
+export function torchPackage(gm, moduleName = 'FxModule') {
+  return files('torchPackage', gm, moduleName, (id) => M.gmTorchPackage(id, moduleName));
+}
+
+function files(what, gm, moduleName, call) {
   requireModule();
-  const id = checkModule(gm, 'toFolder');
-  if (typeof moduleName !== 'string') throw typeError('toFolder: moduleName must be a string');
-  const files = {};
-  for (const [name, bytes] of ck(M.gmToFolder(id, moduleName))) files[name] = bytes;
-  return files;
+  const id = checkModule(gm, what);
+  if (typeof moduleName !== 'string') throw typeError(`${what}: moduleName must be a string`);
+  const out = {};
+  for (const [name, bytes] of ck(call(id))) out[name] = bytes;
+  return out;
 }

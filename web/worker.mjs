@@ -126,21 +126,12 @@ const handlers = {
     return { bytes };
   },
 
-  // The current graph as a PyTorch package (lowered to torch targets first if it has onnx.*
-  // ones): { files: { 'module.py': Uint8Array, ... } }, or an FxError naming what cannot be
-  // lowered.
+  // The current graph as a PyTorch package ({ files: { 'module.py': Uint8Array, ... } }),
+  // lowered to torch targets first if it has onnx.* ones.
   torchPackage({ className }) {
-    const onnx = gm.graph.nodes.some((n) => n.op === 'call_function' && String(n.target).startsWith('onnx.'));
-    const gaps = onnx ? fx.loweringCoverage(gm) : [];
-    if (gaps.length)
-      throw new FxError('UnsupportedError', `cannot lower to PyTorch: ${gaps.map((g) => `node '${g.node}' (${g.op}): ${g.reason}`).join('; ')}`);
-    const lowered = onnx ? fx.lowerToTorch(gm) : null;
-    try {
-      return { files: fx.toFolder(lowered ?? gm, className) };
-    } finally {
-      lowered?.delete();
-    }
+    return { files: fx.torchPackage(gm, className) };
   },
+
 
   reset() {
     gm?.delete();

@@ -58,6 +58,13 @@ struct PackageFile {
 std::vector<PackageFile> to_folder(const GraphModule& gm,
                                    const std::string& module_name = "FxModule");
 
+/// The package of any GraphModule: one with onnx.* targets (an imported ONNX model) is lowered
+/// first (lower()), every node that cannot be is named in one fx::Error(Unsupported), and
+/// nothing is produced then. What the CLI's --to-torch, torchPackage() in JS and the
+/// playground's download write.
+std::vector<PackageFile> torch_package(const GraphModule& gm,
+                                       const std::string& module_name = "FxModule");
+
 /// The torch.nn classes to_folder constructs from their extra_repr(), sorted.
 std::vector<std::string> known_module_types();
 

@@ -260,29 +260,10 @@ int main(int argc, char** argv) {
       std::cerr << "wrote " << out_path << "\n";
     }
     if (!torch_dir.empty()) {
-      // An imported ONNX model is lowered to torch targets first (what cannot be lowered is
-      // named, node by node, before anything is written).
-      std::unique_ptr<fx::GraphModule> lowered;
-      const fx::GraphModule* source = gm.get();
-      bool onnx_targets = false;
-      for (const fx::Node* n : gm->graph().nodes())
-        onnx_targets = onnx_targets || (n->op() == fx::Opcode::CallFunction &&
-                                        n->target().function().qualname().rfind("onnx.", 0) == 0);
-      if (onnx_targets) {
-        const auto gaps = fx::torch_codegen::lowering_coverage(*gm);
-        for (const auto& g : gaps)
-          std::cerr << "cannot lower node '" << g.node << "' (" << g.op << "): " << g.reason
-                    << "\n";
-        if (!gaps.empty())
-          throw fx::Error(fx::ErrorKind::Unsupported,
-                          std::to_string(gaps.size()) + " node(s) cannot be lowered to PyTorch");
-        lowered = fx::torch_codegen::lower(*gm);
-        source = lowered.get();
-      }
-      // to_folder checks everything (module types, weights) before returning, so a graph it
-      // refuses leaves no half-written package behind.
+      // An imported ONNX model is lowered to torch targets first; what cannot be is named, and
+      // nothing is written then (nor when to_folder refuses the graph).
       const std::vector<fx::torch_codegen::PackageFile> files =
-          fx::torch_codegen::to_folder(*source, torch_class);
+          fx::torch_codegen::torch_package(*gm, torch_class);
       std::error_code ec;
       std::filesystem::create_directories(torch_dir, ec);
       if (ec)

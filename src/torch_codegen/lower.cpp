@@ -8,6 +8,7 @@
 #include "fx/exec/passes.h"
 #include "fx/onnx.h"
 #include "fx/pass_manager.h"
+#include "fx/torch_codegen.h"
 #include "torch_codegen/lower_internal.h"
 #include "torch_codegen/lower_ops.h"
 
@@ -400,8 +401,10 @@ std::vector<LoweringGap> lowering_coverage(const GraphModule& gm) {
       continue;
     }
     if (n->op() == Opcode::GetAttr && !gm.get_tensor(n->target().str())) {
-      gaps.push_back({n->name(), n->target().str(), opset,
-                      "control-flow bodies (If/Loop/Scan) are not converted yet"});
+      // A control-flow body: named by the op that runs it.
+      const Node* user = n->users().empty() ? nullptr : *n->users().begin();
+      gaps.push_back({n->name(), user && is_onnx(*user) ? op_type(*user) : n->target().str(), opset,
+                      "its body '" + n->target().str() + "' is not converted yet"});
       continue;
     }
     if (n->op() != Opcode::CallFunction || is_getitem(*n)) continue;
@@ -427,6 +430,20 @@ std::vector<std::pair<std::string, int64_t>> lowering_handlers() {
 
 std::unique_ptr<GraphModule> lower(const GraphModule& gm, const LowerOptions& options) {
   return Lowerer(gm, options).run();
+}
+
+std::vector<PackageFile> torch_package(const GraphModule& gm, const std::string& module_name) {
+  bool onnx_targets = false;
+  for (const Node* n : gm.graph().nodes()) onnx_targets = onnx_targets || is_onnx(*n);
+  if (!onnx_targets) return to_folder(gm, module_name);
+  const std::vector<LoweringGap> gaps = lowering_coverage(gm);
+  if (!gaps.empty()) {
+    std::string what = std::to_string(gaps.size()) + " node(s) cannot be lowered to PyTorch:";
+    for (const LoweringGap& g : gaps)
+      what += "\n  node '" + g.node + "' (" + g.op + "): " + g.reason;
+    throw Error(ErrorKind::Unsupported, what, gaps.front().node);
+  }
+  return to_folder(*lower(gm), module_name);
 }
 
 }  // namespace fx::torch_codegen

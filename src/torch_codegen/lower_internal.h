@@ -91,6 +91,8 @@ class Lowerer {
   int64_t rank(const LVal& v) const { return static_cast<int64_t>(shape(v).size()); }
   /// The dtype the probes saw.
   Dtype dtype(const LVal& v) const;
+  /// The dtype the probes saw for the (first) output of `n`.
+  Dtype dtype(const Node& n) const { return dtype(tensor(nullptr, n)); }
   /// x.size(dim) in the new graph as a SymInt (a literal when static); memoised.
   SymInt size(const LVal& v, int64_t dim);
 

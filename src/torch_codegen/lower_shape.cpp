@@ -383,8 +383,7 @@ void constant_of_shape(Lowerer& L, const Node& n) {
     shape_arg = Lowerer::list_arg(dims);
   else
     shape_arg = L.method("tolist", {L.as_tensor(L.in(n, 0))});
-  LVal probe = L.tensor(nullptr, n);
-  const Dtype dt = L.dtype(probe);
+  const Dtype dt = L.dtype(n);
   Argument value = is_float(dt) ? Argument(0.0) : Argument(0LL);
   if (const Argument* v = n.kwargs().find("value")) {
     if (v->kind() == Argument::Kind::Float)
@@ -408,10 +407,8 @@ void range(Lowerer& L, const Node& n) {
     else
       args[i] = L.as_operand(v, 0);
   }
-  LVal probe = L.tensor(nullptr, n);
   L.set(n,
-        L.tensor(L.call("torch.arange", {args[0], args[1], args[2]}, {{"dtype", L.dtype(probe)}}),
-                 n));
+        L.tensor(L.call("torch.arange", {args[0], args[1], args[2]}, {{"dtype", L.dtype(n)}}), n));
 }
 
 }  // namespace

@@ -160,7 +160,9 @@ void write_file(const fs::path& p, const std::vector<uint8_t>& bytes) {
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   ASSERT_TRUE(f.good()) << p;
 }
-void write_text(const fs::path& p, const std::string& s) {
+
+// The Python checks run natively only; under Emscripten these helpers and references are unused.
+[[maybe_unused]] void write_text(const fs::path& p, const std::string& s) {
   write_file(p, std::vector<uint8_t>(s.begin(), s.end()));
 }
 
@@ -250,7 +252,8 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
-std::string tensor_json(const std::string& name, const fx::Tensor& t, bool param = false) {
+[[maybe_unused]] std::string tensor_json(const std::string& name, const fx::Tensor& t,
+                                         bool param = false) {
   std::string shape = "[";
   for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
   shape += "]";
@@ -475,7 +478,7 @@ std::unique_ptr<fx::GraphModule> conv_net() {
   return std::make_unique<fx::GraphModule>(root.get(), std::move(g), "ConvNet");
 }
 
-const char kConvNetReference[] =
+[[maybe_unused]] const char kConvNetReference[] =
     "((F.linear(F.batch_norm(F.conv2d(inputs[0], sd['features.0.weight'], "
     "sd['features.0.bias'], padding=1), sd['features.1.running_mean'], "
     "sd['features.1.running_var'], sd['features.1.weight'], sd['features.1.bias'], False, 0.1, "
@@ -540,11 +543,12 @@ std::unique_ptr<fx::GraphModule> odd_names_net(bool keyword) {
   return std::make_unique<fx::GraphModule>(root.get(), std::move(g), "OddNames");
 }
 
-const char kOddNamesReference[] = "inputs[0] + sd['0.b'] + sd['a.0.w'] + sd['a_0.w']";
-const char kKeywordReference[] =
+[[maybe_unused]] const char kOddNamesReference[] =
+    "inputs[0] + sd['0.b'] + sd['a.0.w'] + sd['a_0.w']";
+[[maybe_unused]] const char kKeywordReference[] =
     "inputs[0] + sd['lambda.w'] + sd['0.b'] + sd['a.0.w'] + sd['a_0.w']";
 
-const char kDtypeNetReference[] =
+[[maybe_unused]] const char kDtypeNetReference[] =
     "(torch.where(sd['mask'], (inputs[0] + sd['half_buf']) * sd['blocks.0.w'], "
     "inputs[0])[sd['idx']] * 2.0, torch.where(sd['mask'], (inputs[0] + sd['half_buf']) * "
     "sd['blocks.0.w'], inputs[0]))";

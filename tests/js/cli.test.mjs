@@ -112,6 +112,14 @@ test('--to-torch lowers an ONNX model and writes a package PyTorch imports and r
     const bad = run('--sample', '--to-torch', path.join(dir, 'sample_pkg'));
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('`param` (float32[3, 4]) has no data');
+    // A model with a node that cannot be lowered (If): named, and nothing is written.
+    const ifModel = fileURLToPath(new URL('../onnx_ops/if_then.onnx', import.meta.url));
+    const notLowered = run(ifModel, '--to-torch', path.join(dir, 'if_pkg'));
+    expect(notLowered.status).toBe(1);
+    expect(notLowered.stderr).toContain('3 node(s) cannot be lowered to PyTorch:');
+    expect(notLowered.stderr).toContain("node 'if_1' (If): no handler for If at opset 13");
+    expect(notLowered.stderr).toContain("node 'if_then_branch' (If): its body 'If_then_branch' is not converted yet");
+    expect(fs.existsSync(path.join(dir, 'if_pkg'))).toBe(false);
     expect(fs.existsSync(path.join(dir, 'sample_pkg'))).toBe(false);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

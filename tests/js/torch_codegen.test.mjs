@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { init, FxError, Graph, GraphModule, dtype, tuple, loadONNX, lowerToTorch, loweringCoverage, toFolder } from '../../wasm/index.mjs';
+import { init, FxError, Graph, GraphModule, dtype, tuple, loadONNX, lowerToTorch, loweringCoverage, toFolder, torchPackage } from '../../wasm/index.mjs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const zooDir = path.join(root, 'models', 'zoo');
@@ -166,7 +166,9 @@ test('lowerToTorch names what it cannot convert, up front and when asked to conv
   expect(err).toBeInstanceOf(FxError);
   expect(err.kind).toBe('UnsupportedError');
   expect(err.message).toContain("node 'no_such_op'");
-  // A module with onnx.* targets cannot be written as a package before lowering.
+  // A module with onnx.* targets cannot be written as a package before lowering; torchPackage
+  // lowers first, and names every node it cannot lower.
   expect(() => toFolder(gm)).toThrow(FxError);
+  expect(() => torchPackage(gm)).toThrow("1 node(s) cannot be lowered to PyTorch:\n  node 'no_such_op' (NoSuchOp): no handler for NoSuchOp at opset 17");
   gm.delete();
 });
