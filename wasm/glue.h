@@ -132,7 +132,8 @@ val onnx_meta_keys();
 
 // torch_codegen.cpp: ONNX to PyTorch (fx::torch_codegen).
 val gm_lowering_coverage(double id);
-val gm_lower_to_torch(double id, std::string class_name, double size_a, double size_b);
+val gm_lower_to_torch(double id, std::string class_name, double size_a, double size_b,
+                      val example_inputs);
 val gm_to_folder(double id, std::string module_name);
 val gm_torch_package(double id, std::string module_name);
 

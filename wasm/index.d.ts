@@ -805,6 +805,12 @@ export interface LowerToTorchOptions {
    * input apart from static ones (default `[2, 3]`); they must be sizes the model accepts.
    */
   probeSizes?: [number, number];
+  /**
+   * Inputs to run the model on while lowering (one per input), used when no input dim is
+   * dynamic: for a model that only runs on meaningful values (indices, a valid Range), where the
+   * default zero/one-filled inputs would fail.
+   */
+  exampleInputs?: TensorInput[];
 }
 
 /**

@@ -26,9 +26,12 @@ val gm_lowering_coverage(double id) {
   });
 }
 
-val gm_lower_to_torch(double id, std::string class_name, double size_a, double size_b) {
+val gm_lower_to_torch(double id, std::string class_name, double size_a, double size_b,
+                      val example_inputs) {
   return guarded([&] {
     fx::torch_codegen::LowerOptions opts;
+    if (!example_inputs.isUndefined() && !example_inputs.isNull())
+      opts.example_inputs = values_from_js(example_inputs);
     opts.class_name = class_name;
     opts.probe_sizes[0] = static_cast<int64_t>(size_a);
     opts.probe_sizes[1] = static_cast<int64_t>(size_b);

@@ -3,6 +3,7 @@
 import { typeError } from './errors.mjs';
 import { M, PRIVATE, ck, requireModule } from './runtime.mjs';
 import { GraphModule } from './graph_module.mjs';
+import { encodeTensors } from './tensors.mjs';
 
 function checkModule(gm, what) {
   if (!(gm instanceof GraphModule)) throw typeError(`${what}: expected a GraphModule`);
@@ -28,7 +29,9 @@ export function loweringCoverage(gm) {
  * Conv/Gemm/BatchNormalization/LayerNormalization/LSTM as torch.nn layers owning the weights
  * (named after the ONNX names), elementwise ops as torch/operator calls, and shape arithmetic as
  * Python ints that follow the input sizes (`x.size(0)`) on dims the model declares dynamic.
- * The model runs twice while lowering, with every dynamic dim at `probeSizes` (default [2, 3]).
+ * The model runs twice while lowering, with every dynamic dim at `probeSizes` (default [2, 3]),
+ * on zero/one-filled inputs, or on `exampleInputs` (one tensor per input) when no input dim is
+ * dynamic: for models that only run on meaningful values (indices, a valid Range).
  * Throws FxError (UnsupportedError) naming the node for what cannot be lowered.
  */
 export function lowerToTorch(gm, options = {}) {
@@ -39,7 +42,11 @@ export function lowerToTorch(gm, options = {}) {
   const sizes = options?.probeSizes ?? [2, 3];
   if (!Array.isArray(sizes) || sizes.length !== 2 || !sizes.every((s) => Number.isInteger(s) && s > 0))
     throw typeError('lowerToTorch: probeSizes must be two positive integers');
-  return new GraphModule(PRIVATE, ck(M.gmLowerToTorch(id, className, sizes[0], sizes[1])));
+  const examples = options?.exampleInputs;
+  if (examples !== undefined && !Array.isArray(examples))
+    throw typeError('lowerToTorch: exampleInputs must be an array of tensors, one per input');
+  const encoded = examples === undefined ? null : encodeTensors(examples, 'lowerToTorch');
+  return new GraphModule(PRIVATE, ck(M.gmLowerToTorch(id, className, sizes[0], sizes[1], encoded)));
 }
 
 /**

@@ -163,8 +163,18 @@ void Lowerer::probe() {
   };
   auto shapes_at = [&](int64_t size, bool first) {
     std::unique_ptr<GraphModule> copy = copy_graph_module(src_);
+    std::vector<exec::Value> fills = inputs_at(size, 1);  // also tells whether dims are dynamic
     try {
-      exec::shape_prop(*copy, inputs_at(size, 1));
+      if (!options_.example_inputs.empty() && !dynamic) {
+        try {
+          exec::shape_prop(*copy, options_.example_inputs);
+        } catch (const Error&) {  // not inputs this model takes: the fills
+          copy = copy_graph_module(src_);
+          exec::shape_prop(*copy, fills);
+        }
+      } else {
+        exec::shape_prop(*copy, fills);
+      }
     } catch (const Error&) {  // e.g. an index of 1 into a dim of 1: zeros, then all ones
       try {
         copy = copy_graph_module(src_);

@@ -65,7 +65,9 @@ void reshape(Lowerer& L, const Node& n) {
 void flatten(Lowerer& L, const Node& n) {
   LVal x = L.in(n, 0);
   const int64_t r = L.rank(x);
-  const int64_t a = L.axis(n, L.attr_int(n, "axis", 1), r + 1);
+  // Flatten's axis lies in [-r, r]: a negative one counts from the end of the r dims.
+  int64_t a = L.attr_int(n, "axis", 1);
+  a = L.axis(n, a < 0 ? a + r : a, r + 1);
   Node* t = L.as_tensor(x);
   Node* y;
   if (a == 0) {

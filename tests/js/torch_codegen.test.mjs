@@ -172,3 +172,24 @@ test('lowerToTorch names what it cannot convert, up front and when asked to conv
   expect(() => torchPackage(gm)).toThrow("1 node(s) cannot be lowered to PyTorch:\n  node 'no_such_op' (NoSuchOp): no handler for NoSuchOp at opset 17");
   gm.delete();
 });
+
+// ONNX's backend node tests: every case the executor passes (tests/onnx_backend/expected.txt) is
+// lowered with its own inputs as exampleInputs, packaged, and run in torch 1.13 against the suite's
+// expected outputs (tests/torch_codegen/backend_lowering.mjs); the cases that do not pass are
+// listed with the reason in tests/torch_codegen/backend_expected.txt.
+const backendSuite = path.join(process.env.FXWASM_ONNX_BACKEND_DIR ?? path.join(root, 'build/onnx-backend'), 'node');
+(fs.existsSync(backendSuite) ? test : test.skip)(
+  "lowerToTorch: ONNX's backend cases that the executor passes run in PyTorch with the expected outputs",
+  async () => {
+    const { runBackendLowering, listFile } = await import('../torch_codegen/backend_lowering.mjs');
+    const { results, regressions, newPasses } = await runBackendLowering();
+    const passed = [...results.values()].filter((why) => !why).length;
+    console.log(
+      `backend cases lowered to PyTorch: ${passed} of ${results.size} pass in torch 1.13` +
+        (newPasses.length ? `\nnow passing, remove from ${listFile}: ${newPasses.join(' ')}` : ''),
+    );
+    expect(results.size).toBeGreaterThan(400);
+    expect(regressions).toEqual([]);
+  },
+  300000,
+);

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "fx/exec.h"
 #include "fx/graph_module.h"
 
 namespace fx::torch_codegen {
@@ -56,6 +57,10 @@ struct LowerOptions {
   /// Sizes every dynamic input dimension takes in the two runs that tell the dims that depend
   /// on the input apart from static ones. They must be sizes the model accepts.
   int64_t probe_sizes[2] = {2, 3};
+  /// Inputs to probe with (one per placeholder), for a model whose inputs have no dynamic dims:
+  /// when the model only runs on meaningful values (indices into a dim, a valid Range), the
+  /// default zero/one fills may not. Ignored when an input has a dynamic dim.
+  std::vector<exec::Value> example_inputs;
   /// The class name of the result ("OnnxModule" when empty: the imported module's).
   std::string class_name;
 };
