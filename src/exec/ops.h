@@ -22,6 +22,9 @@ void register_indexing_ops();
 void register_layout_ops();
 void register_layer_ops();
 void register_control_ops();
+void register_loss_ops();
+void register_rnn_ops();
+void register_random_ops();
 /// Registration used by those functions (does not trigger the first-use registration).
 void register_builtin(const std::string& target, OpFn fn);
 
@@ -80,6 +83,10 @@ struct LayerNormMatch {
 };
 /// `rank`: the rank of x if known (the executor), else -1 (read from shape metadata).
 std::optional<LayerNormMatch> match_layer_norm(const GraphModule& gm, Node* div, int64_t rank = -1);
+
+/// LayerNormalization's optional outputs Mean and InvStdDev (shape x.shape[:axis] + 1s), pushed
+/// when the node declares them (ops_layers.cpp).
+void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon);
 
 /// "float32[1, 3]" for every input, comma separated (error messages).
 std::string describe_inputs(const OpCall& c);

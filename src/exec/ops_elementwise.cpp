@@ -354,19 +354,6 @@ void register_elementwise_ops() {
     c.outputs.push_back(out);
   });
   register_builtin("onnx.Identity", [](OpCall& c) { c.outputs.push_back(c.input(0)); });
-  register_builtin("onnx.Dropout", [](OpCall& c) {
-    // Inference: the identity; the optional mask output is all true.
-    if (c.attr_int("training_mode", 0)) c.unsupported("Dropout in training mode");
-    if (c.has_input(2)) {
-      const std::vector<int64_t> t = c.input(2).to_i64();
-      if (!t.empty() && t[0]) c.unsupported("Dropout in training mode");
-    }
-    const Value& x = c.input(0);
-    c.outputs.push_back(x);
-    Value mask = new_value(Dtype::Bool, x.shape());
-    std::fill(mask.mutable_data<uint8_t>(), mask.mutable_data<uint8_t>() + mask.numel(), 1);
-    c.outputs.push_back(mask);
-  });
   register_builtin("onnx.Not", [](OpCall& c) {
     const Value& x = c.input(0);
     if (x.dtype() != Dtype::Bool) c.fail("Not needs a bool input");

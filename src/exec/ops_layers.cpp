@@ -1,5 +1,6 @@
-// ONNX ops that are layers of their own: ConvTranspose (2-D), LSTM, Einsum, PRelu, and the
-// normalisations InstanceNormalization, GroupNormalization, LRN.
+// ONNX ops that are layers of their own: ConvTranspose (2-D), Einsum, PRelu, and the
+// normalisations InstanceNormalization, GroupNormalization, LRN, MeanVarianceNormalization
+// (RNN/GRU/LSTM: ops_rnn.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -71,77 +72,6 @@ void conv_transpose(OpCall& c) {
       }
   }
   c.outputs.push_back(out);
-}
-
-// LSTM with the default activations (sigmoid, tanh, tanh), layout 0, forward / reverse /
-// bidirectional; inputs X[seq, batch, in], W[dirs, 4H, in], R[dirs, 4H, H], B[dirs, 8H],
-// sequence_lens, initial_h/initial_c[dirs, batch, H], P (peepholes).
-void lstm(OpCall& c) {
-  const Value& X = c.input(0);
-  const Value& W = c.input(1);
-  const Value& R = c.input(2);
-  for (const Value* v : {&X, &W, &R})
-    if (v->dtype() != Dtype::Float32) c.unsupported("LSTM on non-float32");
-  if (c.has_attr("activations")) c.unsupported("LSTM with custom activations");
-  if (c.attr_int("layout", 0) != 0) c.unsupported("LSTM layout = 1");
-  if (c.has_input(4)) c.unsupported("LSTM with sequence_lens");
-  if (c.has_input(7)) c.unsupported("LSTM with peepholes");
-  if (c.has_attr("clip")) c.unsupported("LSTM with clip");
-  if (c.attr_int("input_forget", 0)) c.unsupported("LSTM with input_forget");
-  const std::string direction = c.attr_string("direction", "forward");
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  if (X.shape().size() != 3) c.fail("X must be [seq, batch, input]");
-  const int64_t S = X.shape()[0], Bt = X.shape()[1], I = X.shape()[2];
-  const int64_t H = c.attr_int("hidden_size", R.shape().size() == 3 ? R.shape()[2] : 0);
-  if (W.shape() != Shape{dirs, 4 * H, I} || R.shape() != Shape{dirs, 4 * H, H})
-    c.fail("W or R has the wrong shape");
-  Value Y = new_value(Dtype::Float32, {S, dirs, Bt, H});
-  Value Yh = new_value(Dtype::Float32, {dirs, Bt, H}),
-        Yc = new_value(Dtype::Float32, {dirs, Bt, H});
-  std::vector<float> gates(static_cast<size_t>(Bt * 4 * H)), h(static_cast<size_t>(Bt * H)),
-      cell(h.size());
-  auto sig = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
-  for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
-    const float* w = W.data<float>() + d * 4 * H * I;
-    const float* r = R.data<float>() + d * 4 * H * H;
-    const float* b = c.has_input(3) ? c.input(3).data<float>() + d * 8 * H : nullptr;
-    std::fill(h.begin(), h.end(), 0.0f);
-    std::fill(cell.begin(), cell.end(), 0.0f);
-    if (c.has_input(5))
-      std::memcpy(h.data(), c.input(5).data<float>() + d * Bt * H, h.size() * sizeof(float));
-    if (c.has_input(6))
-      std::memcpy(cell.data(), c.input(6).data<float>() + d * Bt * H, cell.size() * sizeof(float));
-    for (int64_t step = 0; step < S; ++step) {
-      const int64_t t = reverse ? S - 1 - step : step;
-      // gates[Bt, 4H] = X_t W^T + h R^T + Wb + Rb   (gate order i, o, f, c)
-      kernels::sgemm(false, true, Bt, 4 * H, I, 1.0f, X.data<float>() + t * Bt * I, I, w, I, 0.0f,
-                     gates.data(), 4 * H);
-      kernels::sgemm(false, true, Bt, 4 * H, H, 1.0f, h.data(), H, r, H, 1.0f, gates.data(), 4 * H);
-      for (int64_t n = 0; n < Bt; ++n) {
-        float* g = gates.data() + n * 4 * H;
-        for (int64_t j = 0; j < H; ++j) {
-          float gi = g[j], go = g[H + j], gf = g[2 * H + j], gc = g[3 * H + j];
-          if (b) {
-            gi += b[j] + b[4 * H + j];
-            go += b[H + j] + b[5 * H + j];
-            gf += b[2 * H + j] + b[6 * H + j];
-            gc += b[3 * H + j] + b[7 * H + j];
-          }
-          float& ct = cell[n * H + j];
-          ct = sig(gf) * ct + sig(gi) * std::tanh(gc);
-          h[n * H + j] = sig(go) * std::tanh(ct);
-        }
-      }
-      std::memcpy(Y.mutable_data<float>() + ((t * dirs + d) * Bt) * H, h.data(),
-                  h.size() * sizeof(float));
-    }
-    std::memcpy(Yh.mutable_data<float>() + d * Bt * H, h.data(), h.size() * sizeof(float));
-    std::memcpy(Yc.mutable_data<float>() + d * Bt * H, cell.data(), cell.size() * sizeof(float));
-  }
-  c.outputs.push_back(Y);
-  c.outputs.push_back(Yh);
-  c.outputs.push_back(Yc);
 }
 
 // Einsum by explicit index loops: any equation over float32 operands (with '...' unsupported).
@@ -330,16 +260,90 @@ void lrn(OpCall& c) {
   c.outputs.push_back(out);
 }
 
+// MeanVarianceNormalization: (x - mean) / (std + 1e-9) with mean and std over `axes`
+// (default [0, 2, 3]), std from E[x^2] - E[x]^2 as ONNX's function body computes it.
+void mean_variance_norm(OpCall& c) {
+  const Value& x = c.input(0);
+  need_f32(c, x, "MeanVarianceNormalization input");
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : c.attr_ints("axes", {0, 2, 3}))
+    reduced[static_cast<size_t>(normalize_axis(c, a, rank, "axis"))] = true;
+  // Each element's group: its index over the kept axes.
+  std::vector<int64_t> group_stride(static_cast<size_t>(rank), 0);
+  int64_t groups = 1;
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (!reduced[static_cast<size_t>(d)]) {
+      group_stride[static_cast<size_t>(d)] = groups;
+      groups *= x.shape()[static_cast<size_t>(d)];
+    }
+  std::vector<int64_t> group(static_cast<size_t>(x.numel()));
+  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t gi = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      gi += idx[static_cast<size_t>(d)] * group_stride[static_cast<size_t>(d)];
+    group[static_cast<size_t>(i)] = gi;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < x.shape()[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+  std::vector<double> s(static_cast<size_t>(groups), 0.0), s2(s.size(), 0.0);
+  const float* px = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    s[static_cast<size_t>(group[static_cast<size_t>(i)])] += px[i];
+    s2[static_cast<size_t>(group[static_cast<size_t>(i)])] += static_cast<double>(px[i]) * px[i];
+  }
+  const double cnt = groups ? static_cast<double>(x.numel()) / static_cast<double>(groups) : 1.0;
+  for (size_t g = 0; g < s.size(); ++g) {
+    const double m = s[g] / cnt;
+    s[g] = m;
+    s2[g] = 1.0 / (std::sqrt(std::max(0.0, s2[g] / cnt - m * m)) + 1e-9);
+  }
+  Value out = new_value(Dtype::Float32, x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
+    out.mutable_data<float>()[i] = static_cast<float>((px[i] - s[g]) * s2[g]);
+  }
+  c.outputs.push_back(out);
+}
+
 }  // namespace
+
+void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon) {
+  if (c.num_outputs() < 2) return;
+  if (c.attr_int("stash_type", 1) != 1)
+    c.unsupported("LayerNormalization stash_type other than float32");
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + axis);
+  shape.resize(static_cast<size_t>(rank), 1);
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= x.shape()[static_cast<size_t>(d)];
+  const int64_t size = rows ? x.numel() / rows : 0;
+  Value mean = new_value(Dtype::Float32, shape), inv = new_value(Dtype::Float32, shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* px = x.data<float>() + r * size;
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < size; ++i) m += px[i];
+    m /= static_cast<double>(size);
+    for (int64_t i = 0; i < size; ++i) v += (px[i] - m) * (px[i] - m);
+    v /= static_cast<double>(size);
+    mean.mutable_data<float>()[r] = static_cast<float>(m);
+    inv.mutable_data<float>()[r] = static_cast<float>(1.0 / std::sqrt(v + epsilon));
+  }
+  c.outputs.push_back(mean);
+  if (c.num_outputs() > 2) c.outputs.push_back(inv);
+}
 
 void register_layer_ops() {
   register_builtin("onnx.ConvTranspose", conv_transpose);
-  register_builtin("onnx.LSTM", lstm);
   register_builtin("onnx.Einsum", einsum);
   register_builtin("onnx.PRelu", prelu);
   register_builtin("onnx.InstanceNormalization", instance_norm);
   register_builtin("onnx.GroupNormalization", group_norm);
   register_builtin("onnx.LRN", lrn);
+  register_builtin("onnx.MeanVarianceNormalization", mean_variance_norm);
 }
 
 }  // namespace fx::exec

@@ -277,6 +277,7 @@ void layer_norm(OpCall& c) {
   kernels::layer_norm_f32(x.data<float>(), scale.data<float>(), bias, out.mutable_data<float>(),
                           rows, size, c.attr_float("epsilon", 1e-5f));
   c.outputs.push_back(out);
+  layer_norm_stats(c, x, axis, c.attr_float("epsilon", 1e-5f));
 }
 
 void matmul(OpCall& c) {
