@@ -22,6 +22,7 @@ void register_indexing_ops();
 void register_layout_ops();
 void register_layer_ops();
 void register_control_ops();
+void register_quant_ops();
 void register_loss_ops();
 void register_rnn_ops();
 void register_random_ops();

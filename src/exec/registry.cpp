@@ -156,6 +156,7 @@ Registry& registry() {
     register_layout_ops();
     register_layer_ops();
     register_control_ops();
+    register_quant_ops();
     register_loss_ops();
     register_rnn_ops();
     register_random_ops();

@@ -1,0 +1,328 @@
+// Integer GEMM (qgemm.h) in the layout of sgemm: the left operand in MR-row panels, the right in
+// NR-column panels, both K-major inside a panel, so a register-blocked MR x NR micro-kernel reads
+// contiguous memory. An element of a panel is an int32 holding the int16 pair (k, k + 1) of one
+// row or column, zero point subtracted: broadcasting A's pair and multiplying it with B's pairs
+// by pmaddwd / i32x4.dot_i16x8 adds a[k] b[k] + a[k+1] b[k+1] to each int32 lane, exactly.
+#include "kernels/qgemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#include <immintrin.h>
+#define FXWASM_QGEMM_AVX2 1
+#endif
+
+namespace fx::kernels {
+
+namespace {
+
+// Rows of a micro-tile: as in sgemm, V8 spills a 6-row tile of simd128 accumulators.
+#ifdef __wasm__
+constexpr int64_t MR = 4;
+#else
+constexpr int64_t MR = 6;
+#endif
+constexpr int64_t NR = 8;  // columns of the portable kernel's tile (two 4-lane vectors)
+#ifdef FXWASM_QGEMM_AVX2
+constexpr int64_t NR_AVX2 = 16;  // two 8-lane ymm vectors
+bool has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+// K pairs per block: a 128-pair slice of a 16-column B panel (8 KB) stays in L1 while the A
+// panels stream past it.
+constexpr int64_t KCP = 128;
+
+int64_t right_panel() {
+#ifdef FXWASM_QGEMM_AVX2
+  if (has_avx2()) return NR_AVX2;
+#endif
+  return NR;
+}
+
+inline int32_t pair(int32_t lo, int32_t hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+}
+
+inline int32_t element(const void* p, QType t, int64_t i) {
+  return t == QType::U8 ? static_cast<const uint8_t*>(p)[i] : static_cast<const int8_t*>(p)[i];
+}
+
+typedef int16_t v8s __attribute__((vector_size(16)));
+typedef int32_t v4s __attribute__((vector_size(16)));
+
+inline v4s madd(v4s a, v4s b) {
+#if defined(__wasm_simd128__)
+  return reinterpret_cast<v4s>(
+      wasm_i32x4_dot_i16x8(reinterpret_cast<v128_t>(a), reinterpret_cast<v128_t>(b)));
+#elif defined(__SSE2__)
+  return reinterpret_cast<v4s>(
+      _mm_madd_epi16(reinterpret_cast<__m128i>(a), reinterpret_cast<__m128i>(b)));
+#else
+  const v8s x = reinterpret_cast<v8s>(a), y = reinterpret_cast<v8s>(b);
+  v4s r;
+  for (int i = 0; i < 4; ++i) r[i] = x[2 * i] * y[2 * i] + x[2 * i + 1] * y[2 * i + 1];
+  return r;
+#endif
+}
+
+// Stores a full tile `t` (MR x nr, row stride nr) into C, or its rows x cols corner; adds to C
+// unless `first`.
+inline void store_tile(const int32_t* t, int64_t nr, int32_t* C, int64_t ldc, bool first,
+                       int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      C[r * ldc + j] = first ? t[r * nr + j] : C[r * ldc + j] + t[r * nr + j];
+}
+
+void kernel_portable(int64_t kps, const int32_t* a, const int32_t* b, int32_t* C, int64_t ldc,
+                     bool first, int64_t rows, int64_t cols) {
+  v4s acc[MR][2];
+  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = v4s{0, 0, 0, 0};
+  for (int64_t k = 0; k < kps; ++k, a += MR, b += NR) {
+    v4s b0, b1;
+    std::memcpy(&b0, b, 16);
+    std::memcpy(&b1, b + 4, 16);
+    for (int64_t r = 0; r < MR; ++r) {
+      const v4s av = {a[r], a[r], a[r], a[r]};
+      acc[r][0] += madd(av, b0);
+      acc[r][1] += madd(av, b1);
+    }
+  }
+  int32_t t[MR * NR];
+  for (int64_t r = 0; r < MR; ++r) {
+    std::memcpy(t + r * NR, &acc[r][0], 16);
+    std::memcpy(t + r * NR + 4, &acc[r][1], 16);
+  }
+  store_tile(t, NR, C, ldc, first, rows, cols);
+}
+
+#ifdef FXWASM_QGEMM_AVX2
+__attribute__((target("avx2"))) void kernel_avx2(int64_t kps, const int32_t* a, const int32_t* b,
+                                                 int32_t* C, int64_t ldc, bool first, int64_t rows,
+                                                 int64_t cols) {
+  __m256i acc[MR][2];
+  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (int64_t k = 0; k < kps; ++k, a += MR, b += NR_AVX2) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8));
+    for (int64_t r = 0; r < MR; ++r) {
+      const __m256i av = _mm256_set1_epi32(a[r]);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
+    }
+  }
+  if (rows == MR && cols == NR_AVX2) {
+    for (int64_t r = 0; r < MR; ++r) {
+      __m256i* c0 = reinterpret_cast<__m256i*>(C + r * ldc);
+      __m256i* c1 = reinterpret_cast<__m256i*>(C + r * ldc + 8);
+      if (!first) {
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_loadu_si256(c0));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_loadu_si256(c1));
+      }
+      _mm256_storeu_si256(c0, acc[r][0]);
+      _mm256_storeu_si256(c1, acc[r][1]);
+    }
+    return;
+  }
+  alignas(32) int32_t t[MR * NR_AVX2];
+  for (int64_t r = 0; r < MR; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t + r * NR_AVX2), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t + r * NR_AVX2 + 8), acc[r][1]);
+  }
+  store_tile(t, NR_AVX2, C, ldc, first, rows, cols);
+}
+#endif
+
+}  // namespace
+
+QPacked QPacked::left(int64_t M, int64_t K, const void* A, QType type, int64_t lda,
+                      const int32_t* zp, bool zp_per_row) {
+  QPacked p;
+  p.left_ = true;
+  p.rows_ = M;
+  p.cols_ = K;
+  p.panel_ = MR;
+  p.padded_ = (M + MR - 1) / MR * MR;
+  p.pairs_ = (K + 1) / 2;
+  p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
+  for (int64_t i = 0; i < M; ++i) {
+    const int32_t z = zp ? zp[zp_per_row ? i : 0] : 0;
+    int32_t* out = p.data_.data() + (i / MR) * p.pairs_ * MR + i % MR;
+    const int64_t row = i * lda;
+    for (int64_t kp = 0; kp < p.pairs_; ++kp) {
+      const int64_t k = 2 * kp;
+      const int32_t lo = element(A, type, row + k) - z;
+      const int32_t hi = k + 1 < K ? element(A, type, row + k + 1) - z : 0;
+      out[kp * MR] = pair(lo, hi);
+    }
+  }
+  return p;
+}
+
+QPacked QPacked::right(int64_t K, int64_t N, const void* B, QType type, int64_t ldb, bool trans_b,
+                       const int32_t* zp, bool zp_per_col) {
+  QPacked p;
+  p.left_ = false;
+  p.rows_ = K;
+  p.cols_ = N;
+  p.panel_ = right_panel();
+  const int64_t nr = p.panel_;
+  p.padded_ = (N + nr - 1) / nr * nr;
+  p.pairs_ = (K + 1) / 2;
+  p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
+  for (int64_t j = 0; j < N; ++j) {
+    const int32_t z = zp ? zp[zp_per_col ? j : 0] : 0;
+    int32_t* out = p.data_.data() + (j / nr) * p.pairs_ * nr + j % nr;
+    auto at = [&](int64_t k) { return element(B, type, trans_b ? j * ldb + k : k * ldb + j) - z; };
+    for (int64_t kp = 0; kp < p.pairs_; ++kp) {
+      const int64_t k = 2 * kp;
+      out[kp * nr] = pair(at(k), k + 1 < K ? at(k + 1) : 0);
+    }
+  }
+  return p;
+}
+
+QPacked QPacked::right_im2col(const void* image, QType type, int64_t C, int64_t H, int64_t W,
+                              int64_t KH, int64_t KW, int64_t stride_h, int64_t stride_w,
+                              int64_t pad_top, int64_t pad_left, int64_t dilation_h,
+                              int64_t dilation_w, int64_t OH, int64_t OW, int32_t zp) {
+  QPacked p;
+  p.left_ = false;
+  const int64_t K = C * KH * KW, N = OH * OW;
+  p.rows_ = K;
+  p.cols_ = N;
+  p.panel_ = right_panel();
+  const int64_t nr = p.panel_;
+  p.padded_ = (N + nr - 1) / nr * nr;
+  p.pairs_ = (K + 1) / 2;
+  p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
+  // One row k = (c, kh, kw) of the im2col matrix at a time, as int16 minus zp, into a scratch
+  // row; then its values go to the panels' k-th half-pairs.
+  std::vector<int16_t> row(static_cast<size_t>(N));
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t ih = oh * stride_h - pad_top + kh * dilation_h;
+      int16_t* r = row.data() + oh * OW;
+      if (ih < 0 || ih >= H) {
+        std::fill(r, r + OW, int16_t{0});
+        continue;
+      }
+      const int64_t base = (c * H + ih) * W;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t iw = ow * stride_w - pad_left + kw * dilation_w;
+        r[ow] = iw < 0 || iw >= W ? 0 : static_cast<int16_t>(element(image, type, base + iw) - zp);
+      }
+    }
+    // Pair kp = k / 2 of column j sits at data[(j / nr) * pairs * nr + kp * nr + j % nr], its
+    // half k % 2; viewed as int16 (little-endian on every target we build), element 2 * that
+    // + k % 2.
+    int16_t* d = reinterpret_cast<int16_t*>(p.data_.data());
+    const int64_t kp = k / 2, half = k % 2;
+    for (int64_t j0 = 0; j0 < N; j0 += nr) {
+      int16_t* out = d + 2 * ((j0 / nr) * p.pairs_ * nr + kp * nr) + half;
+      const int64_t cols = std::min(nr, N - j0);
+      for (int64_t j = 0; j < cols; ++j) out[2 * j] = row[j0 + j];
+    }
+  }
+  return p;
+}
+
+void qgemm(const QPacked& A, const QPacked& B, int32_t* C, int64_t ldc) {
+  const int64_t M = A.rows_, N = B.cols_, pairs = A.pairs_;
+  const int64_t nr = B.panel_;
+  auto kernel = kernel_portable;
+#ifdef FXWASM_QGEMM_AVX2
+  if (nr == NR_AVX2) kernel = kernel_avx2;
+#endif
+  if (pairs == 0) {  // K == 0: the empty sum
+    for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0);
+    return;
+  }
+  for (int64_t k0 = 0; k0 < pairs; k0 += KCP) {
+    const int64_t kps = std::min(KCP, pairs - k0);
+    for (int64_t j0 = 0; j0 < N; j0 += nr) {
+      const int32_t* b = B.data_.data() + (j0 / nr) * pairs * nr + k0 * nr;
+      for (int64_t i0 = 0; i0 < M; i0 += MR) {
+        const int32_t* a = A.data_.data() + (i0 / MR) * pairs * MR + k0 * MR;
+        kernel(kps, a, b, C + i0 * ldc + j0, ldc, k0 == 0, std::min(MR, M - i0),
+               std::min(nr, N - j0));
+      }
+    }
+  }
+}
+
+void qgemm_reference(int64_t M, int64_t N, int64_t K, const void* A, QType a_type, int64_t lda,
+                     const int32_t* a_zp, bool a_zp_per_row, const void* B, QType b_type,
+                     int64_t ldb, bool trans_b, const int32_t* b_zp, bool b_zp_per_col, int32_t* C,
+                     int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const int32_t za = a_zp ? a_zp[a_zp_per_row ? i : 0] : 0;
+      const int32_t zb = b_zp ? b_zp[b_zp_per_col ? j : 0] : 0;
+      int64_t s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += int64_t{element(A, a_type, i * lda + k) - za} *
+             (element(B, b_type, trans_b ? j * ldb + k : k * ldb + j) - zb);
+      C[i * ldc + j] = static_cast<int32_t>(s);
+    }
+}
+
+void requantize(const Requant& r, int64_t rows, int64_t cols, const int32_t* acc, int64_t lda,
+                void* out, int64_t ldo) {
+  const int32_t qmin = std::max(r.type == QType::U8 ? 0 : -128, r.lo_q);
+  const int32_t qmax = std::min(r.type == QType::U8 ? 255 : 127, r.hi_q);
+  // Round half to even by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22), after
+  // bounding v well inside that range (results saturate to 8 bits anyway).
+  const float magic = 12582912.0f, bound = 1048576.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int32_t* a = acc + i * lda;
+    float row_scale = 0.0f, row_offset = 0.0f;
+    int32_t row_bias = 0;
+    if (r.per_row) {
+      row_scale = r.scale[r.scale_count == 1 ? 0 : i];
+      row_offset = r.offset ? r.offset[i] : 0.0f;
+      row_bias = r.bias_i32 ? r.bias_i32[i] : 0;
+    }
+    auto quant = [&](float v) {
+      v = std::min(std::max(v, -bound), bound);
+      const int32_t q = static_cast<int32_t>((v + magic) - magic) + r.zp;
+      return std::min(std::max(q, qmin), qmax);
+    };
+    if (r.type == QType::U8) {
+      uint8_t* o = static_cast<uint8_t*>(out) + i * ldo;
+      if (r.per_row) {
+        for (int64_t j = 0; j < cols; ++j)
+          o[j] = static_cast<uint8_t>(
+              quant(static_cast<float>(a[j] + row_bias) * row_scale + row_offset));
+      } else {
+        for (int64_t j = 0; j < cols; ++j)
+          o[j] = static_cast<uint8_t>(
+              quant(static_cast<float>(a[j] + (r.bias_i32 ? r.bias_i32[j] : 0)) *
+                        r.scale[r.scale_count == 1 ? 0 : j] +
+                    (r.offset ? r.offset[j] : 0.0f)));
+      }
+    } else {
+      int8_t* o = static_cast<int8_t*>(out) + i * ldo;
+      for (int64_t j = 0; j < cols; ++j) {
+        const int64_t x = r.per_row ? i : j;
+        const float s = r.scale[r.scale_count == 1 ? 0 : x];
+        const float off = r.offset ? r.offset[x] : 0.0f;
+        const int32_t b = r.bias_i32 ? r.bias_i32[x] : 0;
+        o[j] = static_cast<int8_t>(quant(static_cast<float>(a[j] + b) * s + off));
+      }
+    }
+  }
+}
+
+}  // namespace fx::kernels

@@ -1,0 +1,112 @@
+// Integer kernels (src/kernels/qgemm.h) against their reference loops: every signedness, zero
+// points per tensor, per row and per column, partial micro-tiles, odd K and K across several
+// blocks; the im2col packing against a direct convolution; requantization's rounding.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/qgemm.h"
+
+namespace {
+
+using fx::kernels::QPacked;
+using fx::kernels::QType;
+
+std::vector<uint8_t> random_bytes(std::mt19937& rng, int64_t n) {
+  std::uniform_int_distribution<int> d(0, 255);
+  std::vector<uint8_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<uint8_t>(d(rng));
+  return v;
+}
+
+struct QCase {
+  int64_t M, N, K;
+  QType a, b;
+  bool per_row, per_col, trans_b;
+};
+
+class QGemm : public ::testing::TestWithParam<QCase> {};
+
+TEST_P(QGemm, MatchesReferenceLoops) {
+  const QCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.M * 131 + c.N * 17 + c.K));
+  const auto A = random_bytes(rng, c.M * c.K), B = random_bytes(rng, c.K * c.N);
+  auto zps = [&](QType t, int64_t n) {
+    std::uniform_int_distribution<int> d(t == QType::U8 ? 0 : -128, t == QType::U8 ? 255 : 127);
+    std::vector<int32_t> z(static_cast<size_t>(n));
+    for (auto& x : z) x = d(rng);
+    return z;
+  };
+  const auto za = zps(c.a, c.per_row ? c.M : 1), zb = zps(c.b, c.per_col ? c.N : 1);
+  const int64_t ldb = c.trans_b ? c.K : c.N;
+  std::vector<int32_t> want(static_cast<size_t>(c.M * c.N)), got(want.size(), -7);
+  fx::kernels::qgemm_reference(c.M, c.N, c.K, A.data(), c.a, c.K, za.data(), c.per_row, B.data(),
+                               c.b, ldb, c.trans_b, zb.data(), c.per_col, want.data(), c.N);
+  const QPacked pa = QPacked::left(c.M, c.K, A.data(), c.a, c.K, za.data(), c.per_row);
+  const QPacked pb = QPacked::right(c.K, c.N, B.data(), c.b, ldb, c.trans_b, zb.data(), c.per_col);
+  fx::kernels::qgemm(pa, pb, got.data(), c.N);
+  EXPECT_EQ(got, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, QGemm,
+    ::testing::Values(QCase{1, 1, 1, QType::U8, QType::S8, false, false, false},
+                      QCase{7, 13, 5, QType::U8, QType::S8, true, true, false},
+                      QCase{6, 16, 256, QType::S8, QType::S8, false, true, true},
+                      QCase{13, 37, 301, QType::U8, QType::U8, true, false, false},
+                      QCase{50, 70, 600, QType::S8, QType::U8, false, false, true},
+                      QCase{4, 33, 257, QType::U8, QType::S8, false, true, true},
+                      QCase{3, 5, 0, QType::U8, QType::S8, false, false, false}));
+
+TEST(QGemmIm2col, MatchesDirectConvolution) {
+  std::mt19937 rng(5);
+  const int64_t C = 3, H = 9, W = 7, M = 5, KH = 3, KW = 2, sh = 2, sw = 1, pt = 1, pl = 1, dh = 1,
+                dw = 2;
+  const int64_t OH = (H + 2 * pt - dh * (KH - 1) - 1) / sh + 1;
+  const int64_t OW = (W + 2 * pl - dw * (KW - 1) - 1) / sw + 1;
+  const int32_t xzp = 131;
+  const auto x = random_bytes(rng, C * H * W), w = random_bytes(rng, M * C * KH * KW);
+  std::vector<int32_t> wzp = {3, -5, 0, 127, -128};
+  const int64_t K = C * KH * KW, P = OH * OW;
+  std::vector<int32_t> got(static_cast<size_t>(M * P));
+  fx::kernels::qgemm(QPacked::left(M, K, w.data(), QType::S8, K, wzp.data(), true),
+                     QPacked::right_im2col(x.data(), QType::U8, C, H, W, KH, KW, sh, sw, pt, pl, dh,
+                                           dw, OH, OW, xzp),
+                     got.data(), P);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t s = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;
+              const int32_t xv = ih < 0 || ih >= H || iw < 0 || iw >= W
+                                     ? xzp
+                                     : static_cast<int32_t>(x[(c * H + ih) * W + iw]);
+              const int32_t wv = static_cast<int8_t>(w[((m * C + c) * KH + kh) * KW + kw]) - wzp[m];
+              s += int64_t{xv - xzp} * wv;
+            }
+        ASSERT_EQ(got[m * P + oh * OW + ow], s) << "m " << m << " oh " << oh << " ow " << ow;
+      }
+}
+
+TEST(QRequantize, RoundsHalfToEvenAndSaturates) {
+  const std::vector<int32_t> acc = {1, 3, 5, -1, -3, 1000, -1000, 0};
+  const float scale = 0.5f;  // 0.5, 1.5, 2.5, -0.5, -1.5, 500, -500, 0
+  std::vector<uint8_t> u(acc.size());
+  fx::kernels::Requant r;
+  r.scale = &scale;
+  r.zp = 10;
+  fx::kernels::requantize(r, 1, static_cast<int64_t>(acc.size()), acc.data(), 0, u.data(), 0);
+  EXPECT_EQ(u, (std::vector<uint8_t>{10, 12, 12, 10, 8, 255, 0, 10}));
+  std::vector<int8_t> s(acc.size());
+  r.type = QType::S8;
+  r.zp = 0;
+  r.lo_q = 0;  // a fused Relu
+  fx::kernels::requantize(r, 1, static_cast<int64_t>(acc.size()), acc.data(), 0, s.data(), 0);
+  EXPECT_EQ(s, (std::vector<int8_t>{0, 2, 2, 0, 0, 127, 0, 0}));
+}
+
+}  // namespace
