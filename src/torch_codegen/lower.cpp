@@ -394,6 +394,7 @@ const std::vector<HandlerEntry>& handler_table() {
     add_other_handlers(t);
     add_index_handlers(t);
     add_layout_handlers(t);
+    add_layers_handlers(t);
     return t;
   }();
   return table;

@@ -43,12 +43,6 @@ void identity(Lowerer& L, const Node& n) {
   L.set(n, v);
 }
 
-void dropout(Lowerer& L, const Node& n) {
-  if (output_used(n, 1)) L.unsupported(n, "its mask output is used");
-  LVal v = L.in(n, 0);
-  L.set(n, std::vector<LVal>{v, LVal{}});
-}
-
 // Integer arithmetic on Python ints (shape arithmetic), elementwise with broadcasting.
 bool int_binary(Lowerer& L, const Node& n, const char* py_op, int64_t (*fold)(int64_t, int64_t)) {
   LVal a = L.in(n, 0), b = L.in(n, 1);
@@ -305,7 +299,6 @@ void add_elementwise_handlers(std::vector<HandlerEntry>& table) {
                                 {"Where", 9, where},
                                 {"Xor", 7, tensor_binary<kXor>},
                                 {"Cast", 6, cast},
-                                {"Dropout", 7, dropout},
                             });
 }
 

@@ -348,9 +348,23 @@ void batch_norm(Lowerer& L, const Node& n) {
   L.set(n, std::vector<LVal>{L.tensor(L.module(path, {L.as_tensor(x)}), n)});
 }
 
+// Sets LayerNormalization's outputs: y, and when used Mean and InvStdDev as x.mean /
+// rsqrt(x.var + eps) over the normalised dims, kept (ONNX's shapes).
+void set_layer_norm(Lowerer& L, const Node& n, const LVal& x, int64_t axis, double eps, Node* y) {
+  std::vector<LVal> outs{L.tensor(y, n)};
+  if (output_used(n, 1) || output_used(n, 2)) {
+    std::vector<int64_t> dims;
+    for (int64_t d = axis; d < L.rank(x); ++d) dims.push_back(d);
+    Node* t = L.as_tensor(x);
+    Node* mean = L.method("mean", {t, int_list(dims)}, {{"keepdim", true}});
+    Node* var = L.method("var", {t, int_list(dims)}, {{"unbiased", false}, {"keepdim", true}});
+    outs.push_back(L.tensor(mean, n));
+    outs.push_back(L.tensor(L.call("torch.rsqrt", {L.call("operator.add", {var, eps})}), n));
+  }
+  L.set(n, outs);
+}
+
 void layer_norm(Lowerer& L, const Node& n) {
-  if (output_used(n, 1) || output_used(n, 2))
-    L.unsupported(n, "its Mean/InvStdDev outputs are used");
   LVal x = L.in(n, 0), scale = L.in(n, 1), bias = L.in(n, 2);
   const auto s = L.shape(x);
   const int64_t r = static_cast<int64_t>(s.size());
@@ -371,9 +385,9 @@ void layer_norm(Lowerer& L, const Node& n) {
     Kwargs kw{{"weight", L.as_tensor(scale)},
               {"bias", bias.kind == Kind::None ? Argument() : Argument(L.as_tensor(bias))},
               {"eps", eps}};
-    L.set(n, std::vector<LVal>{L.tensor(L.call("torch.nn.functional.layer_norm",
-                                               {L.as_tensor(x), int_list(norm)}, std::move(kw)),
-                                        n)});
+    set_layer_norm(
+        L, n, x, a, eps,
+        L.call("torch.nn.functional.layer_norm", {L.as_tensor(x), int_list(norm)}, std::move(kw)));
     return;
   }
   auto m = std::make_shared<Module>(
@@ -382,7 +396,7 @@ void layer_norm(Lowerer& L, const Node& n) {
   Tensor b = bias.kind == Kind::None ? zeros_f32(count) : *bias.constant;
   Lowerer::put_parameter(*m, "bias", reshaped(b, norm));
   const std::string path = L.add_module(n, scale, "layer_norm", m);
-  L.set(n, std::vector<LVal>{L.tensor(L.module(path, {L.as_tensor(x)}), n)});
+  set_layer_norm(L, n, x, a, eps, L.module(path, {L.as_tensor(x)}));
 }
 
 // nn.Linear(in, out) from a [out, in] weight and an optional [out] bias.

@@ -56,5 +56,6 @@ void add_nn_handlers(std::vector<HandlerEntry>& table);
 void add_other_handlers(std::vector<HandlerEntry>& table);
 void add_index_handlers(std::vector<HandlerEntry>& table);
 void add_layout_handlers(std::vector<HandlerEntry>& table);
+void add_layers_handlers(std::vector<HandlerEntry>& table);
 
 }  // namespace fx::torch_codegen

@@ -1,5 +1,5 @@
 // Lowering handlers of the remaining ops: TopK, ArgMax, CumSum, Trilu, Einsum, Pad,
-// normalisations as functions, NonZero, Mod, and LSTM as torch.nn.LSTM.
+// normalisations as functions, NonZero, Mod (LSTM: lower_layers.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -148,109 +148,6 @@ void mod(Lowerer& L, const Node& n) {
                     n));
 }
 
-// ---- recurrent ----
-
-// Rows of a [dirs, gates * hidden, k] ONNX weight for direction `dir`, gate blocks reordered
-// (ONNX LSTM: i, o, f, c; torch: i, f, g(c), o), as a [gates * hidden, k] tensor.
-Tensor gate_rows(const Tensor& t, int64_t dir, int64_t hidden, const std::vector<int>& order) {
-  Bytes src = t.bytes();
-  const int64_t gates = static_cast<int64_t>(order.size());
-  const int64_t k = t.shape.size() == 3 ? t.shape[2] : 1;
-  const size_t es = dtype_size(t.dtype);
-  const size_t block = static_cast<size_t>(hidden * k) * es;
-  const uint8_t* base = src->data() + static_cast<size_t>(dir * gates) * block;
-  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(gates) * block);
-  for (int64_t g = 0; g < gates; ++g)
-    std::memcpy(out->data() + g * block, base + order[g] * block, block);
-  Tensor r;
-  r.dtype = t.dtype;
-  r.shape = t.shape.size() == 3 ? std::vector<int64_t>{gates * hidden, k}
-                                : std::vector<int64_t>{gates * hidden};
-  r.data = std::move(out);
-  return r;
-}
-
-void lstm(Lowerer& L, const Node& n) {
-  LVal x = L.in(n, 0), w = L.in(n, 1), r = L.in(n, 2), b = L.in(n, 3);
-  if (L.in(n, 4).kind != Kind::None) L.unsupported(n, "sequence_lens");
-  if (L.in(n, 7).kind != Kind::None) L.unsupported(n, "peepholes (P)");
-  if (L.has_attr(n, "clip")) L.unsupported(n, "clip");
-  if (L.attr_int(n, "input_forget", 0)) L.unsupported(n, "input_forget = 1");
-  const std::vector<std::string> defaults{"Sigmoid", "Tanh", "Tanh"};
-  if (const Argument* acts = n.kwargs().find("activations")) {
-    std::vector<std::string> got;
-    for (const Argument& a : acts->elements()) got.push_back(a.to_string());
-    for (size_t i = 0; i < got.size(); ++i)
-      if (got[i] != defaults[i % 3]) L.unsupported(n, "activation " + got[i]);
-  }
-  const std::string direction = L.attr_string(n, "direction", "forward");
-  if (direction == "reverse")
-    L.unsupported(n, "direction = reverse (torch has no reverse-only LSTM)");
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  const bool batch_first = L.attr_int(n, "layout", 0) != 0;
-  for (const LVal* v : {&w, &r})
-    if (!v->constant || !v->constant->has_data()) L.unsupported(n, "W and R must be constants");
-  if (b.kind != Kind::None && (!b.constant || !b.constant->has_data()))
-    L.unsupported(n, "B must be a constant");
-  const int64_t hidden = L.attr_int(n, "hidden_size", w.constant->shape[1] / 4);
-  const int64_t input = w.constant->shape[2];
-  std::string repr = std::to_string(input) + ", " + std::to_string(hidden);
-  if (b.kind == Kind::None) repr += ", bias=False";
-  if (batch_first) repr += ", batch_first=True";
-  if (dirs == 2) repr += ", bidirectional=True";
-  auto m = std::make_shared<Module>("LSTM", repr);
-  const std::vector<int> order{0, 2, 3, 1};
-  for (int64_t d = 0; d < dirs; ++d) {
-    const std::string suffix = d ? "_l0_reverse" : "_l0";
-    Lowerer::put_parameter(*m, "weight_ih" + suffix, gate_rows(*w.constant, d, hidden, order));
-    Lowerer::put_parameter(*m, "weight_hh" + suffix, gate_rows(*r.constant, d, hidden, order));
-    if (b.kind != Kind::None) {
-      // B is [dirs, 8 * hidden]: the input biases, then the recurrent ones.
-      Tensor halves = reshaped(*b.constant, {dirs * 2, 4 * hidden});
-      Lowerer::put_parameter(*m, "bias_ih" + suffix, gate_rows(halves, 2 * d, hidden, order));
-      Lowerer::put_parameter(*m, "bias_hh" + suffix, gate_rows(halves, 2 * d + 1, hidden, order));
-    }
-  }
-  // A weight named "lstm.weight_ih_l0" is rare in exports; the node name gives the path.
-  const std::string path = L.add_module(n, LVal{}, "lstm", m);
-  std::vector<Argument> args{L.as_tensor(x)};
-  LVal h0 = L.in(n, 5), c0 = L.in(n, 6);
-  if (h0.kind != Kind::None || c0.kind != Kind::None) {
-    Node* h = h0.kind != Kind::None ? L.as_tensor(h0) : nullptr;
-    Node* c = c0.kind != Kind::None ? L.as_tensor(c0) : nullptr;
-    if (!h) h = L.call("torch.zeros_like", {c});
-    if (!c) c = L.call("torch.zeros_like", {h});
-    if (batch_first) {  // ONNX layout 1 keeps states [batch, dirs, hidden]; torch wants dirs first
-      h = L.method("transpose", {h, 0LL, 1LL});
-      c = L.method("transpose", {c, 0LL, 1LL});
-    }
-    args.push_back(Argument::tuple({h, c}));
-  }
-  Node* call = L.module(path, args);
-  Node* out = L.call("operator.getitem", {call, 0LL});
-  Node* states = L.call("operator.getitem", {call, 1LL});
-  // Y: torch [seq, batch, dirs * hidden] -> ONNX [seq, dirs, batch, hidden] (layout 1: [batch,
-  // seq, dirs, hidden]).
-  // A reshape with the sizes of x (not unflatten, which torch.onnx.export cannot export).
-  Node* y = L.method("reshape", {out, Argument::list({L.size(x, 0).arg(), L.size(x, 1).arg(),
-                                                      static_cast<long long>(dirs),
-                                                      static_cast<long long>(hidden)})});
-  if (!batch_first) y = L.method("transpose", {y, 1LL, 2LL});
-  Node* yh = L.call("operator.getitem", {states, 0LL});
-  Node* yc = L.call("operator.getitem", {states, 1LL});
-  if (batch_first) {
-    yh = L.method("transpose", {yh, 0LL, 1LL});
-    yc = L.method("transpose", {yc, 0LL, 1LL});
-  }
-  std::vector<LVal> outs;
-  for (Node* v : {y, yh, yc}) {
-    LVal t = L.tensor(v, n);
-    t.shape_of = nullptr;
-    outs.push_back(t);
-  }
-  L.set(n, outs);
-}
-
 }  // namespace
 
 void add_other_handlers(std::vector<HandlerEntry>& table) {
@@ -264,7 +161,6 @@ void add_other_handlers(std::vector<HandlerEntry>& table) {
                                 {"LRN", 1, lrn},
                                 {"TopK", 10, topk},
                                 {"Einsum", 12, einsum},
-                                {"LSTM", 7, lstm},
                                 {"Pad", 2, pad},
                                 {"Pad", 11, pad},
                                 {"Trilu", 14, trilu},
