@@ -123,7 +123,8 @@ val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, va
 val load_onnx(val data, bool external);
 val gm_external_data(double id);
 void gm_supply_external_data(double id, val supplied);
-val gm_to_onnx(double id, bool embed_external, double default_opset);
+val gm_to_onnx(double id, bool embed_external, double default_opset, double opset,
+               std::string gelu);
 std::string gm_meta(double id);
 val gm_submodule_graph_module(double id, std::string target);
 val tensor_from_onnx(val data);

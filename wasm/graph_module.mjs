@@ -176,10 +176,17 @@ export class GraphModule {
    * Serializes the module as an ONNX ModelProto (onnx.* call_function nodes; names, opsets and
    * metadata of an imported model are kept). `embedExternalData`: write tensors that live in
    * external files into the model instead of referencing the files. `defaultOpset`: the opset
-   * when the module records none (a graph built by hand; default 17).
+   * when the module records none (a graph built by hand; default 17). `opset`: the opset to
+   * write (default: the module's own, raised to what fused ops need: LayerNormalization 17);
+   * pinned, a newer op is written in older ops or fails naming the node. `gelu`: how a fused
+   * Gelu is written: 'decomposed' (default), 'com.microsoft' (onnxruntime) or 'opset20'.
    */
   toONNX(options = {}) {
-    return ck(M.gmToOnnx(this._id, !!options?.embedExternalData, options?.defaultOpset ?? 0));
+    const opset = options?.opset ?? 0;
+    if (!Number.isInteger(opset) || opset < 0) throw typeError('toONNX: opset must be a positive integer');
+    const gelu = options?.gelu ?? '';
+    if (typeof gelu !== 'string') throw typeError("toONNX: gelu must be 'decomposed', 'com.microsoft' or 'opset20'");
+    return ck(M.gmToOnnx(this._id, !!options?.embedExternalData, options?.defaultOpset ?? 0, opset, gelu));
   }
 
   /** Metadata of the module as a whole (an imported model's opsets, producer, doc strings...). */

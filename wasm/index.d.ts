@@ -678,6 +678,19 @@ export interface ToONNXOptions {
   embedExternalData?: boolean;
   /** Opset of the default domain when the module records none (default 17). */
   defaultOpset?: number;
+  /**
+   * The default domain's opset to write. Default: the module's own, raised to what fused ops
+   * need (a LayerNormalization fused into an opset-13 model makes it opset 17). Given, it is
+   * pinned: a newer op is written in older ops (LayerNormalization decomposed) or the export
+   * throws naming the node; below the module's own opset it throws (ops are not converted down).
+   */
+  opset?: number;
+  /**
+   * How a fused Gelu (ONNX has it from opset 20 only) is written: `'decomposed'` (Div/Erf/Add/Mul,
+   * any consumer; the default), `'com.microsoft'` (onnxruntime's contrib Gelu/FastGelu) or
+   * `'opset20'` (ONNX's Gelu, raising the opset to 20).
+   */
+  gelu?: 'decomposed' | 'com.microsoft' | 'opset20';
 }
 
 /** A `Blob`/`File` (structurally, so the declarations need no DOM types). */

@@ -166,11 +166,14 @@ void gm_supply_external_data(double id, val supplied) {
   });
 }
 
-val gm_to_onnx(double id, bool embed_external, double default_opset) {
+val gm_to_onnx(double id, bool embed_external, double default_opset, double opset,
+               std::string gelu) {
   return guarded([&] {
     fx::onnx::ExportOptions opts;
     opts.embed_external_data = embed_external;
     if (default_opset > 0) opts.default_opset = static_cast<int64_t>(default_opset);
+    if (opset > 0) opts.opset = static_cast<int64_t>(opset);
+    if (!gelu.empty()) opts.gelu = fx::onnx::gelu_export_from_name(gelu);
     return bytes_to_js(fx::onnx::export_model(*gm_entry(id).gm, opts));
   });
 }

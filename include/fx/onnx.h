@@ -109,12 +109,31 @@ std::unique_ptr<GraphModule> import_model_stream(const ChunkReader& read,
 /// Reads a model file; external data is read from files next to it (no `..`, no absolute paths).
 std::unique_ptr<GraphModule> load_model(const std::string& path);
 
+/// How export_model writes onnx.Gelu (made by the fuse-gelu pass), which ONNX has only from
+/// opset 20, newer than many consumers (onnx 1.12's checker, older runtimes).
+enum class GeluExport {
+  Decomposed,  ///< Div/Erf/Add/Mul (the tanh form with Tanh): any opset, every consumer
+  Microsoft,   ///< onnxruntime's com.microsoft Gelu (FastGelu for approximate = "tanh")
+  Opset20,     ///< ONNX's Gelu, raising the opset to 20
+};
+/// "decomposed", "com.microsoft", "opset20" (the CLI's and JS's names), and back (throws
+/// fx::Error(Value) for another name).
+const char* gelu_export_name(GeluExport g);
+GeluExport gelu_export_from_name(const std::string& name);
+
 struct ExportOptions {
   /// Opset of the default domain when the module has none recorded (a graph built by hand).
   int64_t default_opset = 17;
   /// Write tensors that live in external files into the model instead of referencing the files
   /// (reads them through the import's reader).
   bool embed_external_data = false;
+  /// The default domain's opset to write. 0: the module's own, raised to what its ops need (a
+  /// LayerNormalization fused into an opset-13 model makes it opset 17). Nonzero pins it: an op
+  /// newer than the pinned opset is written in older ops (LayerNormalization decomposed) or the
+  /// export fails naming the node. A pin below the module's own opset is an error: ops are not
+  /// converted down.
+  int64_t opset = 0;
+  GeluExport gelu = GeluExport::Decomposed;
 };
 
 /// Serializes a GraphModule whose compute nodes are onnx.* call_function nodes. Throws

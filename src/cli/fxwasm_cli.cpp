@@ -7,6 +7,7 @@
 //   fxwasm-cli --sample ...      the torch.fx docs' MyModule, built through the C++ API
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +67,8 @@ int usage(std::ostream& os, int code) {
     os << "      " << std::left << std::setw(18) << p.name << p.description << "\n";
   os << "  --check-equivalence   run the model before/after each pass on random inputs\n"
         "  --out FILE.onnx       export the (transformed) model\n"
+        "  --export-opset N      write opset N (default: the model's, raised as fused ops need)\n"
+        "  --gelu FORM           a fused Gelu as: decomposed (default), com.microsoft, opset20\n"
         "  --coverage            list the nodes the executor cannot run\n"
         "  --run                 run the model (random inputs unless --inputs)\n"
         "  --inputs A.pb B.pb    inputs as ONNX TensorProto files, one per graph input\n"
@@ -139,6 +142,7 @@ int main(int argc, char** argv) {
   std::string what = "all", model, out_path, save_dir, passes, torch_dir;
   std::string torch_class = "FxModule";
   std::vector<std::string> input_files;
+  fx::onnx::ExportOptions export_options;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* opt) -> std::string {
@@ -160,7 +164,23 @@ int main(int argc, char** argv) {
       check = true;
     else if (a == "--out")
       out_path = value("--out");
-    else if (a == "--run")
+    else if (a == "--export-opset") {
+      const std::string v = value("--export-opset");
+      char* end = nullptr;
+      export_options.opset = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end || export_options.opset <= 0) {
+        std::cerr << "fxwasm-cli: --export-opset takes a positive opset number, got '" << v
+                  << "'\n";
+        return 2;
+      }
+    } else if (a == "--gelu") {
+      const std::string v = value("--gelu");
+      if (v != "decomposed" && v != "com.microsoft" && v != "opset20") {
+        std::cerr << "fxwasm-cli: --gelu takes decomposed, com.microsoft or opset20\n";
+        return 2;
+      }
+      export_options.gelu = fx::onnx::gelu_export_from_name(v);
+    } else if (a == "--run")
       run = true;
     else if (a == "--coverage")
       show_coverage = true;
@@ -256,7 +276,7 @@ int main(int argc, char** argv) {
       std::cout << std::fixed << std::setprecision(2) << "run: " << ms << " ms\n";
     }
     if (!out_path.empty()) {
-      write_file(out_path, fx::onnx::export_model(*gm));
+      write_file(out_path, fx::onnx::export_model(*gm, export_options));
       std::cerr << "wrote " << out_path << "\n";
     }
     if (!torch_dir.empty()) {

@@ -34,6 +34,35 @@ Node* add_constant(GraphModule& gm, const std::string& base, const Value& v) {
   return gm.graph().get_attr(name);
 }
 
+// Folding must not grow the model: a node whose result is a weight-sized tensor is folded only
+// when the weight-sized constants it reads die with it (a Transpose of a weight that nothing else
+// reads), never when they stay alive for other users (the folded copy would be a second weight).
+// Small results (shape arithmetic, scalars) always fold.
+bool folding_frees_its_inputs(const GraphModule& gm, const Node& n) {
+  constexpr size_t kSmall = 1024;  // bytes
+  for (const Argument& a : n.args()) {
+    if (!a.is_node()) continue;
+    const Tensor* t = constant_tensor(gm, a);
+    if (!t || t->nbytes() <= kSmall) continue;
+    // The value and, through Identity nodes, the constant behind it are read by n alone.
+    for (const Node* v = a.to_node(); v;) {
+      if (v->users().size() != 1) return false;
+      v = v->op() == Opcode::CallFunction && v->args().size() == 1 && v->args()[0].is_node()
+              ? v->args()[0].to_node()
+              : nullptr;
+    }
+  }
+  return true;
+}
+
+// Bytes of the constants `n` reads.
+size_t input_bytes(const GraphModule& gm, const Node& n) {
+  size_t total = 0;
+  for (const Argument& a : n.args())
+    if (const Tensor* t = a.is_node() ? constant_tensor(gm, a) : nullptr) total += t->nbytes();
+  return total;
+}
+
 bool finish(GraphModule& gm, bool modified) {
   if (modified) {
     gm.graph().eliminate_dead_code();
@@ -54,6 +83,17 @@ bool fold_constants(GraphModule& gm) {
     for (const Argument& a : n->args())
       if (!a.is_none() && !constant(gm, a)) all_const = false;
     if (!all_const || n->users().empty()) continue;
+    if (n->target().function().qualname() == "onnx.Identity" && n->args().size() == 1) {
+      // An Identity of a constant (exporters put one in front of each shared initializer) is
+      // that constant: its users read the same weight instead of a folded copy of it.
+      n->replace_all_uses_with(const_cast<Node*>(constant_source(n->args()[0])));
+      modified = true;
+      continue;
+    }
+    if (!folding_frees_its_inputs(gm, *n)) continue;
+    // A DequantizeLinear of a constant stays: it marks the integer weights of a quantized model,
+    // which runtimes (and the executor's QDQ fusion) run as integers.
+    if (n->target().function().qualname() == "onnx.DequantizeLinear") continue;
     // Evaluate the node alone: a one-node module over the constants.
     auto sub = std::make_unique<Graph>();
     std::vector<Argument> args;
@@ -77,6 +117,9 @@ bool fold_constants(GraphModule& gm) {
           u->target().function().qualname() == "operator.getitem")
         single = false;
     if (!single) continue;
+    // Nor may the result be larger than the weights it replaces (a Cast of a weight to
+    // float64 doubles it).
+    if (r.outputs[0].nbytes() > 1024 && r.outputs[0].nbytes() > input_bytes(gm, *n)) continue;
     auto guard = g.inserting_before(n);
     Node* c = add_constant(gm, "_folded_" + n->name(), r.outputs[0]);
     n->replace_all_uses_with(c);

@@ -6,6 +6,7 @@
 
 #include "fx/error.h"
 #include "onnx/common.h"
+#include "onnx/export_ops.h"
 
 namespace fx::onnx {
 namespace {
@@ -170,6 +171,21 @@ class Exporter {
       }
     }
 
+    // Outputs of a multi-output node that nothing reads any more (after dead-code elimination)
+    // keep a name when the model named them: an output omitted is not the same node for every
+    // consumer (onnxruntime runs a BatchNormalization without its running-statistics outputs
+    // in inference mode, whatever its training_mode says).
+    for (Node* n : g.nodes()) {
+      auto it = multi_.find(n);
+      const Argument* names = n->meta().find(kOutputs);
+      if (it == multi_.end() || !names || !names->is_sequence()) continue;
+      ::onnx::NodeProto* p = it->second.proto;
+      for (int k = 0; k < p->output_size() && k < static_cast<int>(names->elements().size()); ++k)
+        if (p->output(k).empty() && names->elements()[k].kind() == Argument::Kind::String &&
+            !names->elements()[k].to_string().empty())
+          *p->mutable_output(k) = fresh(names->elements()[k].to_string());
+    }
+
     // Outputs: a value already named differently (an input, an initializer, a value returned
     // twice) is renamed through an Identity node.
     const Argument* types = output ? output->meta().find(kOutputTypes) : nullptr;
@@ -216,6 +232,14 @@ class Exporter {
   }
 
   std::unordered_set<std::string> domains_used;
+  // The default domain's opset being written, whether the caller pinned it, and the highest
+  // opset an op written so far needs (export_model raises the opset import to it).
+  int64_t opset = 17;
+  bool pinned = false;
+  int64_t required_opset = 0;
+  // RoiAlign nodes of a model older than opset 16, whose default coordinate_transformation_mode
+  // changed in 16: made explicit if the opset is raised past it.
+  std::vector<::onnx::NodeProto*> old_roi_aligns;
 
  private:
   static bool is_graph_output(const Node* n, const std::vector<Node*>& outs) {
@@ -304,10 +328,11 @@ class Exporter {
                   "node '" + n->name() + "' (" + q +
                       ") has no ONNX form: only onnx.* call_function nodes export",
                   n->name());
-    auto* p = out->add_node();
     std::string rest = q.substr(5);
     const size_t dot = rest.rfind('.');
     std::string domain = dot == std::string::npos ? std::string() : rest.substr(0, dot);
+    if (domain.empty() && !meta_string(n->meta(), kDomain) && write_newer_op(n, rest, out)) return;
+    auto* p = out->add_node();
     p->set_op_type(dot == std::string::npos ? rest : rest.substr(dot + 1));
     if (const std::string* d = meta_string(n->meta(), kDomain)) domain = *d;
     if (!domain.empty()) p->set_domain(domain);
@@ -345,6 +370,9 @@ class Exporter {
       set_attribute(gm, n, key, value, tensor_attrs, attr_types, captured_names, body, a);
     }
 
+    if (p->op_type() == "RoiAlign" && p->domain().empty() && opset < 16)
+      old_roi_aligns.push_back(p);
+
     // Outputs: names for the tuple's items are set by the getitem nodes (in graph order).
     const Argument* outs = n->meta().find(kOutputs);
     const size_t n_out = outs && outs->is_sequence() ? outs->elements().size() : 1;
@@ -360,6 +388,77 @@ class Exporter {
       for (size_t i = 0; i < count; ++i) p->add_output("");
       multi_[n] = {p};
     }
+  }
+
+  // An op newer than the opset being written (made by a fusion pass): notes the opset it needs,
+  // or writes it in older ops and returns true (ExportOptions::opset, ExportOptions::gelu).
+  bool write_newer_op(const Node* n, const std::string& op, ::onnx::GraphProto* out) {
+    if (op != "Gelu" && op != "LayerNormalization") return false;
+    auto fail = [&](const std::string& why) {
+      return Error(ErrorKind::Unsupported, "node '" + n->name() + "' (onnx." + op + "): " + why,
+                   n->name());
+    };
+    auto str_attr = [&](const char* key, const char* fallback) {
+      const Argument* a = n->kwargs().find(key);
+      return a && a->kind() == Argument::Kind::String ? a->to_string() : std::string(fallback);
+    };
+    if (n->args().empty() || !n->args()[0].is_node()) throw fail("needs its input");
+    NameFn fresh_name = [this](const std::string& base) { return fresh(base); };
+    if (op == "Gelu") {
+      if (opset >= min_opset(op)) return false;  // a model that has ONNX's Gelu keeps it
+      const bool tanh_form = str_attr("approximate", "none") == "tanh";
+      if (options_.gelu == GeluExport::Opset20) {
+        if (pinned && opset < 20)
+          throw fail("Gelu needs opset 20 and the export is pinned to opset " +
+                     std::to_string(opset) + " (choose the decomposed or com.microsoft form)");
+        required_opset = std::max<int64_t>(required_opset, 20);
+        return false;
+      }
+      const std::string x = name_of(n->args()[0].to_node(), n);
+      if (has_getitem_user(n)) throw fail("Gelu has one output");
+      const std::string y = claim(n, preferred_name(n, 0));
+      if (options_.gelu == GeluExport::Decomposed) {
+        emit_gelu_decomposed(out, x, y, tanh_form, fresh_name);
+      } else {
+        auto* p = out->add_node();
+        p->set_op_type(tanh_form ? "FastGelu" : "Gelu");
+        p->set_domain("com.microsoft");
+        if (const std::string* s = meta_string(n->meta(), kName)) p->set_name(*s);
+        p->add_input(x);
+        p->add_output(y);
+        domains_used.insert("com.microsoft");
+      }
+      return true;
+    }
+    // LayerNormalization (opset 17).
+    if (opset >= min_opset(op)) return false;
+    if (!pinned) {
+      required_opset = std::max(required_opset, min_opset(op));
+      return false;
+    }
+    if (has_getitem_user(n))
+      throw fail(
+          "its Mean/InvStdDev outputs have no form below opset 17 (the export is pinned to " +
+          std::to_string(opset) + ")");
+    if (n->args().size() < 2 || !n->args()[1].is_node()) throw fail("needs a scale input");
+    const Argument* axis = n->kwargs().find("axis");
+    const Argument* eps = n->kwargs().find("epsilon");
+    int64_t rank = -1;
+    if (const Argument* t = n->args()[0].to_node()->meta().find(kType);
+        t && t->kind() == Argument::Kind::Dict)
+      for (const auto& kv : t->dict_items())
+        if (kv.first.to_string() == "shape" && kv.second.is_sequence())
+          rank = static_cast<int64_t>(kv.second.elements().size());
+    const std::string bias = n->args().size() > 2 && n->args()[2].is_node()
+                                 ? name_of(n->args()[2].to_node(), n)
+                                 : std::string();
+    emit_layer_norm_decomposed(
+        out, name_of(n->args()[0].to_node(), n), name_of(n->args()[1].to_node(), n), bias,
+        claim(n, preferred_name(n, 0)),
+        axis && axis->kind() == Argument::Kind::Int ? axis->to_int() : -1, rank,
+        eps && eps->kind() == Argument::Kind::Float ? static_cast<float>(eps->to_double()) : 1e-5f,
+        fresh_name);
+    return true;
   }
 
   static bool has_getitem_user(const Node* n) {
@@ -476,6 +575,12 @@ class Exporter {
         }
         return;
       }
+      case Argument::Kind::Dict:  // a type (Optional's 'type'), as the importer reads it
+        if (type_from_arg(&v, a->mutable_tp())) {
+          a->set_type(A::TYPE_PROTO);
+          return;
+        }
+        [[fallthrough]];
       default:
         throw bad(std::string("is a ") + Argument::kind_name(v.kind()) +
                   ", which ONNX attributes cannot hold");
@@ -511,12 +616,17 @@ class Exporter {
       for (size_t k = 0; k < names->elements().size() && k < captured.size(); ++k)
         outer_names_[names->elements()[k].to_string()] = captured[k];
     Exporter inner(options_);
+    inner.opset = opset;
+    inner.pinned = pinned;
     inner.used_ = used_;
     inner.outer_names_ = outer_names_;
     inner.export_graph(*sub, repeated ? a->add_graphs() : a->mutable_g(),
                        key + std::to_string(body++));
     for (const auto& name : inner.used_) used_.insert(name);
     for (const auto& d : inner.domains_used) domains_used.insert(d);
+    required_opset = std::max(required_opset, inner.required_opset);
+    old_roi_aligns.insert(old_roi_aligns.end(), inner.old_roi_aligns.begin(),
+                          inner.old_roi_aligns.end());
     outer_names_ = std::move(saved);
   }
 
@@ -559,28 +669,58 @@ std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& op
       if (!model.add_functions()->ParseFromString(f.to_string()))
         throw Error(ErrorKind::Value, "meta 'onnx_functions' holds a malformed FunctionProto");
 
+  // The default domain's opset: the module's (or default_opset), pinned or raised below.
+  const Argument* ops = meta.find(kOpsetImport);
+  if (ops && ops->kind() != Argument::Kind::Dict) ops = nullptr;
+  int64_t own = options.default_opset;
+  if (ops)
+    for (const auto& kv : ops->dict_items())
+      if (kv.first.to_string().empty() || kv.first.to_string() == "ai.onnx")
+        own = kv.second.to_int();
   Exporter exporter(options);
+  exporter.opset = own;
+  if (options.opset > 0) {
+    if (options.opset < own)
+      throw Error(ErrorKind::Value, "export at opset " + std::to_string(options.opset) +
+                                        ": the model is opset " + std::to_string(own) +
+                                        ", and ops are not converted to older opsets");
+    exporter.opset = options.opset;
+    exporter.pinned = true;
+  }
   exporter.export_graph(gm, model.mutable_graph(), "main_graph");
+  const int64_t opset = std::max(exporter.opset, exporter.required_opset);
+  if (opset >= 16)
+    for (::onnx::NodeProto* p : exporter.old_roi_aligns) {
+      bool has = false;
+      for (const auto& a : p->attribute())
+        has = has || a.name() == "coordinate_transformation_mode";
+      if (has) continue;
+      auto* a = p->add_attribute();  // the default before opset 16
+      a->set_name("coordinate_transformation_mode");
+      a->set_type(::onnx::AttributeProto::STRING);
+      a->set_s("output_half_pixel");
+    }
 
   std::unordered_set<std::string> have;
-  if (const Argument* ops = meta.find(kOpsetImport); ops && ops->kind() == Argument::Kind::Dict)
+  if (ops)
     for (const auto& kv : ops->dict_items()) {
       auto* o = model.add_opset_import();
-      o->set_domain(kv.first.to_string());
-      o->set_version(kv.second.to_int());
-      have.insert(kv.first.to_string());
+      const std::string& d = kv.first.to_string();
+      o->set_domain(d);
+      o->set_version(d.empty() || d == "ai.onnx" ? opset : kv.second.to_int());
+      have.insert(d);
     }
   for (const std::string& d : exporter.domains_used)
     if (!have.count(d)) {
       auto* o = model.add_opset_import();
       o->set_domain(d);
-      o->set_version(d.empty() ? options.default_opset : 1);
+      o->set_version(d.empty() ? opset : 1);
       have.insert(d);
     }
-  if (!have.count("")) {
+  if (!have.count("") && !have.count("ai.onnx")) {
     auto* o = model.add_opset_import();
     o->set_domain("");
-    o->set_version(options.default_opset);
+    o->set_version(opset);
   }
   std::vector<uint8_t> out(model.ByteSizeLong());
   if (!out.empty() && !model.SerializeToArray(out.data(), static_cast<int>(out.size())))
