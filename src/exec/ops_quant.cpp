@@ -10,6 +10,7 @@
 #include <string>
 
 #include "exec/ops.h"
+#include "exec/quant_plan.h"
 #include "kernels/qgemm.h"
 
 namespace fx::exec {
@@ -249,6 +250,15 @@ void emit(const Output& o, bool per_row, int64_t first, int64_t rows, int64_t co
   kernels::requantize(r, rows, cols, acc, lda, y, ldo);
 }
 
+// Inputs of a fused QDQ pattern that are constants (run_qdq): the op's node is the Conv /
+// MatMul / Gemm, whose arguments are not the op's inputs, so is_constant_input cannot tell.
+thread_local const std::vector<const Tensor*>* t_fused_constants = nullptr;
+
+bool constant_input(const OpCall& c, size_t i) {
+  if (t_fused_constants) return i < t_fused_constants->size() && (*t_fused_constants)[i];
+  return is_constant_input(c, i);
+}
+
 thread_local std::vector<int32_t> t_acc;  // accumulators, reused across calls
 
 int32_t* accumulators(const OpCall& c, int64_t n) {
@@ -260,7 +270,7 @@ int32_t* accumulators(const OpCall& c, int64_t n) {
 // Matrix product of a (input ai, zero points azp) and b (input bi, bzp) with numpy's batching.
 // `o` says what to write; b's per-column scales/zero points need a 2-D b.
 void integer_matmul(OpCall& c, size_t ai, size_t bi, const std::vector<int32_t>& azp,
-                    const std::vector<int32_t>& bzp, const Output& o) {
+                    const std::vector<int32_t>& bzp, const Output& o, bool trans_b = false) {
   const Value& a = c.input(ai);
   const Value& b = c.input(bi);
   if (!is_q8(a.dtype()) || !is_q8(b.dtype()))
@@ -268,6 +278,10 @@ void integer_matmul(OpCall& c, size_t ai, size_t bi, const std::vector<int32_t>&
                   dtype_name(b.dtype()));
   std::vector<int64_t> as = a.shape(), bs = b.shape();
   if (as.empty() || bs.empty()) c.fail("operands must have rank >= 1");
+  if (trans_b) {  // Gemm's transB (QDQ fusion): a 2-D N x K b
+    if (bs.size() != 2) c.fail("a transposed B must be 2-D");
+    std::swap(bs[0], bs[1]);
+  }
   const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   if (a_vec) as.insert(as.begin(), 1);
   if (b_vec) bs.push_back(1);
@@ -309,11 +323,11 @@ void integer_matmul(OpCall& c, size_t ai, size_t bi, const std::vector<int32_t>&
   auto pack_b = [&](int64_t offset) {
     return kernels::QPacked::right(
         K, N, static_cast<const uint8_t*>(static_cast<const void*>(b.data<uint8_t>())) + offset,
-        qtype(b.dtype()), N, false, bzp.data(), bzp.size() > 1);
+        qtype(b.dtype()), trans_b ? K : N, trans_b, bzp.data(), bzp.size() > 1);
   };
   std::shared_ptr<const void> cached;
-  if (shared_b && is_constant_input(c, bi)) {
-    std::vector<int64_t> key = {3, K, N};
+  if (shared_b && constant_input(c, bi)) {
+    std::vector<int64_t> key = {3, K, N, trans_b};
     key.insert(key.end(), bzp.begin(), bzp.end());
     cached = derived_from_constant(
         b, key, [&] { return std::make_shared<const kernels::QPacked>(pack_b(0)); });
@@ -366,16 +380,31 @@ Output qlinear_output(OpCall& c, const std::vector<float>& as, const std::vector
   return o;
 }
 
+// QLinearMatMul. When the QDQ fusion runs a Gemm through it, c's attributes are the Gemm's
+// (transB) and input 8 is its bias C (float32 or int32, one value per column).
 void qlinear_matmul(OpCall& c) {
   const Value& a = c.input(0);
   const Value& b = c.input(3);
+  const bool trans_b = c.attr_int("transB", 0) != 0;
   const int64_t M = a.shape().size() >= 2 ? a.shape()[a.shape().size() - 2] : 1;
-  const int64_t N = b.shape().empty() ? 1 : b.shape().back();
+  const int64_t N = b.shape().empty() ? 1 : trans_b ? b.shape()[0] : b.shape().back();
   const std::vector<float> as = scales(c, 1, 1, "a_scale");
   const std::vector<float> bs = scales(c, 4, N, "b_scale");
-  const Output o = qlinear_output(c, as, bs, 6, 7);
+  Output o = qlinear_output(c, as, bs, 6, 7);
+  if (c.has_input(8)) {
+    const Value& bias = c.input(8);
+    if (bias.numel() != N) c.fail("the bias must have one value per column");
+    const float ys = c.input(6).data<float>()[0];
+    if (bias.dtype() == Dtype::Int32)
+      o.bias.assign(bias.data<int32_t>(), bias.data<int32_t>() + N);
+    else if (bias.dtype() == Dtype::Float32)
+      for (int64_t j = 0; j < N; ++j) o.offset.push_back(bias.data<float>()[j] / ys);
+    else
+      c.unsupported(std::string("a bias of element type ") + dtype_name(bias.dtype()));
+    if (o.scale.size() == 1 && N > 1) o.scale.assign(static_cast<size_t>(N), o.scale[0]);
+  }
   integer_matmul(c, 0, 3, zero_points(c, 2, a.dtype(), M, "a"),
-                 zero_points(c, 5, b.dtype(), N, "b"), o);
+                 zero_points(c, 5, b.dtype(), N, "b"), o, trans_b);
 }
 
 // ---- convolutions ----
@@ -479,7 +508,7 @@ void integer_conv(OpCall& c, size_t xi, size_t wi, int32_t xzp, const std::vecto
     return packs;
   };
   std::shared_ptr<const void> weights;
-  if (is_constant_input(c, wi)) {
+  if (constant_input(c, wi)) {
     std::vector<int64_t> key = {4, g.M, K, g.group};
     key.insert(key.end(), wzp.begin(), wzp.end());
     weights = derived_from_constant(w, key, pack);
@@ -533,7 +562,159 @@ void qlinear_conv(OpCall& c) {
                zero_points(c, 5, w.dtype(), M, "w"), o);
 }
 
+// ---- the QDQ pattern (quant_plan.h) ----
+
+const Node* call_to(const Argument& a, const char* qualname) {
+  const Node* n = a.is_node() ? a.to_node() : nullptr;
+  return n && n->op() == Opcode::CallFunction && n->target().function().qualname() == qualname
+             ? n
+             : nullptr;
+}
+
+const Node* only_user(const Node* n) {
+  return n->users().size() == 1 ? *n->users().begin() : nullptr;
+}
+
+// A constant scale (float32) or zero point (8-bit, or int32 when `int32_ok`) of `count` elements
+// (0: any), or null.
+const Tensor* constant_param(const GraphModule& gm, const Argument& a, bool scale, int64_t count) {
+  const Tensor* t = constant_tensor(gm, a);
+  if (!t || t->shape.size() > 1 || (count && t->numel() != count)) return nullptr;
+  if (scale ? t->dtype != Dtype::Float32 : !is_q8(t->dtype)) return nullptr;
+  return t;
+}
+
+int64_t int_kwarg(const Node* n, const char* name, int64_t fallback) {
+  const Argument* a = n->kwargs().find(name);
+  return a && a->kind() == Argument::Kind::Int ? a->to_int() : fallback;
+}
+
 }  // namespace
+
+PlannedQdq plan_qdq(const GraphModule& gm, const Node* n, const std::vector<char>& probed) {
+  PlannedQdq none;
+  if (n->op() != Opcode::CallFunction || probed[n->id()]) return none;
+  const std::string& t = n->target().function().qualname();
+  const bool conv = t == "onnx.Conv", gemm = t == "onnx.Gemm";
+  if (!conv && !gemm && t != "onnx.MatMul") return none;
+  const auto& args = n->args();
+  if (args.size() < 2 || args.size() > (t == "onnx.MatMul" ? 2u : 3u)) return none;
+  if (gemm) {
+    for (const auto& kv : n->kwargs())
+      if (kv.first != "alpha" && kv.first != "beta" && kv.first != "transA" && kv.first != "transB")
+        return none;
+    const Argument* alpha = n->kwargs().find("alpha");
+    const Argument* beta = n->kwargs().find("beta");
+    if ((alpha && alpha->to_double() != 1.0) || (beta && beta->to_double() != 1.0) ||
+        int_kwarg(n, "transA", 0) != 0)
+      return none;
+  }
+  // y = QuantizeLinear(n [-> Relu]) with constant per-tensor parameters.
+  const Node* last = n;
+  const Node* u = only_user(n);
+  uint32_t relu = UINT32_MAX;
+  if (u && u->op() == Opcode::CallFunction && u->target().function().qualname() == "onnx.Relu" &&
+      u->args().size() == 1 && !probed[u->id()]) {
+    relu = static_cast<uint32_t>(u->id());
+    last = u;
+    u = only_user(u);
+  }
+  if (!u || u->op() != Opcode::CallFunction ||
+      u->target().function().qualname() != "onnx.QuantizeLinear" || u->args().size() != 3 ||
+      !u->args()[0].is_node() || u->args()[0].to_node() != last)
+    return none;
+  const Node* q = u;
+  if (!constant_param(gm, q->args()[1], true, 1) || !constant_param(gm, q->args()[2], false, 1))
+    return none;
+  // x and w through DequantizeLinear with constant parameters; per-axis only along the
+  // op's output channels.
+  const Node* dx = call_to(args[0], "onnx.DequantizeLinear");
+  const Node* dw = call_to(args[1], "onnx.DequantizeLinear");
+  if (!dx || !dw || dx->args().size() != 3 || dw->args().size() != 3) return none;
+  if (!constant_param(gm, dx->args()[1], true, 1) || !constant_param(gm, dx->args()[2], false, 1))
+    return none;
+  const Tensor* ws = constant_param(gm, dw->args()[1], true, 0);
+  const Tensor* wz = constant_param(gm, dw->args()[2], false, 0);
+  if (!ws || !wz || ws->numel() != wz->numel()) return none;
+  if (ws->numel() > 1) {
+    const Tensor* w = constant_tensor(gm, dw->args()[0]);
+    if (!w || w->shape.size() != (conv ? w->shape.size() : 2u) || w->shape.size() < 2) return none;
+    const int64_t rank = static_cast<int64_t>(w->shape.size());
+    int64_t axis = int_kwarg(dw, "axis", 1);
+    if (axis < 0) axis += rank;
+    const int64_t want = conv ? 0 : gemm && int_kwarg(n, "transB", 0) ? 0 : 1;
+    if (axis != want || ws->numel() != w->shape[want]) return none;
+  }
+  // The bias: a constant 1-D tensor or a DequantizeLinear of one.
+  if (args.size() == 3 && !args[2].is_none()) {
+    const Node* db = call_to(args[2], "onnx.DequantizeLinear");
+    const Tensor* b = constant_tensor(gm, db ? db->args()[0] : args[2]);
+    if (!b || b->shape.size() != 1 || !args[2].is_node()) return none;
+  }
+  // A bias DequantizeLinear(int32 b, x_scale * w_scale, 0) is read as b, added to the
+  // accumulators (as onnxruntime does: no float rounding of the bias).
+  const Node* bias_dq = args.size() == 3 ? call_to(args[2], "onnx.DequantizeLinear") : nullptr;
+  if (bias_dq) {
+    const Tensor* b = constant_tensor(gm, bias_dq->args()[0]);
+    const Tensor* bs =
+        bias_dq->args().size() > 1 ? constant_param(gm, bias_dq->args()[1], true, 0) : nullptr;
+    const Tensor* bz =
+        bias_dq->args().size() > 2 ? constant_tensor(gm, bias_dq->args()[2]) : nullptr;
+    bool exact = b && b->dtype == Dtype::Int32 && bs &&
+                 (bs->numel() == 1 || bs->numel() == b->numel()) &&
+                 (bias_dq->args().size() < 3 || bias_dq->args()[2].is_none() ||
+                  (bz && bz->dtype == Dtype::Int32 && bz->numel() == bs->numel()));
+    const float xs =
+        reinterpret_cast<const float*>(constant_tensor(gm, dx->args()[1])->data->data())[0];
+    const auto* w_scale = reinterpret_cast<const float*>(ws->data->data());
+    for (int64_t i = 0; exact && i < bs->numel(); ++i)
+      exact = reinterpret_cast<const float*>(bs->data->data())[i] ==
+                  xs * w_scale[ws->numel() == 1 ? 0 : i] &&
+              (!bz || reinterpret_cast<const int32_t*>(bz->data->data())[i] == 0);
+    if (!exact) bias_dq = nullptr;
+  }
+  PlannedQdq p;
+  p.fn = conv ? qlinear_conv : qlinear_matmul;
+  auto add = [&](const Argument& a) {
+    const Tensor* c = a.is_none() ? nullptr : constant_tensor(gm, a);
+    p.args.push_back(a.is_node() ? static_cast<int64_t>(a.to_node()->id()) : -1);
+    p.constants.push_back(c);
+  };
+  for (const Node* d : {dx, dw})
+    for (const Argument& a : d->args()) add(a);
+  add(q->args()[1]);
+  add(q->args()[2]);
+  if (args.size() == 3) add(bias_dq ? bias_dq->args()[0] : args[2]);
+  p.result = static_cast<uint32_t>(q->id());
+  p.relu = relu;
+  for (const Node* d : {dx, dw, bias_dq})
+    if (d && d->users().size() == 1 && !probed[d->id()])
+      p.absorbed.push_back(static_cast<uint32_t>(d->id()));
+  return p;
+}
+
+Value run_qdq(const PlannedQdq& q, const Node& node, std::vector<const Value*> inputs,
+              const GraphModule& gm, AttrSlot* attrs, int64_t opset) {
+  // Constants as values over their tensors' bytes (the packed-weight cache keys on them).
+  Value held[9];
+  for (size_t i = 0; i < q.constants.size() && i < 9; ++i)
+    if (const Tensor* t = q.constants[i]) {
+      held[i] = Value::wrap(t->dtype, t->shape, t->data);
+      inputs[i] = &held[i];
+    }
+  OpCallPrivate internal;
+  internal.num_outputs = 1;
+  internal.opset = opset;
+  internal.attrs = attrs;
+  if (q.relu != UINT32_MAX) internal.clamp_lo = 0.0f;
+  OpCall call{node, std::move(inputs), node.kwargs(), {}, &gm, &internal};
+  struct Reset {
+    ~Reset() { t_fused_constants = nullptr; }
+  } reset;
+  t_fused_constants = &q.constants;
+  q.fn(call);
+  return std::move(call.outputs.at(0));
+}
 
 void register_quant_ops() {
   register_builtin("onnx.QuantizeLinear", quantize_linear);

@@ -100,10 +100,15 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
   }
   const std::vector<Node*> nodes = g.nodes().to_vector();
   std::vector<size_t> position(p.id_bound, 0), last_use(p.id_bound, 0);
+  std::vector<PlannedQdq> qdq(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     position[nodes[i]->id()] = i;
     for (Node* in : nodes[i]->all_input_nodes()) last_use[in->id()] = i;
+    qdq[i] = plan_qdq(gm, nodes[i], probed);
   }
+  for (size_t i = 0; i < nodes.size(); ++i)  // a QDQ pattern reads its DequantizeLinears' inputs
+    for (int64_t id : qdq[i].args)
+      if (id >= 0) last_use[id] = std::max(last_use[id], i);
   auto add_arg = [&](const Argument& a) {
     if (a.is_none())
       p.args.push_back(kArgNone);
@@ -157,6 +162,8 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         s.fn = info.fn && *info.fn ? info.fn : nullptr;
         for (const Argument& a : n->args()) add_arg(a);
         s.num_outputs = declared_outputs(*n);
+        s.qdq = std::move(qdq[i]);
+        for (uint32_t id : s.qdq.absorbed) p.steps[position[id]].absorbed = true;
         if (info.reduce_mean) s.layer_norm_div = plan_layer_norm_div(n, s.probed);
         s.bias = plan_bias(gm, n, probed, s.bias_add);
         s.activation = plan_activation(gm, n, s.probed, position);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/ops.h"
+#include "exec/quant_plan.h"
 #include "fx/exec.h"
 
 namespace fx::exec {
@@ -83,6 +84,8 @@ struct Step {
   // ReduceMean: the Div of a possible LayerNormalization pattern starting here.
   Node* layer_norm_div = nullptr;
   PlannedLayerNorm layer_norm;
+  PlannedQdq qdq;          // Conv/MatMul/Gemm: a QDQ pattern run as one integer op
+  bool absorbed = false;   // a DequantizeLinear only a planned QDQ pattern reads: never runs
   size_t num_outputs = 1;  // OpCall::num_outputs()
   AttrSlot attrs;          // the op's parsed attributes (node_attrs)
   // Node ids whose last use is this node (their values are freed after it), Plan::frees.

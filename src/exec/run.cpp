@@ -65,7 +65,7 @@ class Runner {
   RunResult run() {
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       Step& s = plan_.steps[i];
-      if (st_.skip[s.id]) {  // done (or not needed) by a fused pattern
+      if (st_.skip[s.id] || s.absorbed) {  // done (or not needed) by a fused pattern
         finish(s);
         continue;
       }
@@ -246,6 +246,15 @@ class Runner {
   void call(Step& s, Results& out) {
     Node* n = s.node;
     if (s.layer_norm_div && layer_norm_at(s)) return;
+    if (s.qdq.fn) {  // DequantizeLinear -> n [-> Relu] -> QuantizeLinear on integer kernels
+      std::vector<const Value*> in;
+      for (size_t k = 0; k < s.qdq.args.size(); ++k)
+        in.push_back(s.qdq.constants[k] ? nullptr : value_of(s, s.qdq.args[k]));
+      env_[s.qdq.result].push_back(run_qdq(s.qdq, *n, std::move(in), gm_, &s.attrs, plan_.opset));
+      st_.skip[s.qdq.result] = 1;
+      if (s.qdq.relu != UINT32_MAX) st_.skip[s.qdq.relu] = 1;
+      return;
+    }
     if (!s.fn)
       throw Error(ErrorKind::Unsupported,
                   "node '" + n->name() + "': no implementation of " +

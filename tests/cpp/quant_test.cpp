@@ -3,9 +3,13 @@
 // blocks; the im2col packing against a direct convolution; requantization's rounding.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "exec/plan.h"
+#include "fx/exec.h"
+#include "fx/fx.h"
 #include "kernels/qgemm.h"
 
 namespace {
@@ -108,5 +112,116 @@ TEST(QRequantize, RoundsHalfToEvenAndSaturates) {
   fx::kernels::requantize(r, 1, static_cast<int64_t>(acc.size()), acc.data(), 0, s.data(), 0);
   EXPECT_EQ(s, (std::vector<int8_t>{0, 2, 2, 0, 0, 127, 0, 0}));
 }
+
+// ---- the executor's QDQ fusion ----
+
+template <class T>
+fx::Tensor make_tensor(fx::Dtype dtype, std::vector<int64_t> shape, const std::vector<T>& v) {
+  fx::Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(v.size() * sizeof(T));
+  std::memcpy(bytes->data(), v.data(), bytes->size());
+  t.data = bytes;
+  return t;
+}
+
+fx::Argument int_list(std::vector<int64_t> v) {
+  fx::Argument::Items items;
+  for (int64_t x : v) items.emplace_back(static_cast<long long>(x));
+  return fx::Argument::list(std::move(items));
+}
+
+// x -> Q -> DQ -> op(DQ(int8 weights, per channel), bias) [-> Relu] -> Q -> DQ: run with the
+// plan's fusion and without it (probing the op turns the fusion off); the fused path must be
+// planned and agree within one step of y.
+void check_qdq_fusion(bool conv, bool relu, bool int32_bias) {
+  using fx::Dtype;
+  using fx::fn;
+  std::mt19937 rng(conv * 2 + relu);
+  std::uniform_real_distribution<float> uf(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> ui(-127, 127);
+  const int64_t M = 6, C = 3, K = conv ? C * 9 : 7;
+  const std::vector<int64_t> x_shape =
+      conv ? std::vector<int64_t>{1, C, 8, 8} : std::vector<int64_t>{5, K};
+  const std::vector<int64_t> w_shape =
+      conv ? std::vector<int64_t>{M, C, 3, 3} : std::vector<int64_t>{M, K};
+  std::vector<int8_t> w(static_cast<size_t>(M * K));
+  for (auto& v : w) v = static_cast<int8_t>(ui(rng));
+  std::vector<float> ws(M), bias(M);
+  const float xs = 2.0f / 255;
+  for (int64_t m = 0; m < M; ++m) {
+    ws[m] = 0.002f + 0.001f * static_cast<float>(m);
+    bias[m] = uf(rng);
+  }
+  auto g = std::make_unique<fx::Graph>();
+  auto* gp = g.get();
+  fx::Node* x = gp->placeholder("x");
+  auto attr = [&](const char* name) { return gp->get_attr(name); };
+  fx::Node* xq = gp->call_function(fn("onnx.QuantizeLinear"), {x, attr("xs"), attr("xz")});
+  fx::Node* xd = gp->call_function(fn("onnx.DequantizeLinear"), {xq, attr("xs"), attr("xz")});
+  fx::Node* wd = gp->call_function(fn("onnx.DequantizeLinear"), {attr("w"), attr("ws"), attr("wz")},
+                                   {{"axis", 0}});
+  fx::Node* b = attr("b");
+  if (int32_bias)
+    b = gp->call_function(fn("onnx.DequantizeLinear"), {attr("bq"), attr("bs"), attr("bz")},
+                          {{"axis", 0}});
+  fx::Node* op =
+      conv ? gp->call_function(fn("onnx.Conv"), {xd, wd, b}, {{"pads", int_list({1, 1, 1, 1})}})
+           : gp->call_function(fn("onnx.Gemm"), {xd, wd, b}, {{"transB", 1}});
+  fx::Node* y = relu ? gp->call_function(fn("onnx.Relu"), {op}) : op;
+  fx::Node* yq = gp->call_function(fn("onnx.QuantizeLinear"), {y, attr("ys"), attr("yz")});
+  gp->output(gp->call_function(fn("onnx.DequantizeLinear"), {yq, attr("ys"), attr("yz")}));
+  fx::Module root;
+  const float ys = 0.05f;
+  root.register_buffer("xs", make_tensor<float>(Dtype::Float32, {}, {xs}));
+  root.register_buffer("xz", make_tensor<uint8_t>(Dtype::UInt8, {}, {128}));
+  root.register_buffer("w", make_tensor(Dtype::Int8, w_shape, w));
+  root.register_buffer("ws", make_tensor(Dtype::Float32, {M}, ws));
+  root.register_buffer("wz", make_tensor(Dtype::Int8, {M}, std::vector<int8_t>(M, 0)));
+  root.register_buffer("b", make_tensor(Dtype::Float32, {M}, bias));
+  std::vector<float> bs(M);
+  std::vector<int32_t> bq(M);
+  for (int64_t m = 0; m < M; ++m) {
+    bs[m] = xs * ws[m];
+    bq[m] = static_cast<int32_t>(std::nearbyint(bias[m] / bs[m]));
+  }
+  root.register_buffer("bq", make_tensor(Dtype::Int32, {M}, bq));
+  root.register_buffer("bs", make_tensor(Dtype::Float32, {M}, bs));
+  root.register_buffer("bz", make_tensor(Dtype::Int32, {M}, std::vector<int32_t>(M, 0)));
+  root.register_buffer("ys", make_tensor<float>(Dtype::Float32, {}, {ys}));
+  root.register_buffer(
+      "yz", make_tensor<uint8_t>(Dtype::UInt8, {}, {static_cast<uint8_t>(relu ? 0 : 100)}));
+  fx::GraphModule gm(&root, std::move(g));
+  int64_t n = 1;
+  for (int64_t d : x_shape) n *= d;
+  std::vector<float> xv(static_cast<size_t>(n));
+  for (auto& v : xv) v = uf(rng);
+  const fx::exec::Value in = fx::exec::Value::from_f32(x_shape, xv);
+  // The plan fuses the pattern at the op.
+  auto plan = fx::exec::plan_for(gm, {in}, {});
+  bool planned = false;
+  for (const auto& s : plan->steps) planned |= s.node == op && s.qdq.fn != nullptr;
+  EXPECT_TRUE(planned);
+  const std::vector<float> fused = fx::exec::run(gm, {in})[0].to_f32();
+  fx::exec::RunOptions probe;
+  probe.probe = {op->name()};
+  const std::vector<float> plain = fx::exec::run(gm, {in}, probe).outputs[0].to_f32();
+  ASSERT_EQ(fused.size(), plain.size());
+  int differ = 0;
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_LE(std::fabs(fused[i] - plain[i]), ys * 1.01f) << "element " << i;
+    differ += fused[i] != plain[i];
+    if (relu) {
+      EXPECT_GE(fused[i], 0.0f);
+    }
+  }
+  EXPECT_LT(differ, static_cast<int>(fused.size() / 10)) << "most results must be identical";
+}
+
+TEST(QdqFusion, ConvReluPerChannelInt32BiasWithinOneStep) { check_qdq_fusion(true, true, true); }
+TEST(QdqFusion, ConvFloatBiasWithinOneStep) { check_qdq_fusion(true, false, false); }
+TEST(QdqFusion, GemmTransBWithinOneStep) { check_qdq_fusion(false, false, true); }
+TEST(QdqFusion, GemmReluFloatBiasWithinOneStep) { check_qdq_fusion(false, true, false); }
 
 }  // namespace
