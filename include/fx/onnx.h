@@ -149,4 +149,23 @@ Dtype dtype_from_onnx(int32_t elem_type, const std::string& what);
 Tensor tensor_from_proto_bytes(const uint8_t* data, size_t size, std::string* name = nullptr);
 std::vector<uint8_t> tensor_to_proto_bytes(const Tensor& t, const std::string& name = {});
 
+/// A value of ONNX's data model as its test data serializes it (TensorProto, SequenceProto,
+/// OptionalProto): a tensor, a sequence of values, or an optional (empty or holding one value).
+struct DataValue {
+  enum class Kind { Tensor, Sequence, Optional };
+  Kind kind = Kind::Tensor;
+  Tensor tensor;                    ///< Kind::Tensor
+  std::vector<DataValue> elements;  ///< a sequence's elements; an optional's value (0 or 1)
+  /// The element type of the tensors a sequence/optional holds, from the type it was read with
+  /// (else from its first tensor; Float32 when neither says).
+  Dtype element_dtype = Dtype::Float32;
+  std::string name;
+};
+/// Decodes a serialized TensorProto, SequenceProto or OptionalProto (a backend test's
+/// `input_0.pb`). Protobuf bytes do not say which message they are: `type` does, the
+/// "onnx_type" meta of the graph input (or an entry of the output node's "onnx_output_types") the
+/// data is for; without it, a TensorProto. Throws fx::Error(Parse) for malformed bytes,
+/// fx::Error(Unsupported) for maps and sparse tensors, and nests at most 16 deep.
+DataValue value_from_proto_bytes(const uint8_t* data, size_t size, const Argument* type = nullptr);
+
 }  // namespace fx::onnx

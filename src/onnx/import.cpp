@@ -441,6 +441,8 @@ class Importer {
                                      graph, scope, depth, subgraph_anchor));
         return Argument::list(std::move(items));
       }
+      case A::TYPE_PROTO:  // Optional's 'type': the same form as a value's type
+        return type_to_arg(a.tp());
       default:
         throw Error(ErrorKind::Unsupported,
                     what + " has type " + std::to_string(type) +
