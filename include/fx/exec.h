@@ -16,12 +16,33 @@
 
 #include "fx/graph_module.h"
 
+namespace fx::onnx {
+struct DataValue;
+}
+
 namespace fx::exec {
 
-/// A dense, row-major tensor value. Copies share the buffer; ops never write their inputs.
+/// What a Value holds: ONNX's data model (a tensor, a sequence of tensors, or an optional).
+enum class ValueKind : uint8_t {
+  Tensor,    ///< a dense tensor (the fast path: every op but the few below takes only these)
+  Sequence,  ///< an ordered list of tensors of one element type (SequenceConstruct, Loop...)
+  Optional,  ///< empty, or holding one tensor or sequence (Optional, OptionalGetElement...)
+};
+
+/// A dense, row-major tensor value, or a sequence/optional of values (kind()). Copies share the
+/// buffer (and a sequence's element list); ops never write their inputs.
 class Value {
  public:
   Value() = default;
+  /// A sequence of `elements` (each a tensor of `element_dtype`; checked).
+  static Value sequence(Dtype element_dtype, std::vector<Value> elements);
+  /// An empty optional; `element_dtype` is the element type its type names.
+  static Value none(Dtype element_dtype);
+  /// An optional holding `v` (a tensor or a sequence).
+  static Value some(Value v);
+  /// From ONNX's decoded test data (fx::onnx::value_from_proto_bytes); throws fx::Error(Value)
+  /// for a tensor without data and fx::Error(Unsupported) for maps and sparse tensors.
+  static Value from_onnx(const fx::onnx::DataValue& d, const std::string& what);
   /// A value of `shape` with uninitialised (zeroed) storage.
   static Value zeros(Dtype dtype, std::vector<int64_t> shape);
   /// A value over existing bytes (shared, read-only: the executor never writes inputs).
@@ -34,11 +55,18 @@ class Value {
   static Value from_f32(std::vector<int64_t> shape, const std::vector<float>& data);
   static Value from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& data);
 
+  ValueKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == ValueKind::Tensor; }
+  /// A tensor's element type; a sequence's or optional's element (tensor) type.
   Dtype dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t numel() const;
   size_t nbytes() const { return nbytes_; }
-  bool defined() const { return data_ != nullptr; }
+  bool defined() const { return data_ != nullptr || kind_ != ValueKind::Tensor; }
+  /// A sequence's elements; an optional's element (none when empty); empty for a tensor.
+  const std::vector<Value>& elements() const;
+  /// An optional that holds a value.
+  bool has_element() const { return kind_ == ValueKind::Optional && !elements().empty(); }
 
   template <class T>
   const T* data() const {
@@ -56,7 +84,7 @@ class Value {
   std::vector<float> to_f32() const;
   /// The bytes as an attribute-tree tensor (shares buffer(), or copies an arena range).
   Tensor to_tensor() const;
-  /// "float32[1, 3, 224, 224]".
+  /// "float32[1, 3, 224, 224]", "sequence(float32[2], float32[3])", "optional(none)".
   std::string describe() const;
   /// Drops this value's reference to its storage, which goes back to the executor (its pool of
   /// same-size buffers, or its arena) when nothing else holds it.
@@ -67,12 +95,14 @@ class Value {
 
  private:
   friend Value new_value(Dtype dtype, std::vector<int64_t> shape);
+  ValueKind kind_ = ValueKind::Tensor;
   Dtype dtype_ = Dtype::Float32;
   std::vector<int64_t> shape_;
   std::shared_ptr<const std::vector<uint8_t>> bytes_;  // storage made from bytes, or
   std::shared_ptr<const uint8_t> arena_;               // a range of the executor's arena
   const uint8_t* data_ = nullptr;
   size_t nbytes_ = 0;
+  std::shared_ptr<const std::vector<Value>> elements_;  // a sequence's or optional's
 };
 
 /// A new value of `shape` whose elements the op will all write (contents unspecified). Values of

@@ -190,6 +190,7 @@ void Value::recycle() {
     pool().free[bytes_->size()].push_back(std::move(bytes_));
   bytes_.reset();
   arena_.reset();
+  elements_.reset();
   data_ = nullptr;
   nbytes_ = 0;
 }

@@ -28,6 +28,16 @@ void register_rnn_ops();
 void register_random_ops();
 /// Registration used by those functions (does not trigger the first-use registration).
 void register_builtin(const std::string& target, OpFn fn);
+/// Sequences, optionals, Loop, Scan (ops_sequence.cpp, ops_control.cpp): register_builtin for
+/// an op that may take sequence/optional inputs; the executor gives every other op tensors only.
+void register_value_op(const std::string& target, OpFn fn);
+void register_sequence_ops();
+/// Whether n's op was registered with register_value_op.
+bool takes_non_tensors(const Node& n);
+/// Sub-tensor `index` of x along `axis` (that axis removed), and tensors of one shape stacked on
+/// a new `axis` (sizes checked): Loop/Scan slices and scan outputs (ops_sequence.cpp).
+Value take_index(const OpCall& c, const Value& x, int64_t axis, int64_t index);
+Value stack_values(const OpCall& c, const std::vector<Value>& values, int64_t axis);
 
 /// Row-major strides (in elements) of a shape.
 inline std::vector<int64_t> strides_of(const std::vector<int64_t>& s) {

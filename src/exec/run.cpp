@@ -171,8 +171,9 @@ class Runner {
     for (int k = 0; k < 2; ++k) {
       if (a.bound_node[k] == kNoNode) continue;
       float v;
-      if (const Results& r = env_[a.bound_node[k]];
-          r.size() == 1 && r[0].numel() == 1 && r[0].dtype() == Dtype::Float32) {
+      if (const Results& r = env_[a.bound_node[k]]; r.size() == 1 && r[0].is_tensor() &&
+                                                    r[0].numel() == 1 &&
+                                                    r[0].dtype() == Dtype::Float32) {
         v = r[0].data<float>()[0];  // computed already
       } else if (const Tensor* t = a.bound_tensor[k];
                  t && t->data && t->dtype == Dtype::Float32 && t->numel() == 1) {
@@ -268,8 +269,13 @@ class Runner {
     call.inputs.swap(st_.inputs);  // reused vectors: no allocation per node
     call.inputs.clear();
     call.outputs.swap(out);
-    for (uint32_t k = s.args_begin; k < s.args_end; ++k)
-      call.inputs.push_back(value_of(s, plan_.args[k]));
+    for (uint32_t k = s.args_begin; k < s.args_end; ++k) {
+      const Value* v = value_of(s, plan_.args[k]);
+      if (v && !v->is_tensor() && !takes_non_tensors(*n))  // a sequence or optional: few ops
+        node_error(*n, "input " + std::to_string(k - s.args_begin) + " is " + v->describe() +
+                           "; the op takes tensors");
+      call.inputs.push_back(v);
+    }
     const Tensor* bias = s.bias;
     if (bias) {  // float32 operands, b at least 2-D with as many columns as the bias
       const Value* a = call.inputs.size() == 2 ? call.inputs[0] : nullptr;

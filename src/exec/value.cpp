@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "fx/exec.h"
+#include "fx/onnx.h"
 
 namespace fx::exec {
 
@@ -140,7 +141,85 @@ Tensor Value::to_tensor() const {
   return t;
 }
 
+const std::vector<Value>& Value::elements() const {
+  static const std::vector<Value> none;
+  return elements_ ? *elements_ : none;
+}
+
+Value Value::sequence(Dtype element_dtype, std::vector<Value> elements) {
+  for (const Value& e : elements)
+    if (!e.is_tensor() || e.dtype() != element_dtype)
+      throw Error(ErrorKind::Value, std::string("a sequence of ") + dtype_name(element_dtype) +
+                                        " tensors cannot hold " + e.describe());
+  Value v;
+  v.kind_ = ValueKind::Sequence;
+  v.dtype_ = element_dtype;
+  v.elements_ = std::make_shared<const std::vector<Value>>(std::move(elements));
+  return v;
+}
+
+Value Value::none(Dtype element_dtype) {
+  Value v;
+  v.kind_ = ValueKind::Optional;
+  v.dtype_ = element_dtype;
+  return v;
+}
+
+Value Value::some(Value element) {
+  if (element.kind() == ValueKind::Optional)
+    throw Error(ErrorKind::Value,
+                "an optional cannot hold an optional (" + element.describe() + ")");
+  Value v;
+  v.kind_ = ValueKind::Optional;
+  v.dtype_ = element.dtype();
+  v.elements_ = std::make_shared<const std::vector<Value>>(1, std::move(element));
+  return v;
+}
+
+Value Value::from_onnx(const fx::onnx::DataValue& d, const std::string& what) {
+  using K = fx::onnx::DataValue::Kind;
+  switch (d.kind) {
+    case K::Tensor:
+      return from_tensor(d.tensor, what);
+    case K::Sequence: {
+      std::vector<Value> elements;
+      for (size_t i = 0; i < d.elements.size(); ++i) {
+        if (d.elements[i].kind != K::Tensor)
+          throw Error(ErrorKind::Unsupported,
+                      what + ": element " + std::to_string(i) +
+                          " of the sequence is not a tensor (sequences hold tensors here)");
+        elements.push_back(
+            from_tensor(d.elements[i].tensor, what + " element " + std::to_string(i)));
+      }
+      return sequence(d.element_dtype, std::move(elements));
+    }
+    case K::Optional: {
+      if (d.elements.empty()) return none(d.element_dtype);
+      const fx::onnx::DataValue& e = d.elements[0];
+      if (e.kind == K::Optional)
+        throw Error(ErrorKind::Unsupported, what + ": an optional of an optional");
+      // Depth 2 at most: a sequence inside holds tensors (checked above).
+      return some(from_onnx(e, what));
+    }
+  }
+  throw Error(ErrorKind::Value, what + ": unknown kind of value");
+}
+
 std::string Value::describe() const {
+  if (kind_ == ValueKind::Sequence) {
+    std::string s = std::string("sequence<") + dtype_name(dtype_) + ">(";
+    for (size_t i = 0; i < elements().size(); ++i) {
+      if (i == 4) {
+        s += ", ... " + std::to_string(elements().size()) + " in all";
+        break;
+      }
+      s += (i ? ", " : "") + elements()[i].describe();
+    }
+    return s + ")";
+  }
+  if (kind_ == ValueKind::Optional)
+    return has_element() ? "optional(" + elements()[0].describe() + ")"
+                         : std::string("optional<") + dtype_name(dtype_) + ">(none)";
   std::string s = std::string(dtype_name(dtype_)) + "[";
   for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);
   return s + "]";

@@ -140,6 +140,38 @@ std::string compare(const fx::exec::Value& want, const fx::exec::Value& got, dou
   return {};
 }
 
+// compare() for sequences and optionals too: the same kind, then element by element.
+std::string compare_values(const fx::exec::Value& want, const fx::exec::Value& got, double rtol,
+                           double atol) {
+  if (want.kind() != got.kind()) return got.describe() + ", expected " + want.describe();
+  if (want.is_tensor()) return compare(want, got, rtol, atol);
+  const auto& w = want.elements();
+  const auto& g = got.elements();
+  if (w.size() != g.size()) return got.describe() + ", expected " + want.describe();
+  for (size_t i = 0; i < w.size(); ++i) {  // sequences hold tensors: one level
+    const std::string why = w[i].is_tensor() && g[i].is_tensor() ? compare(w[i], g[i], rtol, atol)
+                                                                 : compare_values(w[i], g[i], rtol, atol);
+    if (!why.empty()) return "element " + std::to_string(i) + ": " + why;
+  }
+  return {};
+}
+
+// The "onnx_type" of graph input `i` and output `i` (which proto the test data is).
+const fx::Argument* input_type(const fx::GraphModule& gm, size_t i) {
+  size_t k = 0;
+  for (const fx::Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::Placeholder && k++ == i) return n->meta().find(fx::onnx::kType);
+  return nullptr;
+}
+const fx::Argument* output_type(const fx::GraphModule& gm, size_t i) {
+  for (const fx::Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::Output)
+      if (const fx::Argument* t = n->meta().find(fx::onnx::kOutputTypes);
+          t && t->is_sequence() && i < t->elements().size())
+        return &t->elements()[i];
+  return nullptr;
+}
+
 struct Outcome {
   bool pass = false;
   std::string reason;
@@ -164,15 +196,17 @@ Outcome run_case(const fs::path& dir) {
         const fs::path p = set / ("input_" + std::to_string(i) + ".pb");
         if (!fs::exists(p)) break;
         const std::vector<uint8_t> b = read_file(p);
-        inputs.push_back(fx::exec::Value::from_tensor(
-            fx::onnx::tensor_from_proto_bytes(b.data(), b.size()), p.filename().string()));
+        inputs.push_back(fx::exec::Value::from_onnx(
+            fx::onnx::value_from_proto_bytes(b.data(), b.size(), input_type(*gm, i)),
+            p.filename().string()));
       }
       for (int i = 0;; ++i) {
         const fs::path p = set / ("output_" + std::to_string(i) + ".pb");
         if (!fs::exists(p)) break;
         const std::vector<uint8_t> b = read_file(p);
-        expected.push_back(fx::exec::Value::from_tensor(
-            fx::onnx::tensor_from_proto_bytes(b.data(), b.size()), p.filename().string()));
+        expected.push_back(fx::exec::Value::from_onnx(
+            fx::onnx::value_from_proto_bytes(b.data(), b.size(), output_type(*gm, i)),
+            p.filename().string()));
       }
       const std::vector<fx::exec::Value> got = fx::exec::run(*gm, inputs);
       if (got.size() != expected.size()) {
@@ -181,7 +215,7 @@ Outcome run_case(const fs::path& dir) {
         return o;
       }
       for (size_t i = 0; i < got.size(); ++i) {
-        const std::string why = compare(expected[i], got[i], 1e-3, 1e-7);
+        const std::string why = compare_values(expected[i], got[i], 1e-3, 1e-7);
         if (!why.empty()) {
           o.reason = "output " + std::to_string(i) + ": " + why;
           return o;
