@@ -3,10 +3,11 @@
 
 Run with Debian's interpreter (numpy + python3-onnx; onnxruntime.quantization is not available):
 
-    /usr/bin/python3 models/quantize.py [--zoo DIR] [--only resnet18,transformer_encoder]
+    /usr/bin/python3 models/quantize.py [--zoo DIR] [--out DIR] [--only resnet18,transformer_encoder]
 
-For every model NAME (default: resnet18 and transformer_encoder of models/zoo/) it writes, next
-to NAME.onnx:
+For every model NAME (default: resnet18 and transformer_encoder of models/zoo/) it writes into
+models/zoo/quantized/ (--out; a folder of its own, so that the tests that walk models/zoo/ and
+compare float models with onnxruntime at float tolerances do not take 8-bit models):
 
   NAME_qdq.onnx   QDQ form: QuantizeLinear -> DequantizeLinear pairs around the float graph.
                   Every Conv, MatMul and Gemm reads its activations through a Q/DQ pair (uint8,
@@ -379,8 +380,10 @@ def to_qoperator(model):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--zoo", default=os.path.join(HERE, "zoo"))
+    ap.add_argument("--out", default=os.path.join(HERE, "zoo", "quantized"))
     ap.add_argument("--only", default="resnet18,transformer_encoder")
     args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
     for name in args.only.split(","):
         path = os.path.join(args.zoo, name + ".onnx")
         with open(os.path.join(args.zoo, name + ".json")) as f:
@@ -389,7 +392,7 @@ def main():
         qdq = quantize_model(model, spec)
         qop = to_qoperator(qdq)
         for suffix, m in (("_qdq", qdq), ("_qop", qop)):
-            onnx.save(m, os.path.join(args.zoo, name + suffix + ".onnx"))
+            onnx.save(m, os.path.join(args.out, name + suffix + ".onnx"))
             s = dict(spec)
             s["name"] = name + suffix
             s["description"] = f"{name} quantized to 8 bits ({suffix[1:]} form) by models/quantize.py"
@@ -398,9 +401,9 @@ def main():
             for n in m.graph.node:
                 ops[n.op_type] = ops.get(n.op_type, 0) + 1
             s["op_types"] = dict(sorted(ops.items()))
-            with open(os.path.join(args.zoo, name + suffix + ".json"), "w") as f:
+            with open(os.path.join(args.out, name + suffix + ".json"), "w") as f:
                 json.dump(s, f, indent=2)
-            print(f"{name + suffix:32s} {os.path.getsize(os.path.join(args.zoo, name + suffix + '.onnx')) / 1e6:6.2f} MB"
+            print(f"{name + suffix:32s} {os.path.getsize(os.path.join(args.out, name + suffix + '.onnx')) / 1e6:6.2f} MB"
                   f"  {len(m.graph.node)} nodes  {s['op_types']}")
 
 

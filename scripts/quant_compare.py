@@ -4,7 +4,8 @@
     /usr/bin/python3 scripts/quant_compare.py [MODEL.onnx ...] [--cli build/native/fxwasm-cli]
                                               [--seeds 0,1,2] [--steps 1]
 
-Default models: models/zoo/{resnet18,transformer_encoder}_{qdq,qop}.onnx (models/quantize.py).
+Default models: models/zoo/quantized/{resnet18,transformer_encoder}_{qdq,qop}.onnx
+(models/quantize.py).
 Per model and seed, scripts/ort_run.mjs runs onnxruntime-node on its seeded random inputs and
 saves them with its outputs; fxwasm-cli --run takes the same inputs. Each output is compared
 elementwise; the difference is printed in units of the output's quantization step (the scale of
@@ -71,7 +72,7 @@ def main():
                          "graph outputs of a copy of the model): the differences there are integer "
                          "steps")
     args = ap.parse_args()
-    models = args.models or [os.path.join(ROOT, "models/zoo", f"{m}_{f}.onnx")
+    models = args.models or [os.path.join(ROOT, "models/zoo/quantized", f"{m}_{f}.onnx")
                              for m in ("resnet18", "transformer_encoder") for f in ("qdq", "qop")]
     ok = True
     for path in models:

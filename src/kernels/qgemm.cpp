@@ -31,9 +31,16 @@ constexpr int64_t MR = 6;
 #endif
 constexpr int64_t NR = 8;  // columns of the portable kernel's tile (two 4-lane vectors)
 #ifdef FXWASM_QGEMM_AVX2
-constexpr int64_t NR_AVX2 = 16;  // two 8-lane ymm vectors
+constexpr int64_t NR_AVX2 = 16;     // two 8-lane ymm vectors
+constexpr int64_t NR_VNNI512 = 32;  // two 16-lane zmm vectors
 bool has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+// vpdpwssd: the multiply-add and the accumulation in one instruction, on 16 lanes.
+bool has_vnni512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vnni");
   return has;
 }
 #endif
@@ -43,6 +50,7 @@ constexpr int64_t KCP = 128;
 
 int64_t right_panel() {
 #ifdef FXWASM_QGEMM_AVX2
+  if (has_vnni512()) return NR_VNNI512;
   if (has_avx2()) return NR_AVX2;
 #endif
   return NR;
@@ -141,6 +149,40 @@ __attribute__((target("avx2"))) void kernel_avx2(int64_t kps, const int32_t* a, 
   }
   store_tile(t, NR_AVX2, C, ldc, first, rows, cols);
 }
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void kernel_vnni512(
+    int64_t kps, const int32_t* a, const int32_t* b, int32_t* C, int64_t ldc, bool first,
+    int64_t rows, int64_t cols) {
+  __m512i acc[MR][2];
+  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < kps; ++k, a += MR, b += NR_VNNI512) {
+    const __m512i b0 = _mm512_loadu_si512(b);
+    const __m512i b1 = _mm512_loadu_si512(b + 16);
+    for (int64_t r = 0; r < MR; ++r) {
+      const __m512i av = _mm512_set1_epi32(a[r]);
+      acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], av, b0);
+      acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], av, b1);
+    }
+  }
+  if (rows == MR && cols == NR_VNNI512) {
+    for (int64_t r = 0; r < MR; ++r) {
+      int32_t* c = C + r * ldc;
+      if (!first) {
+        acc[r][0] = _mm512_add_epi32(acc[r][0], _mm512_loadu_si512(c));
+        acc[r][1] = _mm512_add_epi32(acc[r][1], _mm512_loadu_si512(c + 16));
+      }
+      _mm512_storeu_si512(c, acc[r][0]);
+      _mm512_storeu_si512(c + 16, acc[r][1]);
+    }
+    return;
+  }
+  alignas(64) int32_t t[MR * NR_VNNI512];
+  for (int64_t r = 0; r < MR; ++r) {
+    _mm512_store_si512(t + r * NR_VNNI512, acc[r][0]);
+    _mm512_store_si512(t + r * NR_VNNI512 + 16, acc[r][1]);
+  }
+  store_tile(t, NR_VNNI512, C, ldc, first, rows, cols);
+}
 #endif
 
 }  // namespace
@@ -192,6 +234,41 @@ QPacked QPacked::right(int64_t K, int64_t N, const void* B, QType type, int64_t 
   return p;
 }
 
+namespace {
+
+// Row k = (c, kh, kw) of the im2col matrix of one image, minus zp, as int16 (N = OH * OW).
+template <class T>
+void im2col_row(const T* image, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride_h,
+                int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t dilation_h,
+                int64_t dilation_w, int64_t OH, int64_t OW, int32_t zp, int64_t k, int16_t* row) {
+  const int64_t c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+  // Output columns whose tap is inside the image: iw = ow * stride_w - pad_left + kw * dw.
+  const int64_t off = kw * dilation_w - pad_left;
+  int64_t ow_lo = off >= 0 ? 0 : (-off + stride_w - 1) / stride_w;
+  int64_t ow_hi = W - off <= 0 ? 0 : (W - off + stride_w - 1) / stride_w;
+  ow_lo = std::min(ow_lo, OW);
+  ow_hi = std::max(ow_lo, std::min(ow_hi, OW));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t ih = oh * stride_h - pad_top + kh * dilation_h;
+    int16_t* r = row + oh * OW;
+    if (ih < 0 || ih >= H) {
+      std::fill(r, r + OW, int16_t{0});
+      continue;
+    }
+    const T* src = image + (c * H + ih) * W + off;
+    std::fill(r, r + ow_lo, int16_t{0});
+    if (stride_w == 1) {
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) r[ow] = static_cast<int16_t>(src[ow] - zp);
+    } else {
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow)
+        r[ow] = static_cast<int16_t>(src[ow * stride_w] - zp);
+    }
+    std::fill(r + ow_hi, r + OW, int16_t{0});
+  }
+}
+
+}  // namespace
+
 QPacked QPacked::right_im2col(const void* image, QType type, int64_t C, int64_t H, int64_t W,
                               int64_t KH, int64_t KW, int64_t stride_h, int64_t stride_w,
                               int64_t pad_top, int64_t pad_left, int64_t dilation_h,
@@ -205,34 +282,34 @@ QPacked QPacked::right_im2col(const void* image, QType type, int64_t C, int64_t 
   const int64_t nr = p.panel_;
   p.padded_ = (N + nr - 1) / nr * nr;
   p.pairs_ = (K + 1) / 2;
-  p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
-  // One row k = (c, kh, kw) of the im2col matrix at a time, as int16 minus zp, into a scratch
-  // row; then its values go to the panels' k-th half-pairs.
-  std::vector<int16_t> row(static_cast<size_t>(N));
-  for (int64_t k = 0; k < K; ++k) {
-    const int64_t c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      const int64_t ih = oh * stride_h - pad_top + kh * dilation_h;
-      int16_t* r = row.data() + oh * OW;
-      if (ih < 0 || ih >= H) {
-        std::fill(r, r + OW, int16_t{0});
-        continue;
-      }
-      const int64_t base = (c * H + ih) * W;
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const int64_t iw = ow * stride_w - pad_left + kw * dilation_w;
-        r[ow] = iw < 0 || iw >= W ? 0 : static_cast<int16_t>(element(image, type, base + iw) - zp);
+  p.data_.resize(static_cast<size_t>(p.padded_ * p.pairs_));
+  // Two rows of the im2col matrix at a time (a pair k, k + 1), interleaved into the panels:
+  // pair kp of column j is data[(j / nr) * pairs * nr + kp * nr + j % nr]. Columns past N and
+  // the row past an odd K are zero.
+  std::vector<int16_t> rows(static_cast<size_t>(2 * p.padded_), 0);
+  int16_t* r0 = rows.data();
+  int16_t* r1 = rows.data() + p.padded_;
+  for (int64_t kp = 0; kp < p.pairs_; ++kp) {
+    for (int64_t h = 0; h < 2; ++h) {
+      int16_t* r = h ? r1 : r0;
+      const int64_t k = 2 * kp + h;
+      if (k >= K) {
+        std::fill(r, r + N, int16_t{0});
+      } else if (type == QType::U8) {
+        im2col_row(static_cast<const uint8_t*>(image), H, W, KH, KW, stride_h, stride_w, pad_top,
+                   pad_left, dilation_h, dilation_w, OH, OW, zp, k, r);
+      } else {
+        im2col_row(static_cast<const int8_t*>(image), H, W, KH, KW, stride_h, stride_w, pad_top,
+                   pad_left, dilation_h, dilation_w, OH, OW, zp, k, r);
       }
     }
-    // Pair kp = k / 2 of column j sits at data[(j / nr) * pairs * nr + kp * nr + j % nr], its
-    // half k % 2; viewed as int16 (little-endian on every target we build), element 2 * that
-    // + k % 2.
-    int16_t* d = reinterpret_cast<int16_t*>(p.data_.data());
-    const int64_t kp = k / 2, half = k % 2;
-    for (int64_t j0 = 0; j0 < N; j0 += nr) {
-      int16_t* out = d + 2 * ((j0 / nr) * p.pairs_ * nr + kp * nr) + half;
-      const int64_t cols = std::min(nr, N - j0);
-      for (int64_t j = 0; j < cols; ++j) out[2 * j] = row[j0 + j];
+    for (int64_t j0 = 0; j0 < p.padded_; j0 += nr) {
+      int16_t* out =
+          reinterpret_cast<int16_t*>(p.data_.data() + (j0 / nr) * p.pairs_ * nr + kp * nr);
+      for (int64_t j = 0; j < nr; ++j) {  // little-endian: the low half is k
+        out[2 * j] = r0[j0 + j];
+        out[2 * j + 1] = r1[j0 + j];
+      }
     }
   }
   return p;
@@ -244,6 +321,7 @@ void qgemm(const QPacked& A, const QPacked& B, int32_t* C, int64_t ldc) {
   auto kernel = kernel_portable;
 #ifdef FXWASM_QGEMM_AVX2
   if (nr == NR_AVX2) kernel = kernel_avx2;
+  if (nr == NR_VNNI512) kernel = kernel_vnni512;
 #endif
   if (pairs == 0) {  // K == 0: the empty sum
     for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0);
@@ -278,15 +356,64 @@ void qgemm_reference(int64_t M, int64_t N, int64_t K, const void* A, QType a_typ
     }
 }
 
+namespace {
+
+typedef float v4f_ __attribute__((vector_size(16)));
+
+// One row of requantize: `per_column` reads scale/offset/bias per element (offsets from `col0`
+// arrays), else uses the row's scalars.
+template <class T>
+void requantize_row(const Requant& r, bool per_column, float row_scale, float row_offset,
+                    int32_t row_bias, int64_t cols, const int32_t* a, T* o, int32_t qmin,
+                    int32_t qmax) {
+  // Round half to even by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22), after
+  // bounding v well inside that range (results saturate to 8 bits anyway).
+  const float magic = 12582912.0f, bound = 1048576.0f;
+  auto scale_at = [&](int64_t j) {
+    return per_column ? r.scale[r.scale_count == 1 ? 0 : j] : row_scale;
+  };
+  auto offset_at = [&](int64_t j) {
+    return per_column ? (r.offset ? r.offset[j] : 0.0f) : row_offset;
+  };
+  auto bias_at = [&](int64_t j) {
+    return per_column ? (r.bias_i32 ? r.bias_i32[j] : 0) : row_bias;
+  };
+  int64_t j = 0;
+  if (!per_column) {  // four lanes at a time (SSE / simd128)
+    const v4f_ vs = {row_scale, row_scale, row_scale, row_scale};
+    const v4f_ voff = {row_offset, row_offset, row_offset, row_offset};
+    const v4f_ vmagic = {magic, magic, magic, magic};
+    const v4f_ vlo = {-bound, -bound, -bound, -bound}, vhi = {bound, bound, bound, bound};
+    const v4s vzp = {r.zp, r.zp, r.zp, r.zp}, vb = {row_bias, row_bias, row_bias, row_bias};
+    const v4s qlo = {qmin, qmin, qmin, qmin}, qhi = {qmax, qmax, qmax, qmax};
+    for (; j + 4 <= cols; j += 4) {
+      v4s x;
+      std::memcpy(&x, a + j, 16);
+      v4f_ v = __builtin_convertvector(x + vb, v4f_) * vs + voff;
+      v = v < vlo ? vlo : v;
+      v = v > vhi ? vhi : v;
+      v = (v + vmagic) - vmagic;
+      v4s q = __builtin_convertvector(v, v4s) + vzp;
+      q = q < qlo ? qlo : q;
+      q = q > qhi ? qhi : q;
+      for (int l = 0; l < 4; ++l) o[j + l] = static_cast<T>(q[l]);
+    }
+  }
+  for (; j < cols; ++j) {
+    float v = static_cast<float>(a[j] + bias_at(j)) * scale_at(j) + offset_at(j);
+    v = std::min(std::max(v, -bound), bound);
+    const int32_t q = static_cast<int32_t>((v + magic) - magic) + r.zp;
+    o[j] = static_cast<T>(std::min(std::max(q, qmin), qmax));
+  }
+}
+
+}  // namespace
+
 void requantize(const Requant& r, int64_t rows, int64_t cols, const int32_t* acc, int64_t lda,
                 void* out, int64_t ldo) {
   const int32_t qmin = std::max(r.type == QType::U8 ? 0 : -128, r.lo_q);
   const int32_t qmax = std::min(r.type == QType::U8 ? 255 : 127, r.hi_q);
-  // Round half to even by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22), after
-  // bounding v well inside that range (results saturate to 8 bits anyway).
-  const float magic = 12582912.0f, bound = 1048576.0f;
   for (int64_t i = 0; i < rows; ++i) {
-    const int32_t* a = acc + i * lda;
     float row_scale = 0.0f, row_offset = 0.0f;
     int32_t row_bias = 0;
     if (r.per_row) {
@@ -294,34 +421,12 @@ void requantize(const Requant& r, int64_t rows, int64_t cols, const int32_t* acc
       row_offset = r.offset ? r.offset[i] : 0.0f;
       row_bias = r.bias_i32 ? r.bias_i32[i] : 0;
     }
-    auto quant = [&](float v) {
-      v = std::min(std::max(v, -bound), bound);
-      const int32_t q = static_cast<int32_t>((v + magic) - magic) + r.zp;
-      return std::min(std::max(q, qmin), qmax);
-    };
-    if (r.type == QType::U8) {
-      uint8_t* o = static_cast<uint8_t*>(out) + i * ldo;
-      if (r.per_row) {
-        for (int64_t j = 0; j < cols; ++j)
-          o[j] = static_cast<uint8_t>(
-              quant(static_cast<float>(a[j] + row_bias) * row_scale + row_offset));
-      } else {
-        for (int64_t j = 0; j < cols; ++j)
-          o[j] = static_cast<uint8_t>(
-              quant(static_cast<float>(a[j] + (r.bias_i32 ? r.bias_i32[j] : 0)) *
-                        r.scale[r.scale_count == 1 ? 0 : j] +
-                    (r.offset ? r.offset[j] : 0.0f)));
-      }
-    } else {
-      int8_t* o = static_cast<int8_t*>(out) + i * ldo;
-      for (int64_t j = 0; j < cols; ++j) {
-        const int64_t x = r.per_row ? i : j;
-        const float s = r.scale[r.scale_count == 1 ? 0 : x];
-        const float off = r.offset ? r.offset[x] : 0.0f;
-        const int32_t b = r.bias_i32 ? r.bias_i32[x] : 0;
-        o[j] = static_cast<int8_t>(quant(static_cast<float>(a[j] + b) * s + off));
-      }
-    }
+    if (r.type == QType::U8)
+      requantize_row(r, !r.per_row, row_scale, row_offset, row_bias, cols, acc + i * lda,
+                     static_cast<uint8_t*>(out) + i * ldo, qmin, qmax);
+    else
+      requantize_row(r, !r.per_row, row_scale, row_offset, row_bias, cols, acc + i * lda,
+                     static_cast<int8_t*>(out) + i * ldo, qmin, qmax);
   }
 }
 

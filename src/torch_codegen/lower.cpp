@@ -395,6 +395,7 @@ const std::vector<HandlerEntry>& handler_table() {
     add_index_handlers(t);
     add_layout_handlers(t);
     add_layers_handlers(t);
+    add_quant_handlers(t);
     return t;
   }();
   return table;

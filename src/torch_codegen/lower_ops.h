@@ -57,5 +57,6 @@ void add_other_handlers(std::vector<HandlerEntry>& table);
 void add_index_handlers(std::vector<HandlerEntry>& table);
 void add_layout_handlers(std::vector<HandlerEntry>& table);
 void add_layers_handlers(std::vector<HandlerEntry>& table);
+void add_quant_handlers(std::vector<HandlerEntry>& table);
 
 }  // namespace fx::torch_codegen
