@@ -26,6 +26,13 @@ void register_quant_ops();
 void register_loss_ops();
 void register_rnn_ops();
 void register_random_ops();
+void register_spatial_ops();    // ops_spatial.cpp
+void register_select_ops();     // ops_select.cpp
+void register_detection_ops();  // ops_detection.cpp
+void register_feature_ops();    // ops_features.cpp
+/// MaxPool/AveragePool in any number of spatial dims and element type, with MaxPool's Indices
+/// output (ops_spatial.cpp); ops_nn.cpp's float32 1-D/2-D kernels hand it everything else.
+void pool_nd(OpCall& c, bool is_max);
 /// Registration used by those functions (does not trigger the first-use registration).
 void register_builtin(const std::string& target, OpFn fn);
 /// Sequences, optionals, Loop, Scan (ops_sequence.cpp, ops_control.cpp): register_builtin for

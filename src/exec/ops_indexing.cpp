@@ -328,6 +328,7 @@ void register_indexing_ops() {
   register_builtin("onnx.GatherElements", gather_elements);
   register_builtin("onnx.GatherND", gather_nd);
   register_builtin("onnx.ScatterElements", scatter_elements);
+  register_builtin("onnx.Scatter", scatter_elements);  // its name before opset 11
   register_builtin("onnx.ScatterND", scatter_nd);
   register_builtin("onnx.NonZero", nonzero);
   register_builtin("onnx.OneHot", one_hot);

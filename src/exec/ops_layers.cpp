@@ -1,4 +1,4 @@
-// ONNX ops that are layers of their own: ConvTranspose (2-D), Einsum, PRelu, and the
+// ONNX ops that are layers of their own: Einsum, PRelu, and the
 // normalisations InstanceNormalization, GroupNormalization, LRN, MeanVarianceNormalization
 // (RNN/GRU/LSTM: ops_rnn.cpp).
 #include <algorithm>
@@ -16,63 +16,6 @@ namespace fx::exec {
 namespace {
 
 using kernels::Shape;
-
-// ConvTranspose 2-D: GEMM of the weight with the input into columns, then col2im.
-void conv_transpose(OpCall& c) {
-  const Value& x = c.input(0);
-  const Value& w = c.input(1);
-  need_f32(c, x, "ConvTranspose input");
-  need_f32(c, w, "ConvTranspose weight");
-  if (x.shape().size() != 4 || w.shape().size() != 4)
-    c.unsupported("ConvTranspose that is not 2-D");
-  if (c.has_attr("output_shape")) c.unsupported("ConvTranspose with output_shape");
-  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET") c.unsupported("ConvTranspose auto_pad " + auto_pad);
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t group = c.attr_int("group", 1);
-  if (group < 1 || C % group || w.shape()[0] != C) c.fail("weight must be (C, M/group, kH, kW)");
-  const int64_t mg = w.shape()[1], M = mg * group, KH = w.shape()[2], KW = w.shape()[3];
-  const std::vector<int64_t> st = c.attr_ints("strides", {1, 1}),
-                             dil = c.attr_ints("dilations", {1, 1});
-  const std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
-  const std::vector<int64_t> opad = c.attr_ints("output_padding", {0, 0});
-  const int64_t OH = st[0] * (H - 1) + opad[0] + (KH - 1) * dil[0] + 1 - pads[0] - pads[2];
-  const int64_t OW = st[1] * (W - 1) + opad[1] + (KW - 1) * dil[1] + 1 - pads[1] - pads[3];
-  if (OH < 1 || OW < 1) c.fail("the output would be empty");
-  Value out = zeroed_value(Dtype::Float32, {N, M, OH, OW});
-  const int64_t cg = C / group, kdim = mg * KH * KW;
-  std::vector<float> cols(static_cast<size_t>(kdim * H * W));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t g = 0; g < group; ++g) {
-      // cols[kdim, H*W] = W_g^T[kdim, cg] x X_g[cg, H*W]
-      kernels::sgemm(true, false, kdim, H * W, cg, 1.0f, w.data<float>() + g * cg * kdim, kdim,
-                     x.data<float>() + (n * C + g * cg) * H * W, H * W, 0.0f, cols.data(), H * W);
-      float* y = out.mutable_data<float>() + (n * M + g * mg) * OH * OW;
-      for (int64_t m = 0; m < mg; ++m)
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const float* col = cols.data() + ((m * KH + kh) * KW + kw) * H * W;
-            for (int64_t ih = 0; ih < H; ++ih) {
-              const int64_t oh = ih * st[0] - pads[0] + kh * dil[0];
-              if (oh < 0 || oh >= OH) continue;
-              for (int64_t iw = 0; iw < W; ++iw) {
-                const int64_t ow = iw * st[1] - pads[1] + kw * dil[1];
-                if (ow >= 0 && ow < OW) y[(m * OH + oh) * OW + ow] += col[ih * W + iw];
-              }
-            }
-          }
-    }
-  if (c.has_input(2)) {
-    const Value& b = c.input(2);
-    if (b.numel() != M) c.fail("bias must have one value per output channel");
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t m = 0; m < M; ++m) {
-        float* y = out.mutable_data<float>() + (n * M + m) * OH * OW;
-        for (int64_t i = 0; i < OH * OW; ++i) y[i] += b.data<float>()[m];
-      }
-  }
-  c.outputs.push_back(out);
-}
 
 // Einsum by explicit index loops: any equation over float32 operands (with '...' unsupported).
 void einsum(OpCall& c) {
@@ -337,7 +280,6 @@ void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon) {
 }
 
 void register_layer_ops() {
-  register_builtin("onnx.ConvTranspose", conv_transpose);
   register_builtin("onnx.Einsum", einsum);
   register_builtin("onnx.PRelu", prelu);
   register_builtin("onnx.InstanceNormalization", instance_norm);

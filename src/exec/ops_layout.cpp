@@ -1,5 +1,5 @@
-// ONNX ops that lay data out anew: Pad, Tile, DepthToSpace, SpaceToDepth, Resize (nearest /
-// linear), ConstantOfShape.
+// ONNX ops that lay data out anew: Pad, Tile, DepthToSpace, SpaceToDepth, ConstantOfShape
+// (Resize is in ops_spatial.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -155,85 +155,6 @@ void space_to_depth(OpCall& c) {
   c.outputs.push_back(out);
 }
 
-// Resize with nearest or (bi)linear interpolation over the trailing spatial dims of NCHW/NCW.
-void resize(OpCall& c) {
-  const Value& x = c.input(0);
-  need_f32(c, x, "Resize input");
-  const int64_t rank = static_cast<int64_t>(x.shape().size());
-  if (rank < 3 || rank > 4) c.unsupported("Resize of rank " + std::to_string(rank));
-  std::vector<float> scales;
-  Shape os = x.shape();
-  if (c.has_input(3) && c.input(3).numel() > 0) {
-    os = c.input(3).to_i64();
-    if (static_cast<int64_t>(os.size()) != rank) c.fail("sizes must have one entry per axis");
-    for (int64_t d = 0; d < rank; ++d)
-      scales.push_back(static_cast<float>(os[d]) / static_cast<float>(x.shape()[d]));
-  } else if (c.has_input(2) && c.input(2).numel() > 0) {
-    scales = c.input(2).to_f32();
-    if (static_cast<int64_t>(scales.size()) != rank) c.fail("scales must have one entry per axis");
-    for (int64_t d = 0; d < rank; ++d)
-      os[d] = static_cast<int64_t>(std::floor(x.shape()[d] * scales[d]));
-  } else {
-    c.fail("needs scales or sizes");
-  }
-  if (os[0] != x.shape()[0] || os[1] != x.shape()[1])
-    c.unsupported("resizing the batch or channel axis");
-  const std::string mode = c.attr_string("mode", "nearest");
-  const std::string ctm = c.attr_string("coordinate_transformation_mode", "half_pixel");
-  const std::string nearest_mode = c.attr_string("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") c.unsupported("Resize mode '" + mode + "'");
-  auto source = [&](int64_t out_i, int64_t d) -> float {
-    const float s = scales[d];
-    const float in_len = static_cast<float>(x.shape()[d]), out_len = static_cast<float>(os[d]);
-    const float o = static_cast<float>(out_i);
-    if (ctm == "asymmetric") return o / s;
-    if (ctm == "align_corners") return out_len > 1 ? o * (in_len - 1) / (out_len - 1) : 0.0f;
-    if (ctm == "pytorch_half_pixel") return out_len > 1 ? (o + 0.5f) / s - 0.5f : 0.0f;
-    if (ctm == "half_pixel") return (o + 0.5f) / s - 0.5f;
-    c.unsupported("coordinate_transformation_mode '" + ctm + "'");
-  };
-  auto nearest = [&](float v, int64_t n) -> int64_t {
-    float r;
-    if (nearest_mode == "floor") {
-      r = std::floor(v);
-    } else if (nearest_mode == "ceil") {
-      r = std::ceil(v);
-    } else if (nearest_mode == "round_prefer_ceil") {
-      r = std::floor(v + 0.5f);
-    } else {  // round_prefer_floor
-      r = (v - std::floor(v) == 0.5f) ? std::floor(v) : std::round(v);
-    }
-    return std::clamp<int64_t>(static_cast<int64_t>(r), 0, n - 1);
-  };
-  const int64_t H = rank == 4 ? x.shape()[2] : 1, W = x.shape().back();
-  const int64_t OH = rank == 4 ? os[2] : 1, OW = os.back();
-  Value out = new_value(Dtype::Float32, os);
-  const int64_t planes = x.shape()[0] * x.shape()[1];
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* src = x.data<float>() + p * H * W;
-    float* dst = out.mutable_data<float>() + p * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      const float fh = rank == 4 ? source(oh, 2) : 0.0f;
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const float fw = source(ow, rank - 1);
-        if (mode == "nearest") {
-          dst[oh * OW + ow] = src[nearest(fh, H) * W + nearest(fw, W)];
-          continue;
-        }
-        const float ch = std::clamp(fh, 0.0f, static_cast<float>(H - 1));
-        const float cw = std::clamp(fw, 0.0f, static_cast<float>(W - 1));
-        const int64_t h0 = static_cast<int64_t>(std::floor(ch)),
-                      w0 = static_cast<int64_t>(std::floor(cw));
-        const int64_t h1 = std::min(h0 + 1, H - 1), w1 = std::min(w0 + 1, W - 1);
-        const float ah = ch - static_cast<float>(h0), aw = cw - static_cast<float>(w0);
-        dst[oh * OW + ow] = (1 - ah) * ((1 - aw) * src[h0 * W + w0] + aw * src[h0 * W + w1]) +
-                            ah * ((1 - aw) * src[h1 * W + w0] + aw * src[h1 * W + w1]);
-      }
-    }
-  }
-  c.outputs.push_back(out);
-}
-
 void constant_of_shape(OpCall& c) {
   const std::vector<int64_t> shape = c.input(0).to_i64();
   for (int64_t d : shape)
@@ -267,7 +188,6 @@ void register_layout_ops() {
   register_builtin("onnx.Tile", tile);
   register_builtin("onnx.DepthToSpace", depth_to_space);
   register_builtin("onnx.SpaceToDepth", space_to_depth);
-  register_builtin("onnx.Resize", resize);
   register_builtin("onnx.ConstantOfShape", constant_of_shape);
 }
 

@@ -151,10 +151,12 @@ void conv(OpCall& c) {
 
 void pool(OpCall& c, bool is_max) {
   const Value& x = c.input(0);
-  need_f32(c, x, "pooling input");
-  if (x.shape().size() < 3) c.fail("the input must have rank >= 3");
   std::optional<WindowAttrs> scratch;
   const WindowAttrs& a = node_attrs(c, scratch, [&] { return window_attrs(c, false); });
+  // The float32 1-D/2-D kernels; the rest (3-D, integers, Indices, storage_order) runs N-D.
+  if (x.dtype() != Dtype::Float32 || x.shape().size() < 3 || x.shape().size() > 4 ||
+      (is_max && (a.storage_order != 0 || c.num_outputs() > 1)))
+    return pool_nd(c, is_max);
   if (!a.kernel_shape) c.fail("kernel_shape is required");
   const Window win = window(c, x.shape(), *a.kernel_shape, a);
   kernels::Pool2dParams p;
@@ -164,7 +166,6 @@ void pool(OpCall& c, bool is_max) {
   p.pad_top = win.pt, p.pad_left = win.pl, p.pad_bottom = win.pb, p.pad_right = win.pr;
   p.ceil_mode = a.ceil_mode;
   p.count_include_pad = a.count_include_pad;
-  if (is_max && a.storage_order != 0) c.unsupported("MaxPool storage_order = 1");
   if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
   Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.C, p.out_h(), p.out_w()));
   if (is_max) {

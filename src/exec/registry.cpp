@@ -160,6 +160,10 @@ Registry& registry() {
     register_loss_ops();
     register_rnn_ops();
     register_random_ops();
+    register_spatial_ops();
+    register_select_ops();
+    register_detection_ops();
+    register_feature_ops();
     register_sequence_ops();  // last: its Identity takes sequences and optionals too
   });
   return raw_registry();
