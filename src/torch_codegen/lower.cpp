@@ -396,6 +396,7 @@ const std::vector<HandlerEntry>& handler_table() {
     add_layout_handlers(t);
     add_layers_handlers(t);
     add_quant_handlers(t);
+    add_spatial_handlers(t);
     return t;
   }();
   return table;

@@ -92,6 +92,7 @@ void add_index_handlers(std::vector<HandlerEntry>& table) {
   table.insert(table.end(), {
                                 {"GatherND", 11, gather_nd},
                                 {"OneHot", 9, one_hot},
+                                {"Scatter", 9, scatter_elements},  // ScatterElements before 11
                                 {"ScatterElements", 11, scatter_elements},
                                 {"ScatterND", 11, scatter_nd},
                             });

@@ -77,12 +77,13 @@ bool constant_floats(const LVal& v, std::vector<double>& out) {
 // Resize as torch.nn.functional.interpolate, for the modes torch has: nearest with asymmetric
 // coordinates and floor ('nearest'), nearest with half_pixel and round_prefer_ceil
 // ('nearest-exact'), linear with half_pixel or align_corners, cubic with half_pixel and
-// a = -0.75 ('bicubic', 4-D); sizes or spatial scales (batch and channel scales 1).
+// a = -0.75 ('bicubic', 4-D); sizes or spatial scales (batch and channel scales 1). Other
+// modes and runtime scales/sizes: resize_explicit (lower_spatial.cpp).
 void resize(Lowerer& L, const Node& n) {
   LVal x = L.in(n, 0);
   const int64_t r = L.rank(x);
   const int64_t spatial = r - 2;
-  if (spatial < 1 || spatial > 3) L.unsupported(n, "an input of rank " + std::to_string(r));
+  if (spatial < 1 || spatial > 3) return resize_explicit(L, n, false);
   if (L.attr_int(n, "antialias", 0)) L.unsupported(n, "antialias = 1");
   if (L.has_attr(n, "axes")) L.unsupported(n, "the axes attribute");
   const std::string mode = L.attr_string(n, "mode", "nearest");
@@ -106,9 +107,7 @@ void resize(Lowerer& L, const Node& n) {
     torch_mode = "bicubic";
     kw.set("align_corners", coord == "align_corners");
   } else {
-    L.unsupported(n, "mode " + mode + " with coordinate_transformation_mode " + coord +
-                         (mode == "nearest" ? " and nearest_mode " + nearest : std::string()) +
-                         " (torch's interpolate has no such mode)");
+    return resize_explicit(L, n, false);  // written out in torch ops
   }
   // Opset 10: (X, scales); from 11: (X, roi, scales, sizes).
   const LVal scales = L.opset() < 11 ? L.in(n, 1) : L.in(n, 2);
@@ -123,13 +122,12 @@ void resize(Lowerer& L, const Node& n) {
   } else if (scales.kind != Kind::None && constant_floats(scales, scale_values) &&
              scale_values.size() == static_cast<size_t>(r)) {
     if (scale_values[0] != 1.0 || scale_values[1] != 1.0)
-      L.unsupported(n, "scaling the batch or channel dim");
+      return resize_explicit(L, n, false);  // scaling the batch or channel dim
     Argument::Items f;
     for (int64_t d = 2; d < r; ++d) f.emplace_back(scale_values[d]);
     scale_factor = Argument::list(std::move(f));
-  } else {
-    L.unsupported(n, "sizes or scales that are not constants (or shape arithmetic) of rank " +
-                         std::to_string(r));
+  } else {  // runtime scales or sizes
+    return resize_explicit(L, n, false);
   }
   const Argument align = kw.contains("align_corners") ? kw.at("align_corners") : Argument();
   Kwargs all{

@@ -64,8 +64,44 @@ void global_pool(Lowerer& L, const Node& n, bool max) {
 void global_average_pool(Lowerer& L, const Node& n) { global_pool(L, n, false); }
 void global_max_pool(Lowerer& L, const Node& n) { global_pool(L, n, true); }
 
+// MaxPool's (values, indices) from torch's max_poolNd(return_indices=True): torch counts within
+// each (n, c) plane, ONNX over the whole tensor (plus the plane's offset); storage_order = 1
+// counts the spatial position column-major.
+std::vector<LVal> max_pool_indices(Lowerer& L, const Node& n, const LVal& x, Node* r, Dtype dt,
+                                   bool cast) {
+  Node* y = L.call("operator.getitem", {r, 0LL});
+  if (cast) y = L.method("to", {y, dt});
+  Node* i = L.call("operator.getitem", {r, 1LL});
+  const int64_t rank = L.rank(x);
+  std::vector<SymInt> sp;
+  for (int64_t d = 2; d < rank; ++d) sp.push_back(L.size(x, d));
+  if (L.attr_int(n, "storage_order", 0)) {
+    if (rank != 4) L.unsupported(n, "storage_order = 1 outside 2-D");
+    // i = h * W + w  ->  h + w * H
+    Node* h = L.call("operator.floordiv", {i, sp[1].arg()});
+    Node* w = L.call("operator.mod", {i, sp[1].arg()});
+    i = L.call("operator.add", {h, L.call("operator.mul", {w, sp[0].arg()})});
+  }
+  SymInt plane{1, {}};
+  for (const SymInt& s : sp) {
+    if (!s.value) L.unsupported(n, "Indices of a spatial size that changes");
+    plane.value = *plane.value * *s.value;
+  }
+  // offset[n, c, 1, ...] = (n * C + c) * plane
+  const SymInt N = L.size(x, 0), C = L.size(x, 1);
+  const Argument nc = N.value && C.value ? Argument(static_cast<long long>(*N.value * *C.value))
+                                         : Argument(L.call("operator.mul", {N.arg(), C.arg()}));
+  std::vector<SymInt> shape{N, C};
+  for (int64_t d = 2; d < rank; ++d) shape.push_back(SymInt{1, {}});
+  Node* offs = L.method("reshape", {L.call("torch.arange", {nc}), Lowerer::list_arg(shape)});
+  i = L.call("operator.add", {i, L.call("operator.mul", {offs, plane.arg()})});
+  LVal v = L.tensor(y, n), ind = L.tensor(i, n);
+  v.shape_of = ind.shape_of = nullptr;
+  return {v, ind};
+}
+
 void pool(Lowerer& L, const Node& n, bool max) {
-  if (output_used(n, 1)) L.unsupported(n, "its Indices output is used");
+  const bool indices = max && output_used(n, 1);
   LVal x = L.in(n, 0);
   const std::vector<int64_t> kernel = L.attr_ints(n, "kernel_shape");
   const size_t d = kernel.size();
@@ -75,10 +111,15 @@ void pool(Lowerer& L, const Node& n, bool max) {
   Pads p = spatial_pads(L, n, x, kernel, strides, dil);
   const bool ceil = L.attr_int(n, "ceil_mode", 0) != 0;
   Node* t = L.as_tensor(x);
+  // torch pools no integers: they run in float32 (exact for 8/16-bit) and are cast back.
+  const Dtype dt = L.dtype(x);
+  const bool cast = !is_float(dt);
+  if (cast) t = L.method("to", {t, Dtype::Float32});
   std::vector<int64_t> padding = p.begin;
   bool half_ok = true;
   for (size_t i = 0; i < d; ++i) half_ok = half_ok && p.begin[i] * 2 <= kernel[i];
   if (!p.symmetric() || !half_ok) {
+    if (indices) L.unsupported(n, "Indices with padding torch's max_pool cannot take");
     if (!max && !L.attr_int(n, "count_include_pad", 0))
       L.unsupported(n, "asymmetric padding with count_include_pad = 0");
     Kwargs kw;
@@ -97,8 +138,13 @@ void pool(Lowerer& L, const Node& n, bool max) {
               {"padding", int_list(padding)},
               {"dilation", int_list(dil)},
               {"ceil_mode", ceil},
-              {"return_indices", false}};
-    L.set(n, L.tensor(L.call(f.c_str(), {t, int_list(kernel)}, std::move(kw)), n));
+              {"return_indices", indices}};
+    Node* y = L.call(f.c_str(), {t, int_list(kernel)}, std::move(kw));
+    if (!indices) {
+      L.set(n, L.tensor(cast ? L.method("to", {y, dt}) : y, n));
+      return;
+    }
+    L.set(n, max_pool_indices(L, n, x, y, cast ? dt : Dtype::Float32, cast));
     return;
   }
   if (dil != std::vector<int64_t>(d, 1)) L.unsupported(n, "AveragePool with dilations");
@@ -107,7 +153,8 @@ void pool(Lowerer& L, const Node& n, bool max) {
             {"padding", int_list(padding)},
             {"ceil_mode", ceil},
             {"count_include_pad", L.attr_int(n, "count_include_pad", 0) != 0}};
-  L.set(n, L.tensor(L.call(f.c_str(), {t}, std::move(kw)), n));
+  Node* y = L.call(f.c_str(), {t}, std::move(kw));
+  L.set(n, L.tensor(cast ? L.method("to", {y, dt}) : y, n));
 }
 void max_pool(Lowerer& L, const Node& n) { pool(L, n, true); }
 void average_pool(Lowerer& L, const Node& n) { pool(L, n, false); }
@@ -185,26 +232,81 @@ void conv(Lowerer& L, const Node& n) {
   L.set(n, L.tensor(L.module(path, {t}), n));
 }
 
-// ConvTranspose as torch.nn.ConvTranspose{1,2,3}d: symmetric pads, no output_shape.
+// ConvTranspose with padding torch cannot express (asymmetric pads, output_shape, auto_pad):
+// torch.conv_transposeNd without padding, then the ONNX window cut out (negative F.pad), then
+// the bias (positions past the full output are bias only).
+void conv_transpose_functional(Lowerer& L, const Node& n, const LVal& x, const LVal& w,
+                               const LVal& b, int64_t d) {
+  const auto xs = L.shape(x), ws = L.shape(w);
+  std::vector<int64_t> in, kernel;
+  for (int64_t i = 0; i < d; ++i) {
+    if (!xs[2 + i] || !ws[2 + i]) L.unsupported(n, "spatial sizes that change");
+    in.push_back(*xs[2 + i]);
+    kernel.push_back(*ws[2 + i]);
+  }
+  const std::vector<int64_t> strides = L.attr_ints(n, "strides", std::vector<int64_t>(d, 1));
+  const std::vector<int64_t> dil = L.attr_ints(n, "dilations", std::vector<int64_t>(d, 1));
+  const std::vector<int64_t> out_pad = L.attr_ints(n, "output_padding", std::vector<int64_t>(d, 0));
+  std::vector<int64_t> pads = L.attr_ints(n, "pads", std::vector<int64_t>(2 * d, 0));
+  std::vector<int64_t> out_shape = L.attr_ints(n, "output_shape");
+  if (out_shape.size() == static_cast<size_t>(d + 2))
+    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  const std::string auto_pad = L.attr_string(n, "auto_pad", "NOTSET");
+  if (pads.size() != static_cast<size_t>(2 * d) || strides.size() != static_cast<size_t>(d) ||
+      dil.size() != static_cast<size_t>(d) || out_pad.size() != static_cast<size_t>(d) ||
+      (!out_shape.empty() && out_shape.size() != static_cast<size_t>(d)))
+    L.unsupported(n, "strides/dilations/pads/output_padding/output_shape of the wrong length");
+  std::vector<int64_t> torch_pad;  // F.pad order: last dim first
+  for (int64_t i = d - 1; i >= 0; --i) {
+    const int64_t plain = strides[i] * (in[i] - 1) + (kernel[i] - 1) * dil[i] + 1;
+    const int64_t full = plain + out_pad[i];
+    int64_t begin = pads[i], end = pads[i + d];
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t want = !out_shape.empty() ? out_shape[i] : in[i] * strides[i];
+      const int64_t total = full - want;
+      begin = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+      end = total - begin;
+    } else if (auto_pad == "VALID") {
+      begin = end = 0;
+    }
+    torch_pad.push_back(-begin);
+    torch_pad.push_back(full - end - plain);
+  }
+  const int64_t groups = L.attr_int(n, "group", 1);
+  const std::string f = "torch.conv_transpose" + std::to_string(d) + "d";
+  Node* y =
+      L.call(f.c_str(), {L.as_tensor(x), L.as_tensor(w), Argument(), int_list(strides),
+                         int_list(std::vector<int64_t>(d, 0)), int_list(std::vector<int64_t>(d, 0)),
+                         static_cast<long long>(groups), int_list(dil)});
+  y = L.call("torch.nn.functional.pad", {y, int_list(torch_pad)});
+  if (b.kind != Kind::None) {
+    std::vector<int64_t> view = {-1};
+    for (int64_t i = 0; i < d; ++i) view.push_back(1);
+    y = L.call("operator.add", {y, L.method("reshape", {L.as_tensor(b), int_list(view)})});
+  }
+  L.set(n, L.tensor(y, n));
+}
+
+// ConvTranspose as torch.nn.ConvTranspose{1,2,3}d (constant weights, symmetric pads, no
+// output_shape or auto_pad), else conv_transpose_functional.
 void conv_transpose(Lowerer& L, const Node& n) {
   LVal x = L.in(n, 0), w = L.in(n, 1), b = L.in(n, 2);
-  if (!w.constant || !w.constant->has_data() ||
-      (b.kind != Kind::None && (!b.constant || !b.constant->has_data())))
-    L.unsupported(n, "ConvTranspose with a computed weight or bias");
-  const std::vector<int64_t>& ws = w.constant->shape;
-  const int64_t d = static_cast<int64_t>(ws.size()) - 2;
+  const int64_t d = L.rank(w) - 2;
   if (d < 1 || d > 3) L.unsupported(n, "a " + std::to_string(d) + "-D transposed convolution");
-  if (L.has_attr(n, "output_shape")) L.unsupported(n, "the output_shape attribute");
-  if (L.attr_string(n, "auto_pad", "NOTSET") != "NOTSET") L.unsupported(n, "auto_pad");
+  const std::vector<int64_t> pads = L.attr_ints(n, "pads", std::vector<int64_t>(2 * d, 0));
+  const bool constant = w.constant && w.constant->has_data() &&
+                        (b.kind == Kind::None || (b.constant && b.constant->has_data()));
+  if (!constant || L.has_attr(n, "output_shape") ||
+      L.attr_string(n, "auto_pad", "NOTSET") != "NOTSET" ||
+      pads.size() != static_cast<size_t>(2 * d) ||
+      !std::equal(pads.begin(), pads.begin() + d, pads.begin() + d))
+    return conv_transpose_functional(L, n, x, w, b, d);
+  const std::vector<int64_t>& ws = w.constant->shape;
   const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   const std::vector<int64_t> strides = L.attr_ints(n, "strides", std::vector<int64_t>(d, 1));
   const std::vector<int64_t> dil = L.attr_ints(n, "dilations", std::vector<int64_t>(d, 1));
   const std::vector<int64_t> out_pad = L.attr_ints(n, "output_padding", std::vector<int64_t>(d, 0));
-  const std::vector<int64_t> pads = L.attr_ints(n, "pads", std::vector<int64_t>(2 * d, 0));
-  if (pads.size() != static_cast<size_t>(2 * d)) L.unsupported(n, "pads has the wrong length");
   const std::vector<int64_t> padding(pads.begin(), pads.begin() + d);
-  if (padding != std::vector<int64_t>(pads.begin() + d, pads.end()))
-    L.unsupported(n, "asymmetric pads");
   const int64_t groups = L.attr_int(n, "group", 1);
   const int64_t in_ch = ws[0], out_ch = ws[1] * groups;
   std::string repr = std::to_string(in_ch) + ", " + std::to_string(out_ch) +

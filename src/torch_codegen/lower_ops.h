@@ -58,5 +58,10 @@ void add_index_handlers(std::vector<HandlerEntry>& table);
 void add_layout_handlers(std::vector<HandlerEntry>& table);
 void add_layers_handlers(std::vector<HandlerEntry>& table);
 void add_quant_handlers(std::vector<HandlerEntry>& table);
+void add_spatial_handlers(std::vector<HandlerEntry>& table);
+
+/// Resize (or Upsample) written out in torch ops, one interpolation per axis: every mode and
+/// coordinate mode, runtime scales or sizes (lower_spatial.cpp).
+void resize_explicit(Lowerer& L, const Node& n, bool upsample);
 
 }  // namespace fx::torch_codegen

@@ -1,0 +1,371 @@
+// Lowering handlers of the selection, sampling and detection ops: Compress, Unique,
+// ReverseSequence, GridSample, MaxUnpool, Upsample, and the ops that have no torch form and are
+// named as not lowerable with the reason (NonMaxSuppression, RoiAlign, TfIdfVectorizer,
+// MelWeightMatrix). Resize modes torch's interpolate lacks are written out here too
+// (resize_explicit).
+#include <cmath>
+
+#include "fx/onnx.h"
+#include "torch_codegen/lower_ops.h"
+
+namespace fx::torch_codegen {
+
+namespace {
+
+using Kind = LVal::Kind;
+
+Argument lit(int64_t v) { return static_cast<long long>(v); }
+
+// Compress(x, condition[, axis]): index_select of the positions where condition holds (no axis:
+// of the flattened input).
+void compress(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0), cond = L.in(n, 1);
+  Node* t = L.as_tensor(x);
+  int64_t axis = 0;
+  if (L.has_attr(n, "axis")) {
+    axis = L.axis(n, L.attr_int(n, "axis", 0), L.rank(x));
+  } else {
+    t = L.method("flatten", {t});
+  }
+  Node* c = L.as_tensor(cond);
+  if (L.dtype(cond) != Dtype::Bool) c = L.method("bool", {c});
+  Node* idx = L.method("flatten", {L.call("torch.nonzero", {c})});
+  L.set(n, L.tensor(L.call("torch.index_select", {t, lit(axis), idx}), n));
+}
+
+// Unique: torch.unique (sorted) for Y, inverse and counts; the first occurrences by a scatter
+// of positions with amin; sorted = 0 reorders all four by first occurrence.
+void unique(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  Node* t = L.as_tensor(x);
+  int64_t dim = 0;
+  Kwargs kw{{"sorted", true}, {"return_inverse", true}, {"return_counts", true}};
+  if (L.has_attr(n, "axis")) {
+    dim = L.axis(n, L.attr_int(n, "axis", 0), L.rank(x));
+    kw.set("dim", lit(dim));
+  } else {
+    t = L.method("flatten", {t});
+  }
+  Node* r = L.call("torch.unique", {t}, std::move(kw));
+  Node* y = L.call("operator.getitem", {r, 0LL});
+  Node* inv = L.call("operator.getitem", {r, 1LL});
+  Node* counts = L.call("operator.getitem", {r, 2LL});
+  Node* len = L.method("size", {t, lit(dim)});
+  Node* positions = L.call("torch.arange", {len});
+  Node* first = L.method("scatter_reduce", {L.call("torch.full_like", {counts, len}), 0LL, inv,
+                                            positions, std::string("amin")});
+  if (!L.attr_int(n, "sorted", 1)) {
+    Node* perm = L.call("torch.argsort", {first});
+    y = L.call("torch.index_select", {y, lit(dim), perm});
+    first = L.call("torch.index_select", {first, 0LL, perm});
+    counts = L.call("torch.index_select", {counts, 0LL, perm});
+    inv = L.call("torch.index_select", {L.call("torch.argsort", {perm}), 0LL, inv});
+  }
+  std::vector<LVal> outs;
+  for (Node* v : {y, first, inv, counts}) {
+    LVal o = L.tensor(v, n);
+    o.shape_of = nullptr;
+    outs.push_back(o);
+  }
+  L.set(n, outs);
+}
+
+// ReverseSequence: a gather along the time axis of t < len ? len - 1 - t : t.
+void reverse_sequence(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  const int64_t time = L.attr_int(n, "time_axis", 0), batch = L.attr_int(n, "batch_axis", 1);
+  if (!((time == 0 && batch == 1) || (time == 1 && batch == 0)))
+    L.unsupported(n, "batch_axis and time_axis other than 0 and 1");
+  Node* t = L.call("torch.arange", {L.size(x, time).arg()});
+  t = L.method("unsqueeze", {t, lit(time == 0 ? 1 : 0)});  // [T, 1] or [1, T]
+  Node* len = L.method("unsqueeze", {L.as_tensor(L.in(n, 1)), lit(time == 0 ? 0 : 1)});
+  Node* src =
+      L.call("torch.where", {L.call("operator.lt", {t, len}),
+                             L.call("operator.sub", {L.call("operator.sub", {len, 1LL}), t}), t});
+  const int64_t r = L.rank(x);
+  std::vector<int64_t> view_shape = {-1};
+  for (int64_t d = 1; d < r; ++d) view_shape.push_back(1);
+  Node* xt = L.as_tensor(x);
+  // [T, B] (or [B, T]) then trailing 1s, expanded over the feature dims.
+  for (int64_t d = 2; d < r; ++d) src = L.method("unsqueeze", {src, -1LL});
+  src = L.method("expand_as", {src, xt});
+  L.set(n, L.tensor(L.call("torch.gather", {xt, lit(time), src}), n));
+}
+
+void grid_sample(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  if (L.rank(x) != 4) L.unsupported(n, "an input that is not 4-D");
+  Kwargs kw{{"mode", L.attr_string(n, "mode", "bilinear")},
+            {"padding_mode", L.attr_string(n, "padding_mode", "zeros")},
+            {"align_corners", L.attr_int(n, "align_corners", 0) != 0}};
+  L.set(n, L.tensor(L.call("torch.nn.functional.grid_sample",
+                           {L.as_tensor(x), L.as_tensor(L.in(n, 1))}, std::move(kw)),
+                    n));
+}
+
+// MaxUnpool: the values scattered to their flattened (N * C * spatial) indices in zeros.
+void max_unpool(Lowerer& L, const Node& n) {
+  LVal x = L.in(n, 0);
+  const auto s = L.shape(x);
+  std::vector<int64_t> os;
+  if (L.in(n, 2).kind != Kind::None) {
+    os = L.static_ints(n, L.in(n, 2), "output_shape");
+  } else {
+    const size_t sp = s.size() - 2;
+    const std::vector<int64_t> k = L.attr_ints(n, "kernel_shape");
+    const std::vector<int64_t> st = L.attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> pads = L.attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+    if (k.size() != sp || st.size() != sp || pads.size() != 2 * sp)
+      L.unsupported(n, "kernel_shape/strides/pads of the wrong length");
+    for (size_t d = 0; d < s.size(); ++d)
+      if (!s[d]) L.unsupported(n, "an input whose shape changes");
+    os = {*s[0], *s[1]};
+    for (size_t d = 0; d < sp; ++d)
+      os.push_back((*s[2 + d] - 1) * st[d] + k[d] - pads[d] - pads[d + sp]);
+  }
+  int64_t total = 1;
+  for (int64_t v : os) total *= v;
+  Node* xt = L.as_tensor(x);
+  Node* zeros = L.method("new_zeros", {xt, int_list({total})});
+  Node* idx = L.method("flatten", {L.as_tensor(L.in(n, 1))});
+  Node* y = L.method("scatter", {zeros, 0LL, idx, L.method("flatten", {xt})});
+  L.set(n, L.tensor(L.method("reshape", {y, int_list(os)}), n));
+}
+
+void not_lowerable(Lowerer& L, const Node& n, const char* why) { L.unsupported(n, why); }
+void nms(Lowerer& L, const Node& n) {
+  not_lowerable(L, n,
+                "NonMaxSuppression is a data-dependent greedy loop with no torch form "
+                "(torchvision.ops.nms is not used)");
+}
+void roi_align(Lowerer& L, const Node& n) {
+  not_lowerable(L, n, "RoiAlign has no torch form without torchvision");
+}
+void tfidf(Lowerer& L, const Node& n) {
+  not_lowerable(L, n, "TfIdfVectorizer (n-gram counting) has no torch form");
+}
+void mel(Lowerer& L, const Node& n) {
+  not_lowerable(L, n, "MelWeightMatrix of inputs that are not constants has no torch form");
+}
+
+// ---- Resize written out: one 1-D interpolation per resized axis, last axis first, as the
+// executor and ONNX's reference do. Every mode and coordinate mode; scales/sizes may be runtime
+// tensors.
+
+struct ResizeAttrs {
+  std::string mode, ctm, nearest;
+  double a = -0.75, extrapolation = 0;
+  bool exclude = false;
+};
+
+Node* f64(Lowerer& L, Node* t) { return L.method("to", {t, Dtype::Float64}); }
+Node* op(Lowerer& L, const char* f, Argument a, Argument b) { return L.call(f, {a, b}); }
+
+// The taps (index, weight) of axis d as tensors over the output positions, then the pass.
+Node* resize_axis(Lowerer& L, const Node& n, const ResizeAttrs& r, Node* x, int64_t d, Node* in_len,
+                  Node* out_len, Node* scale, Node* roi, int64_t rank) {
+  Node* o = f64(L, L.call("torch.arange", {out_len}));
+  Node* in_f = L.call("builtins.float", {in_len});
+  Node* out_f = L.call("builtins.float", {out_len});
+  Node* xs = nullptr;
+  Node* outside = nullptr;
+  if (r.ctm == "asymmetric") {
+    xs = op(L, "operator.truediv", o, scale);
+  } else if (r.ctm == "half_pixel" || r.ctm == "pytorch_half_pixel") {
+    xs =
+        op(L, "operator.sub", op(L, "operator.truediv", op(L, "operator.add", o, 0.5), scale), 0.5);
+    if (r.ctm == "pytorch_half_pixel")
+      xs = L.call("torch.where", {op(L, "operator.gt", L.call("torch.full_like", {o, out_f}), 1.0),
+                                  xs, L.call("torch.full_like", {o, -0.5})});
+  } else if (r.ctm == "align_corners") {
+    // o * (in - 1) / max(out - 1, 1): position 0 when out = 1.
+    Node* den =
+        L.method("clamp", {op(L, "operator.sub", L.call("torch.full_like", {o, out_f}), 1.0)},
+                 {{"min", 1.0}});
+    xs = op(L, "operator.truediv", op(L, "operator.mul", o, op(L, "operator.sub", in_f, 1.0)), den);
+  } else if (r.ctm == "tf_crop_and_resize") {
+    Node* lo = L.method("to", {L.call("operator.getitem", {roi, lit(d)}), Dtype::Float64});
+    Node* hi = L.method("to", {L.call("operator.getitem", {roi, lit(d + rank)}), Dtype::Float64});
+    Node* span =
+        op(L, "operator.mul", op(L, "operator.sub", hi, lo), op(L, "operator.sub", in_f, 1.0));
+    Node* den =
+        L.method("clamp", {op(L, "operator.sub", L.call("torch.full_like", {o, out_f}), 1.0)},
+                 {{"min", 1.0}});
+    Node* many = op(L, "operator.truediv", op(L, "operator.mul", o, span), den);
+    Node* one = L.call("torch.full_like", {o, 0.0});
+    one = op(L, "operator.add", one, op(L, "operator.truediv", span, 2.0));
+    xs = L.call("torch.where",
+                {op(L, "operator.gt", L.call("torch.full_like", {o, out_f}), 1.0), many, one});
+    xs = op(L, "operator.add", xs, op(L, "operator.mul", lo, op(L, "operator.sub", in_f, 1.0)));
+    outside =
+        L.call("torch.logical_or", {op(L, "operator.lt", xs, 0.0),
+                                    op(L, "operator.gt", xs, op(L, "operator.sub", in_f, 1.0))});
+  } else {
+    L.unsupported(n, "coordinate_transformation_mode " + r.ctm);
+  }
+  Node* last = op(L, "operator.sub", in_len, 1LL);
+  auto clamp_idx = [&](Node* i) {
+    return L.method("clamp", {L.method("to", {i, Dtype::Int64})}, {{"min", 0LL}, {"max", last}});
+  };
+  std::vector<std::pair<Node*, Node*>> taps;  // (index [O], weight [O] or null = 1)
+  std::vector<Node*> raw_idx;
+  if (r.mode == "nearest") {
+    Node* v;
+    if (r.nearest == "floor") {
+      v = L.call("torch.floor", {xs});
+    } else if (r.nearest == "ceil") {
+      v = L.call("torch.ceil", {xs});
+    } else if (r.nearest == "round_prefer_ceil") {
+      v = L.call("torch.floor", {op(L, "operator.add", xs, 0.5)});
+    } else {  // round_prefer_floor
+      v = L.call("torch.ceil", {op(L, "operator.sub", xs, 0.5)});
+    }
+    taps.push_back({clamp_idx(v), nullptr});
+  } else {
+    // The fraction in (0, 1]: an integer position takes its left neighbours (as the reference).
+    Node* fl = L.call("torch.floor", {xs});
+    Node* frac = op(L, "operator.sub", xs, fl);
+    Node* whole = op(L, "operator.eq", frac, 0.0);
+    Node* base = L.call("torch.where", {whole, op(L, "operator.sub", fl, 1.0), fl});
+    Node* t = L.call("torch.where", {whole, L.call("torch.ones_like", {frac}), frac});
+    std::vector<std::pair<int64_t, Node*>> parts;  // (offset from base, weight)
+    if (r.mode == "linear") {
+      parts = {{0, op(L, "operator.sub", 1.0, t)}, {1, t}};
+    } else if (r.mode == "cubic") {
+      const double A = r.a;
+      auto near = [&](Node* s) {  // ((A + 2) s - (A + 3)) s^2 + 1
+        Node* p = op(L, "operator.sub", op(L, "operator.mul", s, A + 2), A + 3);
+        return op(L, "operator.add", op(L, "operator.mul", op(L, "operator.mul", p, s), s), 1.0);
+      };
+      auto far = [&](Node* s) {  // ((A s - 5A) s + 8A) s - 4A
+        Node* p = op(L, "operator.sub", op(L, "operator.mul", s, A), 5 * A);
+        p = op(L, "operator.add", op(L, "operator.mul", p, s), 8 * A);
+        return op(L, "operator.sub", op(L, "operator.mul", p, s), 4 * A);
+      };
+      parts = {{-1, far(op(L, "operator.add", t, 1.0))},
+               {0, near(t)},
+               {1, near(op(L, "operator.sub", 1.0, t))},
+               {2, far(op(L, "operator.sub", 2.0, t))}};
+    } else {
+      L.unsupported(n, "mode " + r.mode);
+    }
+    Node* sum = nullptr;
+    for (auto& [off, w] : parts) {
+      Node* i = op(L, "operator.add", base, static_cast<double>(off));
+      if (r.exclude) {
+        Node* out_of =
+            L.call("torch.logical_or", {op(L, "operator.lt", i, 0.0),
+                                        op(L, "operator.gt", i, op(L, "operator.sub", in_f, 1.0))});
+        w = L.call("torch.where", {out_of, L.call("torch.zeros_like", {w}), w});
+        sum = sum ? op(L, "operator.add", sum, w) : w;
+      }
+      taps.push_back({clamp_idx(i), w});
+    }
+    if (r.exclude)
+      for (auto& tp : taps) tp.second = op(L, "operator.truediv", tp.second, sum);
+  }
+  // Weights broadcast along axis d: shape [O, 1, ..., 1].
+  auto along = [&](Node* w) {
+    for (int64_t k = d + 1; k < rank; ++k) w = L.method("unsqueeze", {w, -1LL});
+    return w;
+  };
+  Node* y = nullptr;
+  for (auto& [i, w] : taps) {
+    Node* g = L.call("torch.index_select", {x, lit(d), i});
+    if (w) g = op(L, "operator.mul", g, along(w));
+    y = y ? op(L, "operator.add", y, g) : g;
+  }
+  if (outside)
+    y = L.call("torch.where", {along(outside), L.call("torch.full_like", {y, r.extrapolation}), y});
+  return y;
+}
+
+}  // namespace
+
+void resize_explicit(Lowerer& L, const Node& n, bool upsample) {
+  LVal x = L.in(n, 0);
+  const int64_t rank = L.rank(x);
+  if (!is_float(L.dtype(x))) L.unsupported(n, "a Resize input that is not floating point");
+  ResizeAttrs r;
+  r.mode = L.attr_string(n, "mode", "nearest");
+  if (upsample || L.opset() < 11) {
+    if (r.mode == "bilinear" || r.mode == "trilinear") r.mode = "linear";
+    r.ctm = "asymmetric";
+    r.nearest = "floor";
+  } else {
+    r.ctm = L.attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    r.nearest = L.attr_string(n, "nearest_mode", "round_prefer_floor");
+    r.a = L.attr_float(n, "cubic_coeff_a", -0.75);
+    r.exclude = L.attr_int(n, "exclude_outside", 0) != 0;
+    r.extrapolation = L.attr_float(n, "extrapolation_value", 0.0);
+  }
+  if (L.attr_int(n, "antialias", 0)) L.unsupported(n, "antialias = 1");
+  if (L.has_attr(n, "axes")) L.unsupported(n, "the axes attribute");
+  LVal scales, sizes, roi;
+  std::vector<double> attr_scales;
+  if (upsample && L.in(n, 1).kind == Kind::None) {
+    const Argument* a = n.kwargs().find("scales");
+    if (!a || !a->is_sequence()) L.unsupported(n, "Upsample without scales");
+    for (const Argument& e : a->elements()) attr_scales.push_back(e.to_double());
+  } else if (upsample || L.opset() < 11) {
+    scales = L.in(n, 1);
+  } else {
+    roi = L.in(n, 1);
+    scales = L.in(n, 2);
+    sizes = L.in(n, 3);
+  }
+  const bool have_sizes =
+      sizes.kind != Kind::None && L.shape(sizes).size() == 1 && L.shape(sizes)[0].value_or(0) > 0;
+  Node* t = L.as_tensor(x);
+  const bool is32 = L.dtype(x) == Dtype::Float32;
+  if (is32) t = f64(L, t);  // weights and sums in float64, as the executor
+  Node* sz = have_sizes ? L.as_tensor(sizes) : nullptr;
+  Node* sc = !have_sizes && attr_scales.empty() ? f64(L, L.as_tensor(scales)) : nullptr;
+  Node* roi_t =
+      r.ctm == "tf_crop_and_resize" && roi.kind != Kind::None ? L.as_tensor(roi) : nullptr;
+  if (r.ctm == "tf_crop_and_resize" && !roi_t) L.unsupported(n, "tf_crop_and_resize without roi");
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Node* in_len = L.method("size", {t, lit(d)});
+    Node* out_len;
+    Node* scale;
+    if (sz) {
+      out_len = L.method("item", {L.call("operator.getitem", {sz, lit(d)})});
+      scale = op(L, "operator.truediv", L.call("builtins.float", {out_len}),
+                 L.call("builtins.float", {in_len}));
+    } else if (sc) {
+      scale = L.method("item", {L.call("operator.getitem", {sc, lit(d)})});
+      out_len =
+          L.call("builtins.int", {L.call("math.floor", {op(L, "operator.mul", in_len, scale)})});
+    } else {
+      const double s = attr_scales.at(static_cast<size_t>(d));
+      if (s == 1.0) continue;
+      scale = nullptr;
+      out_len = L.call("builtins.int", {L.call("math.floor", {op(L, "operator.mul", in_len, s)})});
+      scale = L.call("builtins.float", {Argument(s)});
+    }
+    t = resize_axis(L, n, r, t, d, in_len, out_len, scale, roi_t, rank);
+  }
+  if (is32) t = L.method("to", {t, Dtype::Float32});
+  L.set(n, L.tensor(t, n));
+}
+
+namespace {
+void upsample(Lowerer& L, const Node& n) { resize_explicit(L, n, true); }
+}  // namespace
+
+void add_spatial_handlers(std::vector<HandlerEntry>& table) {
+  table.insert(table.end(), {
+                                {"Compress", 9, compress},
+                                {"Unique", 11, unique},
+                                {"ReverseSequence", 10, reverse_sequence},
+                                {"GridSample", 16, grid_sample},
+                                {"MaxUnpool", 9, max_unpool},
+                                {"Upsample", 7, upsample},
+                                {"NonMaxSuppression", 10, nms},
+                                {"RoiAlign", 10, roi_align},
+                                {"TfIdfVectorizer", 9, tfidf},
+                                {"MelWeightMatrix", 17, mel},
+                            });
+}
+
+}  // namespace fx::torch_codegen
