@@ -449,6 +449,32 @@ op_case("lstm_bidirectional", "LSTM", [("x", F(4, 1, 3)), ("w", F(2, 8, 3).init(
                                        ("r", F(2, 8, 2).init())],
         outputs=["y", "y_h", "y_c"], hidden_size=2, direction="bidirectional",
         description="no bias, zero initial state")
+op_case("lstm_peepholes_seq_lens", "LSTM",
+        [("x", F(4, 3, 2)), ("w", F(2, 12, 2).init()), ("r", F(2, 12, 3).init()),
+         ("b", F(2, 24).init()), ("seq_lens", V([4, 2, 3], np.int32)), ("h0", F(2, 3, 3)),
+         ("c0", F(2, 3, 3)), ("p", F(2, 9).init())],
+        outputs=["y", "y_h", "y_c"], hidden_size=3, direction="bidirectional", input_forget=1,
+        clip=2.0, description="peepholes, coupled input/forget gates, clip, uneven lengths")
+op_case("lstm_reverse_activations", "LSTM",
+        [("x", F(3, 2, 2)), ("w", F(1, 8, 2).init()), ("r", F(1, 8, 2).init())],
+        outputs=["y", "y_h", "y_c"], hidden_size=2, direction="reverse",
+        activations=["HardSigmoid", "LeakyRelu", "Softsign"], activation_alpha=[0.3, 0.2],
+        activation_beta=[0.4], description="named activations with alpha/beta")
+op_case("gru_seq_lens", "GRU",
+        [("x", F(4, 3, 2)), ("w", F(2, 9, 2).init()), ("r", F(2, 9, 3).init()),
+         ("b", F(2, 18).init()), ("seq_lens", V([4, 2, 3], np.int32)), ("h0", F(2, 3, 3))],
+        outputs=["y", "y_h"], hidden_size=3, direction="bidirectional",
+        description="linear_before_reset = 0 (ONNX's default, not torch's), uneven lengths")
+op_case("gru_linear_before_reset", "GRU",
+        [("x", F(5, 2, 3)), ("w", F(1, 12, 3).init()), ("r", F(1, 12, 4).init()),
+         ("b", F(1, 24).init())],
+        outputs=["y", "y_h"], hidden_size=4, linear_before_reset=1,
+        description="torch.nn.GRU's cell")
+op_case("rnn_seq_lens_relu", "RNN",
+        [("x", F(4, 3, 2)), ("w", F(2, 3, 2).init()), ("r", F(2, 3, 3).init()),
+         ("b", F(2, 6).init()), ("seq_lens", V([1, 4, 2], np.int32))],
+        outputs=["y", "y_h"], hidden_size=3, direction="bidirectional",
+        activations=["Relu", "Tanh"], description="a different activation per direction")
 
 # Control flow.
 def if_node() -> onnx.NodeProto:

@@ -221,10 +221,14 @@ Node* apply(Lowerer& L, const Act& a, Node* x) {
   if (s == "Tanh") return L.call("torch.tanh", {x});
   if (s == "Relu") return L.call("torch.relu", {x});
   if (s == "Softsign") return L.call("torch.nn.functional.softsign", {x});
-  if (s == "Softplus") return L.call("torch.nn.functional.softplus", {x});
+  if (s == "Softplus") return L.call("torch._C._nn.softplus", {x});
   if (s == "Affine") return add(L, mul(L, x, a.alpha), a.beta);
-  if (s == "LeakyRelu") return L.call("torch.nn.functional.leaky_relu", {x, a.alpha});
-  if (s == "Elu") return L.call("torch.nn.functional.elu", {x, a.alpha});
+  // The functional calls in the form torch.fx records (other parameters by keyword).
+  if (s == "LeakyRelu")
+    return L.call("torch.nn.functional.leaky_relu", {x},
+                  {{"negative_slope", a.alpha}, {"inplace", false}});
+  if (s == "Elu")
+    return L.call("torch.nn.functional.elu", {x}, {{"alpha", a.alpha}, {"inplace", false}});
   if (s == "ScaledTanh") return mul(L, L.call("torch.tanh", {mul(L, x, a.beta)}), a.alpha);
   if (s == "HardSigmoid")
     return L.call("torch.clamp", {add(L, mul(L, x, a.alpha), a.beta), 0.0, 1.0});
@@ -380,10 +384,10 @@ void unrolled_form(Lowerer& L, const Node& n, const Recurrent& r) {
   Node* Bn = bv.kind != Kind::None ? L.as_tensor(bv) : nullptr;
   Node* P = r.cell == Cell::Lstm && pv.kind != Kind::None ? L.as_tensor(pv) : nullptr;
   Node* lens = lv.kind != Kind::None ? L.as_tensor(lv) : nullptr;
-  Node* zeros =
-      L.call("torch.zeros",
-             {Argument::list({L.size(xv, r.batch_first ? 0 : 1).arg(), static_cast<long long>(H)})},
-             {{"dtype", L.dtype(xv)}});  // [batch, hidden]
+  // x.new_zeros (not torch.zeros) so that torch.fx traces it rather than baking a constant.
+  Node* zeros = L.method(
+      "new_zeros",
+      {x, Argument::list({L.size(xv, r.batch_first ? 0 : 1).arg(), static_cast<long long>(H)})});
   const size_t per = r.acts.size() / static_cast<size_t>(D);
   std::vector<Node*> ys_dirs, hs, cs;
   for (int64_t d = 0; d < D; ++d) {
