@@ -33,9 +33,47 @@ void gather_nd(Lowerer& L, const Node& n) {
   L.set(n, L.tensor(L.call("operator.getitem", {data, index_tuple(L, n, L.in(n, 1))}), n));
 }
 
+// ScatterND with reduction mul/max/min: scatter_reduce over the flattened data at each index
+// tuple's elements (its row-major offset plus 0..slice-1); the data's shape must be static.
+void scatter_nd_reduce(Lowerer& L, const Node& n, const std::string& reduction) {
+  LVal x = L.in(n, 0), idx = L.in(n, 1);
+  const auto xs = L.shape(x), is = L.shape(idx);
+  std::vector<int64_t> shape;
+  for (const auto& d : xs) {
+    if (!d) L.unsupported(n, "reduction " + reduction + " on data whose shape changes");
+    shape.push_back(*d);
+  }
+  if (is.empty() || !is.back())
+    L.unsupported(n, "an index depth (last dim of indices) that changes");
+  const int64_t k = *is.back(), r = static_cast<int64_t>(shape.size());
+  if (k > r) L.unsupported(n, "index tuples longer than the data's rank");
+  int64_t slice = 1;
+  for (int64_t d = k; d < r; ++d) slice *= shape[d];
+  std::vector<int64_t> dims(shape.begin(), shape.begin() + k), strides(k);
+  for (int64_t j = k - 1, st = slice; j >= 0; --j) {
+    strides[j] = st;
+    st *= shape[j];
+  }
+  Node* ind = L.as_tensor(idx);
+  Node* dims_t = L.call("torch.tensor", {int_list(dims)});
+  ind = L.call("torch.where",
+               {L.call("operator.lt", {ind, 0LL}), L.call("operator.add", {ind, dims_t}), ind});
+  Node* base = L.method(
+      "sum", {L.call("operator.mul", {ind, L.call("torch.tensor", {int_list(strides)})}), -1LL});
+  Node* lin = L.call("operator.add", {L.method("unsqueeze", {base, -1LL}),
+                                      L.call("torch.arange", {static_cast<long long>(slice)})});
+  Node* data = L.method("reshape", {L.as_tensor(x), int_list({-1})});
+  Node* upd = L.method("reshape", {L.as_tensor(L.in(n, 2)), int_list({-1})});
+  const std::string how = reduction == "mul" ? "prod" : reduction == "max" ? "amax" : "amin";
+  Node* y = L.method("scatter_reduce", {data, 0LL, L.method("flatten", {lin}), upd, how});
+  L.set(n, L.tensor(L.method("reshape", {y, int_list(shape)}), n));
+}
+
 // A copy of data with updates put at indices (torch.index_put, functional).
 void scatter_nd(Lowerer& L, const Node& n) {
   const std::string reduction = L.attr_string(n, "reduction", "none");
+  if (reduction == "mul" || reduction == "max" || reduction == "min")
+    return scatter_nd_reduce(L, n, reduction);
   if (reduction != "none" && reduction != "add") L.unsupported(n, "reduction " + reduction);
   Node* data = L.as_tensor(L.in(n, 0));
   Argument parts = index_tuple(L, n, L.in(n, 1));

@@ -116,12 +116,16 @@ void pool(Lowerer& L, const Node& n, bool max) {
   const bool cast = !is_float(dt);
   if (cast) t = L.method("to", {t, Dtype::Float32});
   std::vector<int64_t> padding = p.begin;
+  Node* real = nullptr;  // 1 at the input's positions, 0 in the padding (see below)
   bool half_ok = true;
   for (size_t i = 0; i < d; ++i) half_ok = half_ok && p.begin[i] * 2 <= kernel[i];
   if (!p.symmetric() || !half_ok) {
     if (indices) L.unsupported(n, "Indices with padding torch's max_pool cannot take");
+    // count_include_pad = 0 over explicit padding: the sum over the window divided by the
+    // number of real positions in it, a ratio of two averages of padded tensors.
     if (!max && !L.attr_int(n, "count_include_pad", 0))
-      L.unsupported(n, "asymmetric padding with count_include_pad = 0");
+      real = L.call("torch.nn.functional.pad",
+                    {L.call("torch.ones_like", {t}), int_list(p.torch_order())});
     Kwargs kw;
     if (max) kw.set("value", -std::numeric_limits<double>::infinity());
     t = L.call("torch.nn.functional.pad", {t, int_list(p.torch_order())}, std::move(kw));
@@ -152,8 +156,9 @@ void pool(Lowerer& L, const Node& n, bool max) {
             {"stride", int_list(strides)},
             {"padding", int_list(padding)},
             {"ceil_mode", ceil},
-            {"count_include_pad", L.attr_int(n, "count_include_pad", 0) != 0}};
-  Node* y = L.call(f.c_str(), {t}, std::move(kw));
+            {"count_include_pad", real || L.attr_int(n, "count_include_pad", 0) != 0}};
+  Node* y = L.call(f.c_str(), {t}, kw);
+  if (real) y = L.call("operator.truediv", {y, L.call(f.c_str(), {real}, std::move(kw))});
   L.set(n, L.tensor(cast ? L.method("to", {y, dt}) : y, n));
 }
 void max_pool(Lowerer& L, const Node& n) { pool(L, n, true); }
