@@ -215,7 +215,8 @@ void batch_norm(OpCall& c) {
   std::optional<Attrs> scratch;
   const Attrs& a = node_attrs(c, scratch, [&] {
     return Attrs{c.attr_float("epsilon", 1e-5f), c.attr_float("momentum", 0.9f),
-                 c.attr_int("training_mode", 0) != 0};
+                 // Before opset 14 the outputs beyond Y are what asks for training.
+                 c.attr_int("training_mode", 0) != 0 || (c.opset() < 14 && c.num_outputs() > 1)};
   });
   const float eps = a.eps;
   Value out = new_value(Dtype::Float32, x.shape());
@@ -254,6 +255,11 @@ void batch_norm(OpCall& c) {
   c.outputs.push_back(out);
   c.outputs.push_back(run_mean);
   c.outputs.push_back(run_var);
+  // Opsets 9-13 also declare saved_mean / saved_var: the batch statistics used above.
+  if (c.num_outputs() > 3) {
+    c.outputs.push_back(mean);
+    c.outputs.push_back(var);
+  }
 }
 
 void layer_norm(OpCall& c) {
