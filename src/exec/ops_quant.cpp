@@ -520,17 +520,24 @@ void integer_conv(OpCall& c, size_t xi, size_t wi, int32_t xzp, const std::vecto
   if (x.shape().size() == 4) out_shape.push_back(g.OH);
   out_shape.push_back(g.OW);
   Value y = new_value(o.requant ? o.dtype : Dtype::Int32, out_shape);
+  // uint8 images and symmetric int8 weights: four products per lane where the CPU has them
+  // (the image's zero point then comes out as x_zp * row sum of the weights, subtracted below).
+  const bool quads = kernels::QPacked::u8s8_available() && x.dtype() == Dtype::UInt8 &&
+                     w.dtype() == Dtype::Int8 &&
+                     std::all_of(wzp.begin(), wzp.end(), [](int32_t z) { return z == 0; });
   auto pack = [&] {
     auto packs = std::make_shared<std::vector<kernels::QPacked>>();
     for (int64_t gi = 0; gi < g.group; ++gi)
       packs->push_back(
-          kernels::QPacked::left(Mg, K, w.data<uint8_t>() + gi * Mg * K, qtype(w.dtype()), K,
-                                 wzp.data() + (wzp.size() > 1 ? gi * Mg : 0), wzp.size() > 1));
+          quads ? kernels::QPacked::left_s8_quads(Mg, K, w.data<int8_t>() + gi * Mg * K, K)
+                : kernels::QPacked::left(Mg, K, w.data<uint8_t>() + gi * Mg * K, qtype(w.dtype()),
+                                         K, wzp.data() + (wzp.size() > 1 ? gi * Mg : 0),
+                                         wzp.size() > 1));
     return packs;
   };
   std::shared_ptr<const void> weights;
   if (constant_input(c, wi)) {
-    std::vector<int64_t> key = {4, g.M, K, g.group};
+    std::vector<int64_t> key = {4, g.M, K, g.group, quads};
     key.insert(key.end(), wzp.begin(), wzp.end());
     weights = derived_from_constant(w, key, pack);
   } else {
@@ -541,10 +548,23 @@ void integer_conv(OpCall& c, size_t xi, size_t wi, int32_t xzp, const std::vecto
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < g.group; ++gi) {
       const uint8_t* image = x.data<uint8_t>() + (n * g.C + gi * Cg) * g.H * g.W;
-      const kernels::QPacked B =
-          kernels::QPacked::right_im2col(image, qtype(x.dtype()), Cg, g.H, g.W, g.KH, g.KW, g.sh,
-                                         g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW, xzp);
-      kernels::qgemm(packs[gi], B, acc, P);
+      if (quads) {
+        const kernels::QPacked B = kernels::QPacked::right_im2col_u8_quads(
+            image, Cg, g.H, g.W, g.KH, g.KW, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW,
+            static_cast<uint8_t>(xzp));
+        kernels::qgemm(packs[gi], B, acc, P);
+        const std::vector<int32_t>& sums = packs[gi].row_sums();
+        if (xzp != 0)
+          for (int64_t m = 0; m < Mg; ++m) {
+            const int32_t shift = xzp * sums[m];
+            for (int64_t q = 0; q < P; ++q) acc[m * P + q] -= shift;
+          }
+      } else {
+        const kernels::QPacked B =
+            kernels::QPacked::right_im2col(image, qtype(x.dtype()), Cg, g.H, g.W, g.KH, g.KW, g.sh,
+                                           g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW, xzp);
+        kernels::qgemm(packs[gi], B, acc, P);
+      }
       emit(o, true, gi * Mg, Mg, P, acc, P, y, (n * g.M + gi * Mg) * P, P);
     }
   c.outputs.push_back(std::move(y));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
@@ -183,9 +184,146 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void kernel_vnni512(
   }
   store_tile(t, NR_VNNI512, C, ldc, first, rows, cols);
 }
+
+// uint8 x int8 quads: vpdpbusd adds four products per lane (b: the right operand's uint8 quads,
+// a: the left operand's int8 quad, broadcast).
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void kernel_u8s8_vnni512(
+    int64_t kqs, const int32_t* a, const int32_t* b, int32_t* C, int64_t ldc, bool first,
+    int64_t rows, int64_t cols) {
+  __m512i acc[MR][2];
+  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < kqs; ++k, a += MR, b += NR_VNNI512) {
+    const __m512i b0 = _mm512_loadu_si512(b);
+    const __m512i b1 = _mm512_loadu_si512(b + 16);
+    for (int64_t r = 0; r < MR; ++r) {
+      const __m512i av = _mm512_set1_epi32(a[r]);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, av);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, av);
+    }
+  }
+  alignas(64) int32_t t[MR * NR_VNNI512];
+  for (int64_t r = 0; r < MR; ++r) {
+    _mm512_store_si512(t + r * NR_VNNI512, acc[r][0]);
+    _mm512_store_si512(t + r * NR_VNNI512 + 16, acc[r][1]);
+  }
+  store_tile(t, NR_VNNI512, C, ldc, first, rows, cols);
+}
 #endif
 
 }  // namespace
+
+namespace {
+
+// Row k = (c, kh, kw) of the im2col matrix of one image: values minus `sub`, taps in the padding
+// `pad` (N = OH * OW).
+template <class T, class Out>
+void im2col_row(const T* image, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride_h,
+                int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t dilation_h,
+                int64_t dilation_w, int64_t OH, int64_t OW, int32_t sub, Out pad, int64_t k,
+                Out* row) {
+  const int64_t c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+  // Output columns whose tap is inside the image: iw = ow * stride_w - pad_left + kw * dw.
+  const int64_t off = kw * dilation_w - pad_left;
+  int64_t ow_lo = off >= 0 ? 0 : (-off + stride_w - 1) / stride_w;
+  int64_t ow_hi = W - off <= 0 ? 0 : (W - off + stride_w - 1) / stride_w;
+  ow_lo = std::min(ow_lo, OW);
+  ow_hi = std::max(ow_lo, std::min(ow_hi, OW));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t ih = oh * stride_h - pad_top + kh * dilation_h;
+    Out* r = row + oh * OW;
+    if (ih < 0 || ih >= H) {
+      std::fill(r, r + OW, pad);
+      continue;
+    }
+    const T* src = image + (c * H + ih) * W + off;
+    std::fill(r, r + ow_lo, pad);
+    if (stride_w == 1) {
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) r[ow] = static_cast<Out>(src[ow] - sub);
+    } else {
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) r[ow] = static_cast<Out>(src[ow * stride_w] - sub);
+    }
+    std::fill(r + ow_hi, r + OW, pad);
+  }
+}
+
+}  // namespace
+
+bool QPacked::u8s8_available() {
+#ifdef FXWASM_QGEMM_AVX2
+  return has_vnni512();
+#else
+  return false;
+#endif
+}
+
+QPacked QPacked::left_s8_quads(int64_t M, int64_t K, const int8_t* A, int64_t lda) {
+  QPacked p;
+  p.left_ = true;
+  p.quads_ = true;
+  p.rows_ = M;
+  p.cols_ = K;
+  p.panel_ = MR;
+  p.padded_ = (M + MR - 1) / MR * MR;
+  p.pairs_ = (K + 3) / 4;
+  p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
+  p.sums_.assign(static_cast<size_t>(M), 0);
+  for (int64_t i = 0; i < M; ++i) {
+    int8_t* out = reinterpret_cast<int8_t*>(p.data_.data() + (i / MR) * p.pairs_ * MR + i % MR);
+    for (int64_t k = 0; k < K; ++k) {
+      out[(k / 4) * MR * 4 + k % 4] = A[i * lda + k];
+      p.sums_[i] += A[i * lda + k];
+    }
+  }
+  return p;
+}
+
+QPacked QPacked::right_im2col_u8_quads(const uint8_t* image, int64_t C, int64_t H, int64_t W,
+                                       int64_t KH, int64_t KW, int64_t stride_h, int64_t stride_w,
+                                       int64_t pad_top, int64_t pad_left, int64_t dilation_h,
+                                       int64_t dilation_w, int64_t OH, int64_t OW, uint8_t zp) {
+  QPacked p;
+  p.left_ = false;
+  p.quads_ = true;
+  const int64_t K = C * KH * KW, N = OH * OW;
+  p.rows_ = K;
+  p.cols_ = N;
+#ifdef FXWASM_QGEMM_AVX2
+  p.panel_ = NR_VNNI512;
+#else
+  p.panel_ = NR;  // (never used: u8s8_available() is false)
+#endif
+  const int64_t nr = p.panel_;
+  p.padded_ = (N + nr - 1) / nr * nr;
+  p.pairs_ = (K + 3) / 4;
+  p.data_.resize(static_cast<size_t>(p.padded_ * p.pairs_));
+  std::vector<uint8_t> rows(static_cast<size_t>(4 * p.padded_), 0);
+  for (int64_t g = 0; g < p.pairs_; ++g) {
+    for (int64_t h = 0; h < 4; ++h) {
+      uint8_t* r = rows.data() + h * p.padded_;
+      const int64_t k = 4 * g + h;
+      if (k >= K)
+        std::fill(r, r + N, uint8_t{0});
+      else
+        im2col_row(image, H, W, KH, KW, stride_h, stride_w, pad_top, pad_left, dilation_h,
+                   dilation_w, OH, OW, 0, zp, k, r);
+    }
+    const uint8_t* r0 = rows.data();
+    const uint8_t* r1 = r0 + p.padded_;
+    const uint8_t* r2 = r1 + p.padded_;
+    const uint8_t* r3 = r2 + p.padded_;
+    for (int64_t j0 = 0; j0 < p.padded_; j0 += nr) {
+      uint8_t* out =
+          reinterpret_cast<uint8_t*>(p.data_.data() + (j0 / nr) * p.pairs_ * nr + g * nr);
+      for (int64_t j = 0; j < nr; ++j) {
+        out[4 * j] = r0[j0 + j];
+        out[4 * j + 1] = r1[j0 + j];
+        out[4 * j + 2] = r2[j0 + j];
+        out[4 * j + 3] = r3[j0 + j];
+      }
+    }
+  }
+  return p;
+}
 
 QPacked QPacked::left(int64_t M, int64_t K, const void* A, QType type, int64_t lda,
                       const int32_t* zp, bool zp_per_row) {
@@ -234,41 +372,6 @@ QPacked QPacked::right(int64_t K, int64_t N, const void* B, QType type, int64_t 
   return p;
 }
 
-namespace {
-
-// Row k = (c, kh, kw) of the im2col matrix of one image, minus zp, as int16 (N = OH * OW).
-template <class T>
-void im2col_row(const T* image, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride_h,
-                int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t dilation_h,
-                int64_t dilation_w, int64_t OH, int64_t OW, int32_t zp, int64_t k, int16_t* row) {
-  const int64_t c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
-  // Output columns whose tap is inside the image: iw = ow * stride_w - pad_left + kw * dw.
-  const int64_t off = kw * dilation_w - pad_left;
-  int64_t ow_lo = off >= 0 ? 0 : (-off + stride_w - 1) / stride_w;
-  int64_t ow_hi = W - off <= 0 ? 0 : (W - off + stride_w - 1) / stride_w;
-  ow_lo = std::min(ow_lo, OW);
-  ow_hi = std::max(ow_lo, std::min(ow_hi, OW));
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const int64_t ih = oh * stride_h - pad_top + kh * dilation_h;
-    int16_t* r = row + oh * OW;
-    if (ih < 0 || ih >= H) {
-      std::fill(r, r + OW, int16_t{0});
-      continue;
-    }
-    const T* src = image + (c * H + ih) * W + off;
-    std::fill(r, r + ow_lo, int16_t{0});
-    if (stride_w == 1) {
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) r[ow] = static_cast<int16_t>(src[ow] - zp);
-    } else {
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow)
-        r[ow] = static_cast<int16_t>(src[ow * stride_w] - zp);
-    }
-    std::fill(r + ow_hi, r + OW, int16_t{0});
-  }
-}
-
-}  // namespace
-
 QPacked QPacked::right_im2col(const void* image, QType type, int64_t C, int64_t H, int64_t W,
                               int64_t KH, int64_t KW, int64_t stride_h, int64_t stride_w,
                               int64_t pad_top, int64_t pad_left, int64_t dilation_h,
@@ -297,10 +400,10 @@ QPacked QPacked::right_im2col(const void* image, QType type, int64_t C, int64_t 
         std::fill(r, r + N, int16_t{0});
       } else if (type == QType::U8) {
         im2col_row(static_cast<const uint8_t*>(image), H, W, KH, KW, stride_h, stride_w, pad_top,
-                   pad_left, dilation_h, dilation_w, OH, OW, zp, k, r);
+                   pad_left, dilation_h, dilation_w, OH, OW, zp, int16_t{0}, k, r);
       } else {
         im2col_row(static_cast<const int8_t*>(image), H, W, KH, KW, stride_h, stride_w, pad_top,
-                   pad_left, dilation_h, dilation_w, OH, OW, zp, k, r);
+                   pad_left, dilation_h, dilation_w, OH, OW, zp, int16_t{0}, k, r);
       }
     }
     for (int64_t j0 = 0; j0 < p.padded_; j0 += nr) {
@@ -321,8 +424,10 @@ void qgemm(const QPacked& A, const QPacked& B, int32_t* C, int64_t ldc) {
   auto kernel = kernel_portable;
 #ifdef FXWASM_QGEMM_AVX2
   if (nr == NR_AVX2) kernel = kernel_avx2;
-  if (nr == NR_VNNI512) kernel = kernel_vnni512;
+  if (nr == NR_VNNI512) kernel = A.quads_ ? kernel_u8s8_vnni512 : kernel_vnni512;
 #endif
+  if (A.quads_ != B.quads_ || (A.quads_ && kernel == kernel_portable))
+    throw std::logic_error("qgemm: operands packed for different kernels");
   if (pairs == 0) {  // K == 0: the empty sum
     for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0);
     return;

@@ -33,6 +33,21 @@ class QPacked {
                               int64_t pad_top, int64_t pad_left, int64_t dilation_h,
                               int64_t dilation_w, int64_t OH, int64_t OW, int32_t zp);
 
+  /// Whether this CPU multiplies uint8 by int8 four products per lane (AVX-512 VNNI vpdpbusd):
+  /// then left_s8_quads x right_im2col_u8_quads runs twice as many products per instruction as
+  /// the int16 pairs.
+  static bool u8s8_available();
+  /// The left operand as int8 quads (k .. k + 3) with no zero point (symmetric int8 weights);
+  /// row_sums()[i] = sum_k A[i, k]. Its right operand must be right_im2col_u8_quads.
+  static QPacked left_s8_quads(int64_t M, int64_t K, const int8_t* A, int64_t lda);
+  /// right_im2col as raw uint8 quads: taps in the padding read `zp` and nothing is subtracted,
+  /// so qgemm's result includes zp * row_sums() of the left operand, which the caller subtracts.
+  static QPacked right_im2col_u8_quads(const uint8_t* image, int64_t C, int64_t H, int64_t W,
+                                       int64_t KH, int64_t KW, int64_t stride_h, int64_t stride_w,
+                                       int64_t pad_top, int64_t pad_left, int64_t dilation_h,
+                                       int64_t dilation_w, int64_t OH, int64_t OW, uint8_t zp);
+  const std::vector<int32_t>& row_sums() const { return sums_; }
+
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
 
@@ -41,10 +56,12 @@ class QPacked {
   friend struct QPackAccess;
   bool left_ = true;
   int64_t rows_ = 0, cols_ = 0;
-  int64_t panel_ = 0;          // rows (left) / columns (right) of a panel
-  int64_t padded_ = 0;         // M or N rounded up to the panel size
-  int64_t pairs_ = 0;          // ceil(K / 2)
+  int64_t panel_ = 0;   // rows (left) / columns (right) of a panel
+  int64_t padded_ = 0;  // M or N rounded up to the panel size
+  int64_t pairs_ = 0;   // ceil(K / 2)
+  bool quads_ = false;  // int8 quads (k .. k + 3) instead of int16 pairs; pairs_ counts quads
   std::vector<int32_t> data_;  // each int32 is an int16 pair (k, k + 1) of one row / column
+  std::vector<int32_t> sums_;  // left_s8_quads: the row sums
 };
 
 /// C (M x N, row stride ldc) = op(A) * B in int32, from operands packed by QPacked (A.cols() ==

@@ -96,6 +96,29 @@ TEST(QGemmIm2col, MatchesDirectConvolution) {
       }
 }
 
+TEST(QGemmIm2col, U8S8QuadsMatchThePairs) {
+  if (!QPacked::u8s8_available()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::mt19937 rng(9);
+  for (const int64_t C : {1, 3, 7}) {
+    const int64_t H = 6, W = 9, M = 13, KH = 3, KW = 3, OH = 6, OW = 9, K = C * KH * KW;
+    const auto x = random_bytes(rng, C * H * W), w = random_bytes(rng, M * K);
+    const int32_t xzp = 77, zero = 0;
+    std::vector<int32_t> want(static_cast<size_t>(M * OH * OW)), got(want.size());
+    fx::kernels::qgemm(
+        QPacked::left(M, K, w.data(), QType::S8, K, &zero, false),
+        QPacked::right_im2col(x.data(), QType::U8, C, H, W, KH, KW, 1, 1, 1, 1, 1, 1, OH, OW, xzp),
+        want.data(), OH * OW);
+    const QPacked a = QPacked::left_s8_quads(M, K, reinterpret_cast<const int8_t*>(w.data()), K);
+    fx::kernels::qgemm(a,
+                       QPacked::right_im2col_u8_quads(x.data(), C, H, W, KH, KW, 1, 1, 1, 1, 1, 1,
+                                                      OH, OW, static_cast<uint8_t>(xzp)),
+                       got.data(), OH * OW);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < OH * OW; ++p) got[m * OH * OW + p] -= xzp * a.row_sums()[m];
+    EXPECT_EQ(got, want) << "C = " << C;
+  }
+}
+
 TEST(QRequantize, RoundsHalfToEvenAndSaturates) {
   const std::vector<int32_t> acc = {1, 3, 5, -1, -3, 1000, -1000, 0};
   const float scale = 0.5f;  // 0.5, 1.5, 2.5, -0.5, -1.5, 500, -500, 0
