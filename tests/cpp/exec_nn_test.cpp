@@ -9,6 +9,7 @@
 
 #include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/onnx.h"
 
 namespace {
 
@@ -18,7 +19,7 @@ using fx::Node;
 using fx::exec::Value;
 
 std::vector<Value> run_op(const std::string& op, const std::vector<Value>& inputs,
-                          fx::Kwargs attrs = {}, int num_outputs = 1) {
+                          fx::Kwargs attrs = {}, int num_outputs = 1, int64_t opset = -1) {
   auto g = std::make_unique<fx::Graph>();
   std::vector<Argument> args;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -34,6 +35,9 @@ std::vector<Value> run_op(const std::string& op, const std::vector<Value>& input
     g->output(Argument::tuple(std::move(outs)));
   }
   fx::GraphModule gm(nullptr, std::move(g));
+  if (opset > 0)
+    gm.meta().set(fx::onnx::meta::kOpsetImport,
+                  Argument::dict({{Argument(""), Argument(static_cast<long long>(opset))}}));
   std::vector<Value> given;
   for (const Value& v : inputs)
     if (v.defined()) given.push_back(v);
@@ -252,6 +256,39 @@ TEST(ExecRnn, BidirectionalSequenceLensAndLayoutAgreeWithSeparateRuns) {
     for (int o = 1; o < k.outputs; ++o)
       expect_near(b1[o].to_f32(), swap01(bi[o]).to_f32(), "Y_h/c");
   }
+}
+
+// BatchNormalization before opset 14 has no training_mode: declaring more outputs than Y asks for
+// training, and opsets 9-13 add saved_mean / saved_var (the batch statistics).
+TEST(ExecNorm, BatchNormalizationOpset9TrainsWhenItDeclaresFiveOutputs) {
+  const Value x = ramp({2, 3, 2, 2}, 1.0f, 0.5f);
+  const Value scale = Value::from_f32({3}, {1, 2, 3}), bias = Value::from_f32({3}, {0, 1, 2});
+  const Value mean = Value::from_f32({3}, {0.1f, 0.2f, 0.3f}),
+              var = Value::from_f32({3}, {1, 2, 3});
+  const fx::Kwargs attrs = {{"momentum", 0.75}, {"epsilon", 1e-5}};
+  const std::vector<Value> out =
+      run_op("BatchNormalization", {x, scale, bias, mean, var}, attrs, 5, 9);
+  ASSERT_EQ(out.size(), 5u);
+  for (int64_t ch = 0; ch < 3; ++ch) {
+    double s = 0, s2 = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t i = 0; i < 4; ++i) {
+        const double v = x.data<float>()[(n * 3 + ch) * 4 + i];
+        s += v;
+        s2 += v * v;
+      }
+    const double m = s / 8, v = s2 / 8 - m * m;
+    EXPECT_NEAR(out[3].to_f32()[ch], m, 1e-5);  // saved_mean
+    EXPECT_NEAR(out[4].to_f32()[ch], v, 1e-5);  // saved_var
+    EXPECT_NEAR(out[1].to_f32()[ch], mean.to_f32()[ch] * 0.75 + m * 0.25, 1e-5);
+    EXPECT_NEAR(out[2].to_f32()[ch], var.to_f32()[ch] * 0.75 + v * 0.25, 1e-5);
+    const float x0 = x.data<float>()[ch * 4];
+    EXPECT_NEAR(out[0].to_f32()[ch * 4],
+                (x0 - m) / std::sqrt(v + 1e-5) * scale.to_f32()[ch] + bias.to_f32()[ch], 1e-4);
+  }
+  // One output: inference with the given statistics.
+  const Value y = run_op("BatchNormalization", {x, scale, bias, mean, var}, attrs, 1, 9)[0];
+  EXPECT_NEAR(y.to_f32()[0], (x.data<float>()[0] - 0.1f) / std::sqrt(1 + 1e-5f), 1e-5);
 }
 
 }  // namespace
