@@ -78,7 +78,7 @@ bool fold_constants(GraphModule& gm) {
   Graph& g = gm.graph();
   bool modified = false;
   for (Node* n : g.nodes()) {
-    if (!is_onnx(n) || !has_op(n->target().function().qualname())) continue;
+    if (!is_onnx(n) || !has_op(n->target().function().qualname()) || n->is_impure()) continue;
     bool all_const = true;
     for (const Argument& a : n->args())
       if (!a.is_none() && !constant(gm, a)) all_const = false;

@@ -141,6 +141,11 @@ class Registry {
   static void complete(FunctionInfo& info) {
     const std::string base = base_module(info.module);
     info.keep_qualified = base == "torch" || base == "onnx";
+    // ONNX's random ops draw new values on every run: no pass may fold, merge or drop them.
+    if (info.module == "onnx")
+      for (const char* r : {"RandomUniform", "RandomUniformLike", "RandomNormal",
+                            "RandomNormalLike", "Bernoulli", "Multinomial"})
+        if (info.name == r) info.impure = true;
     if (info.module == "_operator") {
       for (const Template& t : kMagic)
         if (info.name == t.name) info.magic_template = t.format;

@@ -8,8 +8,10 @@
 #include <random>
 
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
+#include "fx/passes.h"
 
 namespace {
 
@@ -289,6 +291,24 @@ TEST(ExecNorm, BatchNormalizationOpset9TrainsWhenItDeclaresFiveOutputs) {
   // One output: inference with the given statistics.
   const Value y = run_op("BatchNormalization", {x, scale, bias, mean, var}, attrs, 1, 9)[0];
   EXPECT_NEAR(y.to_f32()[0], (x.data<float>()[0] - 0.1f) / std::sqrt(1 + 1e-5f), 1e-5);
+}
+
+// Random ops draw new values on every run: constant folding must not freeze them and CSE must not
+// merge two of them (they are impure, as torch.fx's side-effectful functions are).
+TEST(ExecRandom, PassesNeitherFoldNorMergeRandomOps) {
+  auto g = std::make_unique<fx::Graph>();
+  const fx::Kwargs attrs = {{"shape", Argument::list({Argument(1000)})}};
+  Node* a = g->call_function(fn("onnx.RandomNormal"), {}, attrs);
+  Node* b = g->call_function(fn("onnx.RandomNormal"), {}, attrs);
+  g->output(Argument::tuple({a, b}));
+  fx::GraphModule gm(nullptr, std::move(g));
+  EXPECT_TRUE(a->is_impure());
+  EXPECT_FALSE(fx::cse(gm));
+  EXPECT_FALSE(fx::exec::fold_constants(gm));
+  const std::vector<Value> out = fx::exec::run(gm, {});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NE(out[0].to_f32(), out[1].to_f32());
+  EXPECT_NE(out[0].to_f32(), fx::exec::run(gm, {})[0].to_f32());  // and new values each run
 }
 
 }  // namespace
