@@ -81,7 +81,23 @@ struct ImportOptions {
   /// from then on (later runs do not read again); without a reader such tensors import fine and
   /// fail only when their bytes are needed.
   ExternalDataReader external_data;
+  /// What a default-domain (or ai.onnx.ml) opset newer than the importer knows does: Warn
+  /// records a warning in the module's meta kImportWarnings, Error throws fx::Error(Unsupported).
+  /// A model without opset_import is always an fx::Error(Parse).
+  enum class OpsetCheck { Warn, Error } opset_check = OpsetCheck::Warn;
 };
+
+/// Newest opsets the importer knows: ONNX's default domain (fxwasm writes opset 20 for Gelu)
+/// and ai.onnx.ml.
+inline constexpr int64_t kMaxKnownOpset = 20;
+inline constexpr int64_t kMaxKnownMlOpset = 3;
+/// Module meta: the importer's warnings (a list of strings), absent when there are none.
+inline constexpr const char* kImportWarnings = "onnx_import_warnings";
+
+/// The external-data reader of load_model: reads `location` only when its real path (symlinks
+/// resolved) is a regular file inside `folder`, and only bytes the file has; fx::Error(Value)
+/// names the file otherwise, fx::Error(Parse) the range.
+ExternalDataReader folder_reader(const std::string& folder);
 
 /// Parses a serialized ModelProto and builds a GraphModule (class name "OnnxModule").
 std::unique_ptr<GraphModule> import_model(const uint8_t* data, size_t size,
@@ -106,8 +122,9 @@ using ChunkReader = std::function<size_t(uint8_t* buffer, size_t size)>;
 std::unique_ptr<GraphModule> import_model_stream(const ChunkReader& read,
                                                  const ImportOptions& options = {});
 
-/// Reads a model file; external data is read from files next to it (no `..`, no absolute paths).
-std::unique_ptr<GraphModule> load_model(const std::string& path);
+/// Reads a model file; external data is read from files next to it (folder_reader) unless
+/// `options` has its own reader.
+std::unique_ptr<GraphModule> load_model(const std::string& path, ImportOptions options = {});
 
 /// How export_model writes onnx.Gelu (made by the fuse-gelu pass), which ONNX has only from
 /// opset 20, newer than many consumers (onnx 1.12's checker, older runtimes).

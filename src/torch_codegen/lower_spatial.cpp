@@ -1,8 +1,8 @@
 // Lowering handlers of the selection, sampling and detection ops: Compress, Unique,
-// ReverseSequence, GridSample, MaxUnpool, Upsample, and the ops that have no torch form and are
-// named as not lowerable with the reason (NonMaxSuppression, RoiAlign, TfIdfVectorizer,
-// MelWeightMatrix). Resize modes torch's interpolate lacks are written out here too
-// (resize_explicit).
+// ReverseSequence, GridSample, MaxUnpool, RoiAlign (fixed sampling_ratio), Upsample, and the ops
+// that have no torch form and are named as not lowerable with the reason (NonMaxSuppression,
+// TfIdfVectorizer, MelWeightMatrix). Resize modes torch's interpolate lacks are written out here
+// too (resize_explicit).
 #include <cmath>
 
 #include "fx/onnx.h"
@@ -138,8 +138,111 @@ void nms(Lowerer& L, const Node& n) {
                 "NonMaxSuppression is a data-dependent greedy loop with no torch form "
                 "(torchvision.ops.nms is not used)");
 }
+// RoiAlign with a fixed sampling_ratio, as onnxruntime computes it: per roi a grid of
+// (output_height * ratio) x (output_width * ratio) sample points, each bilinear in the roi's
+// image (points beyond one pixel outside count 0), averaged (or, mode max, the largest weighted
+// corner) per output cell. An adaptive ratio (0) makes the grid depend on each roi's size.
 void roi_align(Lowerer& L, const Node& n) {
-  not_lowerable(L, n, "RoiAlign has no torch form without torchvision");
+  LVal x = L.in(n, 0);
+  const int64_t g = L.attr_int(n, "sampling_ratio", 0);
+  if (g <= 0)
+    not_lowerable(L, n,
+                  "RoiAlign with sampling_ratio = 0 (adaptive: the sampling grid depends on "
+                  "each roi's size) has no torch form without torchvision");
+  const auto xs = L.shape(x);
+  if (xs.size() != 4 || !xs[2] || !xs[3])
+    L.unsupported(n, "an input that is not 4-D of static H, W");
+  const int64_t H = *xs[2], W = *xs[3];
+  const int64_t PH = L.attr_int(n, "output_height", 1), PW = L.attr_int(n, "output_width", 1);
+  const double scale = float32_value(L.attr_float(n, "spatial_scale", 1.0));
+  const std::string mode = L.attr_string(n, "mode", "avg");
+  const std::string ctm = L.attr_string(n, "coordinate_transformation_mode",
+                                        L.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  if (mode != "avg" && mode != "max") L.unsupported(n, "mode " + mode);
+  const bool half = ctm == "half_pixel";
+  Node* rois = L.as_tensor(L.in(n, 1));
+  auto col = [&](int64_t k) {  // rois[:, k] * scale - offset
+    Node* v = L.call("operator.mul", {L.method("select", {rois, 1LL, lit(k)}), scale});
+    return half ? L.call("operator.sub", {v, 0.5}) : v;
+  };
+  Node* x1 = col(0);
+  Node* y1 = col(1);
+  Node* rw = L.call("operator.sub", {col(2), x1});
+  Node* rh = L.call("operator.sub", {col(3), y1});
+  if (!half) {
+    rw = L.method("clamp", {rw}, {{"min", 1.0}});
+    rh = L.method("clamp", {rh}, {{"min", 1.0}});
+  }
+  // Sample positions in units of a bin: p + (i + 0.5) / g.
+  auto grid = [&](int64_t bins) {
+    Argument::Items f;
+    for (int64_t p = 0; p < bins; ++p)
+      for (int64_t i = 0; i < g; ++i)
+        f.emplace_back(static_cast<double>(p) +
+                       (static_cast<double>(i) + 0.5) / static_cast<double>(g));
+    return L.call("torch.tensor", {Argument::list(std::move(f))}, {{"dtype", L.dtype(x)}});
+  };
+  // Per axis: [R, S] coordinates -> (low index, high index, low weight, high weight, valid).
+  struct Axis {
+    Node *lo, *hi, *wlo, *whi, *valid;
+  };
+  auto axis = [&](Node* start, Node* len, int64_t bins, int64_t size) {
+    Node* bin =
+        L.method("unsqueeze", {L.call("operator.truediv", {len, static_cast<double>(bins)}), 1LL});
+    Node* c = L.call("operator.add", {L.method("unsqueeze", {start, 1LL}),
+                                      L.call("operator.mul", {grid(bins), bin})});
+    Axis a;
+    a.valid = L.call("torch.logical_and", {L.call("operator.ge", {c, -1.0}),
+                                           L.call("operator.le", {c, static_cast<double>(size)})});
+    c = L.method("clamp", {c}, {{"min", 0.0}});
+    Node* low = L.method("to", {L.call("torch.floor", {c}), Dtype::Int64});
+    Node* edge = L.call("operator.ge", {low, lit(size - 1)});
+    low = L.method("clamp", {low}, {{"max", lit(size - 1)}});
+    a.lo = low;
+    a.hi = L.call("torch.where", {edge, low, L.call("operator.add", {low, 1LL})});
+    c = L.call("torch.where", {edge, L.method("to", {low, L.dtype(x)}), c});
+    Node* frac = L.call("operator.sub", {c, L.method("to", {low, L.dtype(x)})});
+    a.whi = frac;
+    a.wlo = L.call("operator.sub", {1.0, frac});
+    return a;
+  };
+  const Axis ay = axis(y1, rh, PH, H), ax = axis(x1, rw, PW, W);
+  Node* bi = L.as_tensor(L.in(n, 2));
+  Node* feats = L.call("torch.index_select", {L.as_tensor(x), 0LL, bi});  // [R, C, H, W]
+  Node* flat = L.method("flatten", {feats, 2LL});                         // [R, C, H * W]
+  auto corner = [&](Node* yi, Node* xi) {                                 // [R, C, A, B]
+    Node* idx =
+        L.call("operator.add", {L.call("operator.mul", {L.method("unsqueeze", {yi, 2LL}), lit(W)}),
+                                L.method("unsqueeze", {xi, 1LL})});  // [R, A, B]
+    Node* e = L.method("expand", {L.method("unsqueeze", {L.method("flatten", {idx, 1LL}), 1LL}),
+                                  -1LL, L.method("size", {flat, 1LL}), -1LL});
+    Node* v = L.call("torch.gather", {flat, 2LL, e});
+    return L.method("reshape", {v, L.method("size", {feats, 0LL}), L.method("size", {feats, 1LL}),
+                                lit(PH * g), lit(PW * g)});
+  };
+  auto weight = [&](Node* wy, Node* wx) {  // [R, 1, A, B]
+    return L.method("unsqueeze", {L.call("operator.mul", {L.method("unsqueeze", {wy, 2LL}),
+                                                          L.method("unsqueeze", {wx, 1LL})}),
+                                  1LL});
+  };
+  Node* terms[4] = {L.call("operator.mul", {weight(ay.wlo, ax.wlo), corner(ay.lo, ax.lo)}),
+                    L.call("operator.mul", {weight(ay.wlo, ax.whi), corner(ay.lo, ax.hi)}),
+                    L.call("operator.mul", {weight(ay.whi, ax.wlo), corner(ay.hi, ax.lo)}),
+                    L.call("operator.mul", {weight(ay.whi, ax.whi), corner(ay.hi, ax.hi)})};
+  Node* v = terms[0];
+  for (int i = 1; i < 4; ++i)
+    v = mode == "avg" ? L.call("operator.add", {v, terms[i]})
+                      : L.call("torch.maximum", {v, terms[i]});
+  Node* valid =
+      L.method("unsqueeze", {L.call("torch.logical_and", {L.method("unsqueeze", {ay.valid, 2LL}),
+                                                          L.method("unsqueeze", {ax.valid, 1LL})}),
+                             1LL});
+  v = L.call("torch.where", {valid, v, L.call("torch.zeros_like", {v})});
+  v = L.method("reshape", {v, L.method("size", {v, 0LL}), L.method("size", {v, 1LL}), lit(PH),
+                           lit(g), lit(PW), lit(g)});
+  v = mode == "avg" ? L.method("mean", {v, int_list({3, 5})})
+                    : L.call("torch.amax", {v, int_list({3, 5})});
+  L.set(n, L.tensor(v, n));
 }
 void tfidf(Lowerer& L, const Node& n) {
   not_lowerable(L, n, "TfIdfVectorizer (n-gram counting) has no torch form");
