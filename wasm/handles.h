@@ -69,7 +69,7 @@ auto guarded(F&& f) -> decltype(f()) {
   } catch (const Error& e) {
     set_error(e.kind_name(), e.what(), e.node());
   } catch (const std::bad_alloc&) {
-    set_error("RuntimeError", "out of memory (the wasm heap could not grow)", {});
+    set_error("ResourceError", "out of memory (the wasm heap could not grow)", {});
   } catch (const std::exception& e) {
     set_error("InternalError", std::string("internal error: ") + e.what(), {});
   } catch (...) {

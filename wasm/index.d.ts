@@ -90,6 +90,7 @@ export type FxErrorKind =
   | 'ParseError'
   | 'UnsupportedError'
   | 'RuntimeError'
+  | 'ResourceError'
   | 'InternalError';
 
 /**

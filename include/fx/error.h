@@ -21,6 +21,7 @@ namespace fx {
   X(Parse, "ParseError")             /* malformed input bytes (ONNX, protobuf) */               \
   X(Unsupported, "UnsupportedError") /* an op, dtype or feature we do not handle */             \
   X(Runtime, "RuntimeError")         /* execution failed */                                     \
+  X(Resource, "ResourceError")       /* a size over fx::limits() or the memory available */     \
   X(Internal, "InternalError")       /* a broken invariant: a bug in fxwasm */
 
 enum class ErrorKind {

@@ -25,6 +25,7 @@
 #include "fx/function.h"
 #include "fx/graph.h"
 #include "fx/graph_module.h"
+#include "fx/limits.h"
 #include "fx/namespace.h"
 #include "fx/node.h"
 #include "fx/pass_manager.h"

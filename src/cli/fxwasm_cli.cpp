@@ -75,7 +75,10 @@ int usage(std::ostream& os, int code) {
         "  --save-outputs DIR    write output_0.pb ... into DIR\n"
         "  --to-torch DIR        write a PyTorch package (module.py, __init__.py, state_dict.pt)\n"
         "                        into DIR (created), lowering an ONNX model to torch first\n"
-        "  --torch-class NAME    its torch.nn.Module class (default FxModule)\n";
+        "  --torch-class NAME    its torch.nn.Module class (default FxModule)\n"
+        "  --max-memory SIZE     refuse any tensor, and a run's computed values, over SIZE\n"
+        "                        bytes (suffix K, M, G; default: from physical memory)\n"
+        "  --opset-check MODE    an opset newer than fxwasm knows: warn (default) or error\n";
   return code;
 }
 
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
   bool sample = false, num_users = false, run = false, check = false, show_coverage = false;
   std::string what = "all", model, out_path, save_dir, passes, torch_dir;
   std::string torch_class = "FxModule";
+  fx::onnx::ImportOptions import_options;
   std::vector<std::string> input_files;
   fx::onnx::ExportOptions export_options;
   for (int i = 1; i < argc; ++i) {
@@ -180,6 +184,33 @@ int main(int argc, char** argv) {
         return 2;
       }
       export_options.gelu = fx::onnx::gelu_export_from_name(v);
+    } else if (a == "--max-memory") {
+      const std::string v = value("--max-memory");
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      const std::string suffix = end ? end : "";
+      const int shift = suffix.empty()  ? 0
+                        : suffix == "K" ? 10
+                        : suffix == "M" ? 20
+                        : suffix == "G" ? 30
+                                        : -1;
+      if (v.empty() || n <= 0 || shift < 0 || n > (INT64_MAX >> shift)) {
+        std::cerr << "fxwasm-cli: --max-memory takes a positive byte count (suffix K, M or G), "
+                     "got '"
+                  << v << "'\n";
+        return 2;
+      }
+      fx::Limits l = fx::limits();
+      l.max_tensor_bytes = l.max_run_bytes = static_cast<int64_t>(n) << shift;
+      fx::set_limits(l);
+    } else if (a == "--opset-check") {
+      const std::string v = value("--opset-check");
+      if (v != "warn" && v != "error") {
+        std::cerr << "fxwasm-cli: --opset-check takes warn or error\n";
+        return 2;
+      }
+      import_options.opset_check = v == "warn" ? fx::onnx::ImportOptions::OpsetCheck::Warn
+                                               : fx::onnx::ImportOptions::OpsetCheck::Error;
     } else if (a == "--run")
       run = true;
     else if (a == "--coverage")
@@ -208,7 +239,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::unique_ptr<fx::GraphModule> gm = sample ? sample_module() : fx::onnx::load_model(model);
+    std::unique_ptr<fx::GraphModule> gm =
+        sample ? sample_module() : fx::onnx::load_model(model, import_options);
+    if (const fx::Argument* w = gm->meta().find(fx::onnx::kImportWarnings); w && w->is_sequence())
+      for (const fx::Argument& m : w->elements())
+        std::cerr << "fxwasm-cli: warning: " << m.to_string() << "\n";
     if (!passes.empty()) {
       fx::PassManager pm;
       std::stringstream ss(passes);
@@ -294,6 +329,9 @@ int main(int argc, char** argv) {
     }
   } catch (const fx::Error& e) {
     std::cerr << "fxwasm-cli: " << e.kind_name() << ": " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {  // (sizes are checked first; this is the last resort)
+    std::cerr << "fxwasm-cli: ResourceError: out of memory (lower --max-memory to fail sooner)\n";
     return 1;
   }
   return 0;

@@ -9,6 +9,7 @@
 #include "exec/ops.h"
 #include "exec/plan.h"
 #include "fx/exec.h"
+#include "fx/limits.h"
 
 namespace fx::exec {
 
@@ -29,11 +30,20 @@ class Arena : public std::enable_shared_from_this<Arena> {
   std::shared_ptr<const uint8_t> allocate(size_t n) {
     n = (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign;
     std::lock_guard<std::mutex> lock(mu_);
+    // fx::Limits::max_run_bytes bounds the large values alive at once.
+    const int64_t max_run = limits().max_run_bytes;
+    if (static_cast<int64_t>(n) > max_run - static_cast<int64_t>(in_use_))
+      throw Error(ErrorKind::Resource, "output of " + format_bytes(static_cast<int64_t>(n)) +
+                                           " with " + format_bytes(static_cast<int64_t>(in_use_)) +
+                                           " of computed values alive: over the per-run limit of " +
+                                           format_bytes(max_run) +
+                                           " (fx::set_limits / init({limits}) / --max-memory)");
     auto it = by_size_.lower_bound(n);
     if (it == by_size_.end()) {
       add_chunk(n);
       it = by_size_.lower_bound(n);
     }
+    in_use_ += n;  // (after add_chunk, which may throw bad_alloc)
     uint8_t* p = it->second;
     const size_t size = it->first;
     by_size_.erase(it);
@@ -100,6 +110,7 @@ class Arena : public std::enable_shared_from_this<Arena> {
   // The range [p, p + size) of chunk `chunk` is free again.
   void release(uint8_t* p, size_t size, int chunk) {
     std::lock_guard<std::mutex> lock(mu_);
+    in_use_ -= size;
     // Coalesce with the free neighbours in the same chunk.
     auto next = by_addr_.find(p + size);
     if (next != by_addr_.end() && next->second.chunk == chunk) {
@@ -121,6 +132,7 @@ class Arena : public std::enable_shared_from_this<Arena> {
   }
 
   std::mutex mu_;
+  size_t in_use_ = 0;  // bytes of the ranges values hold
   std::vector<Chunk> chunks_;
   std::map<uint8_t*, Free> by_addr_;
   std::multimap<size_t, uint8_t*> by_size_;
@@ -153,14 +165,8 @@ void release_cached_memory() {
 }
 
 Value new_value(Dtype dtype, std::vector<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      throw Error(ErrorKind::Value,
-                  "a tensor dimension cannot be negative (" + std::to_string(d) + ")");
-    n *= d;
-  }
-  const size_t nbytes = static_cast<size_t>(n) * dtype_size(dtype);
+  // Checked before allocating (the executor names the node when this throws).
+  const auto nbytes = static_cast<size_t>(checked_nbytes(dtype, shape, "output"));
   if (nbytes < kArenaMin) {
     BufferPool& p = pool();
     auto it = nbytes == 0 ? p.free.end() : p.free.find(nbytes);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fx/exec.h"
+#include "fx/limits.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 
@@ -108,6 +109,26 @@ void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon);
 
 /// "float32[1, 3]" for every input, comma separated (error messages).
 std::string describe_inputs(const OpCall& c);
+
+/// a + b / a * b for an output size an op computes from data (pads, repeats, a Range's count),
+/// or fx::Error(Resource) naming the node when int64 would overflow. Allocation then checks the
+/// result against fx::limits() (new_value).
+[[noreturn]] inline void size_overflow(const OpCall& c, const char* what) {
+  throw Error(ErrorKind::Resource,
+              "node '" + c.node.name() + "' (" + c.node.target().pretty() + "): " + what +
+                  " overflows int64 (" + describe_inputs(c) + ")",
+              c.node.name());
+}
+inline int64_t checked_add(const OpCall& c, int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) size_overflow(c, what);
+  return r;
+}
+inline int64_t checked_mul(const OpCall& c, int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) size_overflow(c, what);
+  return r;
+}
 
 /// One node's parsed attributes, kept by the executor's plan across runs (node_attrs).
 struct AttrSlot {

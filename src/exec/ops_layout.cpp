@@ -36,7 +36,7 @@ void pad(OpCall& c) {
     c.fail("mode '" + mode + "' is not constant, reflect, edge or wrap");
   Shape os(rank);
   for (int64_t d = 0; d < rank; ++d) {
-    os[d] = x.shape()[d] + begin[d] + end[d];
+    os[d] = checked_add(c, checked_add(c, x.shape()[d], begin[d], "padding"), end[d], "padding");
     if (os[d] < 0) c.fail("pads make axis " + std::to_string(d) + " negative");
     if (mode == "reflect" && (begin[d] >= x.shape()[d] || end[d] >= x.shape()[d]) &&
         (begin[d] || end[d]))
@@ -94,7 +94,7 @@ void tile(OpCall& c) {
   Shape os(rank);
   for (int64_t d = 0; d < rank; ++d) {
     if (reps[d] < 0) c.fail("repeats cannot be negative");
-    os[d] = x.shape()[d] * reps[d];
+    os[d] = checked_mul(c, x.shape()[d], reps[d], "the tiled shape");
   }
   const size_t es = dtype_size(x.dtype());
   Value out = new_value(x.dtype(), os);

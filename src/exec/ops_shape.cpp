@@ -1,5 +1,6 @@
 // Shape and movement ONNX ops (any element type, int64 shape tensors) and reductions.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -58,9 +59,11 @@ void reshape(OpCall& c) {
     if (known == 0 || x.numel() % known) c.fail("cannot infer the -1 dimension");
     target[infer] = x.numel() / known;
   }
-  if (kernels::numel(target) != x.numel())
+  // Checked: a product that wraps could equal the input's count.
+  const int64_t target_numel = checked_numel(target, "the target shape");
+  if (target_numel != x.numel())
     c.fail("cannot reshape " + std::to_string(x.numel()) + " elements to " +
-           std::to_string(kernels::numel(target)));
+           std::to_string(target_numel));
   c.outputs.push_back(reshaped(x, target));
 }
 
@@ -251,14 +254,17 @@ void slice(OpCall& c) {
     int64_t b = starts[i], e = ends[i];
     if (b < 0) b += dim;
     if (e < 0) e += dim;
+    // ceil(span / step) as (span - 1) / step + 1: span + step - 1 overflows for a step near
+    // INT64_MAX (numpy gives one element there). A step of INT64_MIN counts as -INT64_MAX.
     if (step > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      os[a] = e > b ? (e - b + step - 1) / step : 0;
+      os[a] = e > b ? (e - b - 1) / step + 1 : 0;
     } else {
       b = std::clamp<int64_t>(b, -1, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      os[a] = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+      const int64_t down = step == INT64_MIN ? INT64_MAX : -step;
+      os[a] = b > e ? (b - e - 1) / down + 1 : 0;
     }
     st[a] = b;
     sp[a] = step;
@@ -351,7 +357,14 @@ void range(OpCall& c) {
   if (s.dtype() == Dtype::Float32) {
     const float a = s.to_f32().at(0), b = c.input(1).to_f32().at(0), d = c.input(2).to_f32().at(0);
     if (d == 0) c.fail("delta cannot be 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / d)));
+    // Checked before the conversion (a NaN or 2^70 would be undefined behaviour).
+    const float count = std::ceil((b - a) / d);
+    if (!(count <= 9.2e18)) {
+      if (std::isnan(count)) c.fail("the number of elements is not a number (start, limit, delta)");
+      size_overflow(c, "the number of elements");
+    }
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+    checked_nbytes(Dtype::Float32, n, "output");
     Value out = new_value(Dtype::Float32, {n});
     for (int64_t i = 0; i < n; ++i) out.mutable_data<float>()[i] = a + static_cast<float>(i) * d;
     c.outputs.push_back(out);
@@ -359,7 +372,12 @@ void range(OpCall& c) {
   }
   const int64_t a = s.to_i64().at(0), b = c.input(1).to_i64().at(0), d = c.input(2).to_i64().at(0);
   if (d == 0) c.fail("delta cannot be 0");
-  const int64_t n = std::max<int64_t>(0, (b - a + d + (d > 0 ? -1 : 1)) / d);
+  // ceil((b - a) / d) in 128 bits: b - a alone overflows int64 for a Range up to INT64_MAX.
+  const __int128 span = static_cast<__int128>(b) - a;
+  const __int128 n128 = (span + d + (d > 0 ? -1 : 1)) / d;
+  if (n128 > INT64_MAX) size_overflow(c, "the number of elements");
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(n128));
+  checked_nbytes(Dtype::Int64, n, "output");  // before the vector below is allocated
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = a + i * d;
   Value out = Value::from_i64({n}, v);

@@ -409,10 +409,16 @@ void run_resize(OpCall& c, const ResizeSpec& r, const std::vector<double>& given
     scales = given_scales;
     for (size_t d = 0; d < rank; ++d) {
       if (!(scales[d] > 0)) c.fail("scales must be positive");
-      os[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * scales[d]));
+      const double n = std::floor(static_cast<double>(x.shape()[d]) * scales[d]);
+      if (!(n < 9.2e18)) size_overflow(c, "the scaled size");  // (converting it would be UB)
+      os[d] = static_cast<int64_t>(n);
     }
   }
   if (!roi.empty() && roi.size() != 2 * rank) c.fail("roi must have 2 * rank entries");
+  // The passes run in float64 over at most max(in, out) per axis: checked before allocating.
+  Shape widest = os;
+  for (size_t d = 0; d < rank; ++d) widest[d] = std::max(widest[d], x.shape()[d]);
+  checked_nbytes(Dtype::Float64, widest, "output (resized in float64)");
   const std::vector<double> y = resize_nd(c, r, to_f64(c, x), x.shape(), os, scales, roi);
   c.outputs.push_back(from_f64(c, x.dtype(), os, y));
 }

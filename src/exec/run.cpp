@@ -1,6 +1,8 @@
 // The interpreter loop of fx::exec::run.
 #include <algorithm>
+#include <new>
 #include <optional>
+#include <stdexcept>
 
 #include "exec/ops.h"
 #include "exec/plan.h"
@@ -292,7 +294,25 @@ class Runner {
       internal.clamp_lo = lo;
       internal.clamp_hi = hi;
     }
-    (*s.fn)(call);
+    try {
+      (*s.fn)(call);
+    } catch (const Error& e) {
+      // A size check deep in an op (new_value, checked_nbytes) does not know the node.
+      if (e.kind() != ErrorKind::Resource || !e.node().empty()) throw;
+      throw Error(ErrorKind::Resource,
+                  "node '" + n->name() + "' (" + n->target().pretty() + "): " + e.what(),
+                  n->name());
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorKind::Resource,
+                  "node '" + n->name() + "' (" + n->target().pretty() + "): out of memory (" +
+                      describe_inputs(call) + "); lower fx::Limits to fail before allocating",
+                  n->name());
+    } catch (const std::length_error&) {
+      throw Error(ErrorKind::Resource,
+                  "node '" + n->name() + "' (" + n->target().pretty() + "): a size too large (" +
+                      describe_inputs(call) + ")",
+                  n->name());
+    }
     if (call.outputs.empty()) node_error(*n, "the op produced no output");
     if (bias) {
       Value& v = call.outputs[0];

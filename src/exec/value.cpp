@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "fx/exec.h"
+#include "fx/limits.h"
 #include "fx/onnx.h"
 
 namespace fx::exec {
@@ -16,13 +17,10 @@ int64_t Value::numel() const {
 Value Value::zeros(Dtype dtype, std::vector<int64_t> shape) {
   Value v;
   v.dtype_ = dtype;
+  // Checked before allocating: an absurd shape is a ResourceError, not a bad_alloc or a wrap.
+  const int64_t nbytes = checked_nbytes(dtype, shape, "a new tensor");
   v.shape_ = std::move(shape);
-  for (int64_t d : v.shape_)
-    if (d < 0)
-      throw Error(ErrorKind::Value,
-                  "a tensor dimension cannot be negative (" + std::to_string(d) + ")");
-  auto bytes =
-      std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(v.numel()) * dtype_size(dtype));
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(nbytes));
   v.data_ = bytes->data();
   v.nbytes_ = bytes->size();
   v.bytes_ = std::move(bytes);
@@ -33,8 +31,10 @@ Value Value::wrap(Dtype dtype, std::vector<int64_t> shape,
                   std::shared_ptr<const std::vector<uint8_t>> bytes) {
   Value v;
   v.dtype_ = dtype;
+  // Checked: in wasm32 a size_t product of [2^30 + 1] float32 would wrap to 4 bytes.
+  const int64_t need64 = checked_nbytes(dtype, shape, "a tensor");
   v.shape_ = std::move(shape);
-  const size_t need = static_cast<size_t>(v.numel()) * dtype_size(dtype);
+  const auto need = static_cast<size_t>(need64);
   if (!bytes || bytes->size() != need)
     throw Error(ErrorKind::Value, "tensor " + std::string(dtype_name(dtype)) + " of " +
                                       std::to_string(v.numel()) + " elements needs " +
@@ -119,8 +119,7 @@ std::vector<To> convert_all(const Value& v) {
 }  // namespace
 
 Value Value::with_shape(std::vector<int64_t> shape) const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  const int64_t n = checked_numel(shape, "a view of " + describe());
   if (n != numel())
     throw Error(ErrorKind::Value,
                 "cannot view " + describe() + " with " + std::to_string(n) + " elements");

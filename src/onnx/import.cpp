@@ -672,10 +672,42 @@ std::unique_ptr<GraphModule> import_model_stream(const ChunkReader& read,
 
 namespace {
 
+// A missing opset_import is an error (ONNX requires one; which Reshape or Pad is meant would be
+// a guess). An opset newer than the importer knows is a warning or an error (options).
+std::vector<std::string> check_opsets(const ::onnx::ModelProto& model,
+                                      const ImportOptions& options) {
+  if (model.opset_import_size() == 0)
+    throw Error(ErrorKind::Parse,
+                "the ONNX model has no opset_import: ONNX requires one to say which operator "
+                "versions the graph uses (add opset_import {domain: \"\", version: N})");
+  std::vector<std::string> warnings;
+  for (const auto& o : model.opset_import()) {
+    const std::string& domain = o.domain();
+    const bool is_default = domain.empty() || domain == "ai.onnx";
+    if (o.version() < 1)
+      throw Error(ErrorKind::Parse, "opset_import of domain '" + domain + "' has version " +
+                                        std::to_string(o.version()) + " (must be >= 1)");
+    const int64_t known = is_default               ? kMaxKnownOpset
+                          : domain == "ai.onnx.ml" ? kMaxKnownMlOpset
+                                                   : 0;  // custom domains: not checked
+    if (known == 0 || o.version() <= known) continue;
+    const std::string msg = "opset " + std::to_string(o.version()) + " of domain '" +
+                            (is_default ? std::string("ai.onnx") : domain) +
+                            "' is newer than fxwasm knows (" + std::to_string(known) +
+                            "): operators may have changed meaning since";
+    if (options.opset_check == ImportOptions::OpsetCheck::Error)
+      throw Error(ErrorKind::Unsupported, msg + " (opset check 'error')");
+    warnings.push_back(msg);
+  }
+  return warnings;
+}
+
 std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model,
                                            const ImportOptions& options) {
   if (!model.has_graph())
     throw Error(ErrorKind::Parse, "the ONNX model has no graph (ModelProto.graph is missing)");
+  // Before the graph: which operator semantics apply depends on the opsets.
+  const std::vector<std::string> warnings = check_opsets(model, options);
 
   Importer importer(options);
   std::shared_ptr<GraphModule> shared = importer.import_graph(model.graph(), {}, "OnnxModule", 0);
@@ -689,6 +721,10 @@ std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model,
     opsets.emplace_back(o.domain(), static_cast<long long>(o.version()));
   const Argument opset_dict = Argument::dict(std::move(opsets));
   meta.set(kOpsetImport, opset_dict);
+  if (!warnings.empty()) {
+    Argument::Items items(warnings.begin(), warnings.end());
+    meta.set(kImportWarnings, Argument::list(std::move(items)));
+  }
   // Bodies run with the model's opsets too.
   for (const auto& [path, m] : gm->named_modules())
     if (!path.empty())
@@ -715,34 +751,14 @@ std::unique_ptr<GraphModule> import_parsed(::onnx::ModelProto& model,
 
 }  // namespace
 
-std::unique_ptr<GraphModule> load_model(const std::string& path) {
+std::unique_ptr<GraphModule> load_model(const std::string& path, ImportOptions options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Value, "cannot open '" + path + "'");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-  ImportOptions options;
-  options.external_data = [dir](const std::string& location, int64_t offset,
-                                int64_t length) -> Bytes {
-    if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
-      throw Error(ErrorKind::Value, "external data location '" + location +
-                                        "' must be a relative path inside the model's folder");
-    std::ifstream f(dir + location, std::ios::binary);
-    if (!f)
-      throw Error(ErrorKind::Value, "cannot open external data file '" + dir + location + "'");
-    f.seekg(0, std::ios::end);
-    const int64_t size = static_cast<int64_t>(f.tellg());
-    if (offset > size || (length >= 0 && offset + length > size))
-      throw Error(ErrorKind::Parse, "external data '" + location + "' is " + std::to_string(size) +
-                                        " bytes, shorter than offset " + std::to_string(offset) +
-                                        " + length " + std::to_string(length));
-    const int64_t n = length >= 0 ? length : size - offset;
-    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
-    f.seekg(offset);
-    f.read(reinterpret_cast<char*>(out->data()), n);
-    return out;
-  };
+  if (!options.external_data) options.external_data = folder_reader(dir);
   return import_model(std::move(bytes), options);
 }
 

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "fx/error.h"
+#include "fx/limits.h"
 #include "onnx/common.h"
 
 namespace fx::onnx {
@@ -106,20 +107,17 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
   t.dtype = dtype_from_onnx(p.data_type(), what);
   if (t.dtype == Dtype::String)
     throw Error(ErrorKind::Unsupported, what + ": string tensors are not supported");
-  // numel and byte size with overflow checks: an absurd shape must not wrap around.
-  const uint64_t limit = uint64_t{1} << 50;
-  uint64_t numel = 1;
   for (int i = 0; i < p.dims_size(); ++i) {
     const int64_t d = p.dims(i);
     if (d < 0)
       throw Error(ErrorKind::Parse, what + ": dimension " + std::to_string(i) + " is negative (" +
                                         std::to_string(d) + ")");
-    if (d != 0 && numel > limit / static_cast<uint64_t>(d))
-      throw Error(ErrorKind::Parse, what + ": the shape has more than 2^50 elements");
-    numel *= static_cast<uint64_t>(d);
     t.shape.push_back(d);
   }
-  const size_t nbytes = static_cast<size_t>(numel) * dtype_size(t.dtype);
+  // numel and byte size checked against fx::limits() before anything is allocated: an absurd
+  // shape must neither wrap around nor allocate.
+  const auto numel = static_cast<uint64_t>(checked_numel(t.shape, what));
+  const auto nbytes = static_cast<size_t>(checked_nbytes(t.dtype, t.shape, what));
 
   if (p.has_data_location() && p.data_location() == ::onnx::TensorProto::EXTERNAL) {
     auto ext = std::make_shared<ExternalData>();
@@ -154,12 +152,13 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
     return t;
   }
 
-  auto bytes = std::make_shared<std::vector<uint8_t>>(nbytes);
   if (p.has_raw_data()) {
+    // Before allocating: 83 bytes claiming a 4 GB tensor fail at once.
     if (p.raw_data().size() != nbytes)
       throw Error(ErrorKind::Parse, what + ": raw_data has " + std::to_string(p.raw_data().size()) +
                                         " bytes, the " + dtype_name(t.dtype) + " shape needs " +
                                         std::to_string(nbytes));
+    auto bytes = std::make_shared<std::vector<uint8_t>>(nbytes);
     if (nbytes) std::memcpy(bytes->data(), p.raw_data().data(), nbytes);
     t.data = std::move(bytes);
     return t;
@@ -170,6 +169,37 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
       throw Error(ErrorKind::Parse, what + ": " + field + " has " + std::to_string(have) +
                                         " values, the shape needs " + std::to_string(want));
   };
+  // The field's count is checked before allocating too (the copies below check it again).
+  switch (t.dtype) {
+    case Dtype::Float32:
+    case Dtype::Complex64:
+      expect(p.float_data_size(), t.dtype == Dtype::Float32 ? numel : 2 * numel, "float_data");
+      break;
+    case Dtype::Float64:
+    case Dtype::Complex128:
+      expect(p.double_data_size(), t.dtype == Dtype::Float64 ? numel : 2 * numel, "double_data");
+      break;
+    case Dtype::Int64:
+      expect(p.int64_data_size(), numel, "int64_data");
+      break;
+    case Dtype::UInt32:
+    case Dtype::UInt64:
+      expect(p.uint64_data_size(), numel, "uint64_data");
+      break;
+    case Dtype::Int32:
+    case Dtype::Int16:
+    case Dtype::UInt16:
+    case Dtype::Float16:
+    case Dtype::BFloat16:
+    case Dtype::Int8:
+    case Dtype::UInt8:
+    case Dtype::Bool:
+      expect(p.int32_data_size(), numel, "int32_data");
+      break;
+    default:
+      break;  // unsupported: the switch below says so
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>(nbytes);
   uint8_t* out = bytes->data();
   switch (t.dtype) {
     case Dtype::Float32:
