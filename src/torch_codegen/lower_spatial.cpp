@@ -1,8 +1,8 @@
 // Lowering handlers of the selection, sampling and detection ops: Compress, Unique,
-// ReverseSequence, GridSample, MaxUnpool, RoiAlign (fixed sampling_ratio), Upsample, and the ops
-// that have no torch form and are named as not lowerable with the reason (NonMaxSuppression,
-// TfIdfVectorizer, MelWeightMatrix). Resize modes torch's interpolate lacks are written out here
-// too (resize_explicit).
+// ReverseSequence, GridSample, MaxUnpool, RoiAlign (fixed sampling_ratio), TfIdfVectorizer
+// (integer pool), Upsample, and the ops that have no torch form and are named as not lowerable
+// with the reason (NonMaxSuppression, MelWeightMatrix). Resize modes torch's interpolate lacks are
+// written out here too (resize_explicit).
 #include <cmath>
 
 #include "fx/onnx.h"
@@ -244,8 +244,83 @@ void roi_align(Lowerer& L, const Node& n) {
                     : L.call("torch.amax", {v, int_list({3, 5})});
   L.set(n, L.tensor(v, n));
 }
+// TfIdfVectorizer with an integer pool: per n-gram length and skip, the tokens at i, i + (skip
+// + 1), ... compared with every pooled n-gram of that length at once ([B, positions, pool]),
+// summed over positions (a unigram counts once per position), then placed at ngram_indexes and
+// weighted per mode. The sequence length must be static.
 void tfidf(Lowerer& L, const Node& n) {
-  not_lowerable(L, n, "TfIdfVectorizer (n-gram counting) has no torch form");
+  if (L.has_attr(n, "pool_strings")) not_lowerable(L, n, "TfIdfVectorizer with pool_strings");
+  LVal x = L.in(n, 0);
+  const auto xs = L.shape(x);
+  if ((xs.size() != 1 && xs.size() != 2) || !xs.back())
+    L.unsupported(n, "an input that is not 1-D or 2-D of static length");
+  const int64_t len = *xs.back();
+  const int64_t min_n = L.attr_int(n, "min_gram_length", 1),
+                max_n = L.attr_int(n, "max_gram_length", 1);
+  const int64_t max_skip = L.attr_int(n, "max_skip_count", 0);
+  const std::string mode = L.attr_string(n, "mode", "TF");
+  const std::vector<int64_t> counts = L.attr_ints(n, "ngram_counts");
+  const std::vector<int64_t> indexes = L.attr_ints(n, "ngram_indexes");
+  const std::vector<int64_t> pool = L.attr_ints(n, "pool_int64s");
+  std::vector<double> weights;
+  if (const Argument* w = n.kwargs().find("weights"); w && w->is_sequence())
+    for (const Argument& e : w->elements()) weights.push_back(e.to_double());
+  if (indexes.empty()) L.unsupported(n, "empty ngram_indexes");
+  Node* t = L.method("to", {L.as_tensor(x), Dtype::Int64});
+  if (xs.size() == 1) t = L.method("unsqueeze", {t, 0LL});  // [B, L]
+  const SymInt batch = xs.size() == 2 ? L.size(x, 0) : SymInt{1, {}};
+  std::vector<Argument> per_level;  // [B, pool n-grams of that length] in pool order
+  for (size_t g = 0; g < counts.size(); ++g) {
+    const int64_t gn = static_cast<int64_t>(g) + 1;
+    const int64_t begin = counts[g];
+    const int64_t end = g + 1 < counts.size() ? counts[g + 1] : static_cast<int64_t>(pool.size());
+    if (begin < 0 || end > static_cast<int64_t>(pool.size()) || begin > end || (end - begin) % gn)
+      L.unsupported(n, "ngram_counts that do not split pool_int64s into n-grams");
+    const int64_t k = (end - begin) / gn;
+    if (k == 0) continue;
+    Node* level = nullptr;
+    if (gn >= min_n && gn <= max_n) {
+      for (int64_t skip = 0; skip <= (gn == 1 ? 0 : max_skip); ++skip) {
+        const int64_t positions = len - (gn - 1) * (skip + 1);
+        if (positions <= 0) break;
+        Node* match = nullptr;
+        for (int64_t j = 0; j < gn; ++j) {
+          std::vector<int64_t> tok;
+          for (int64_t q = 0; q < k; ++q) tok.push_back(pool[begin + q * gn + j]);
+          Node* window = L.method("narrow", {t, 1LL, lit(j * (skip + 1)), lit(positions)});
+          Node* eq = L.call("operator.eq", {L.method("unsqueeze", {window, -1LL}),
+                                            L.call("torch.tensor", {int_list(tok)})});
+          match = match ? L.call("operator.and_", {match, eq}) : eq;
+        }
+        Node* c = L.method("sum", {match, 1LL});  // [B, k]
+        level = level ? L.call("operator.add", {level, c}) : c;
+      }
+    }
+    if (!level) level = L.method("new_zeros", {t, Lowerer::list_arg({batch, SymInt{k, {}}})});
+    per_level.push_back(level);
+  }
+  if (per_level.empty()) L.unsupported(n, "an empty pool");
+  Node* tf = L.method(
+      "to", {L.call("torch.cat",
+                    {Argument::list(Argument::Items(per_level.begin(), per_level.end())), 1LL}),
+             Dtype::Float32});
+  if (!weights.empty() || mode != "TF") {
+    Argument::Items w;
+    for (size_t i = 0; i < indexes.size(); ++i) w.emplace_back(weights.empty() ? 1.0 : weights[i]);
+    Node* wt = L.call("torch.tensor", {Argument::list(std::move(w))}, {{"dtype", Dtype::Float32}});
+    if (mode == "IDF") {
+      tf = L.call("operator.mul",
+                  {L.method("to", {L.call("operator.gt", {tf, 0.0}), Dtype::Float32}), wt});
+    } else if (mode == "TFIDF") {
+      tf = L.call("operator.mul", {tf, wt});
+    }
+  }
+  int64_t width = 0;
+  for (int64_t i : indexes) width = std::max(width, i + 1);
+  Node* out = L.method("new_zeros", {tf, Lowerer::list_arg({batch, SymInt{width, {}}})});
+  out = L.method("index_copy", {out, 1LL, L.call("torch.tensor", {int_list(indexes)}), tf});
+  if (xs.size() == 1) out = L.method("squeeze", {out, 0LL});
+  L.set(n, L.tensor(out, n));
 }
 void mel(Lowerer& L, const Node& n) {
   not_lowerable(L, n, "MelWeightMatrix of inputs that are not constants has no torch form");
