@@ -322,8 +322,66 @@ void tfidf(Lowerer& L, const Node& n) {
   if (xs.size() == 1) out = L.method("squeeze", {out, 0LL});
   L.set(n, L.tensor(out, n));
 }
+// MelWeightMatrix as the executor computes it (ONNX's reference): the band edges in float32 mel
+// units, the bins in float64, then each column's rising and falling ramps as where() over the
+// [spectrogram bins, mel bins] grid.
 void mel(Lowerer& L, const Node& n) {
-  not_lowerable(L, n, "MelWeightMatrix of inputs that are not constants has no torch form");
+  const int64_t dtype = L.attr_int(n, "output_datatype", 1);
+  if (dtype != 1 && dtype != 11) L.unsupported(n, "output_datatype other than float and double");
+  auto item = [&](size_t i) { return L.method("item", {L.as_tensor(L.in(n, i))}); };
+  Node* bins = L.call("builtins.int", {item(0)});
+  Node* dft = L.call("builtins.int", {item(1)});
+  Node* rate = item(2);
+  auto mel_of = [&](size_t i) {  // 2595 * log10(1 + hz / 700) in float32
+    Node* hz = L.method("to", {L.as_tensor(L.in(n, i)), Dtype::Float32});
+    return L.call("operator.mul",
+                  {L.call("torch.log10",
+                          {L.call("operator.add", {L.call("operator.truediv", {hz, 700.0}), 1.0})}),
+                   2595.0});
+  };
+  Node* lo = mel_of(3);
+  Node* step =
+      L.call("operator.truediv", {L.call("operator.sub", {mel_of(4), lo}),
+                                  L.call("builtins.float", {L.call("operator.add", {bins, 2LL})})});
+  Node* i =
+      L.call("torch.arange", {L.call("operator.add", {bins, 2LL})}, {{"dtype", Dtype::Float64}});
+  Node* m =
+      L.call("operator.add", {L.call("operator.mul", {i, L.method("to", {step, Dtype::Float64})}),
+                              L.method("to", {lo, Dtype::Float64})});
+  Node* hz =
+      L.call("operator.mul",
+             {L.call("operator.sub",
+                     {L.call("torch.pow", {10.0, L.call("operator.truediv", {m, 2595.0})}), 1.0}),
+              700.0});
+  Node* f =
+      L.call("torch.floor",
+             {L.call("operator.truediv",
+                     {L.call("operator.mul", {hz, L.call("operator.add", {dft, 1LL})}), rate})});
+  Node* left = L.method("narrow", {f, 0LL, 0LL, bins});
+  Node* mid = L.method("narrow", {f, 0LL, 1LL, bins});
+  Node* right = L.method("narrow", {f, 0LL, 2LL, bins});
+  Node* spec = L.call("operator.add", {L.call("operator.floordiv", {dft, 2LL}), 1LL});
+  Node* j =
+      L.method("unsqueeze", {L.call("torch.arange", {spec}, {{"dtype", Dtype::Float64}}), 1LL});
+  Node* zero = L.call("torch.zeros_like", {L.call("operator.add", {j, left})});
+  Node* rising = L.call(
+      "torch.where",
+      {L.call("operator.and_", {L.call("operator.ge", {j, left}), L.call("operator.le", {j, mid})}),
+       L.call("operator.truediv",
+              {L.call("operator.sub", {j, left}), L.call("operator.sub", {mid, left})}),
+       zero});
+  Node* at_mid = L.method(
+      "to", {L.call("operator.eq", {j, L.call("operator.add", {zero, mid})}), Dtype::Float64});
+  Node* w = L.call("torch.where", {L.call("operator.eq", {mid, left}), at_mid, rising});
+  Node* falling =
+      L.call("operator.and_", {L.call("operator.and_", {L.call("operator.gt", {right, mid}),
+                                                        L.call("operator.ge", {j, mid})}),
+                               L.call("operator.lt", {j, right})});
+  w = L.call("torch.where", {falling,
+                             L.call("operator.truediv", {L.call("operator.sub", {right, j}),
+                                                         L.call("operator.sub", {right, mid})}),
+                             w});
+  L.set(n, L.tensor(L.method("to", {w, dtype == 1 ? Dtype::Float32 : Dtype::Float64}), n));
 }
 
 // ---- Resize written out: one 1-D interpolation per resized axis, last axis first, as the
