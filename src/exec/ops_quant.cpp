@@ -282,9 +282,20 @@ bool constant_input(const OpCall& c, size_t i) {
 
 thread_local std::vector<int32_t> t_acc;  // accumulators, reused across calls
 
-int32_t* accumulators(const OpCall& c, int64_t n) {
-  if (n < 0 || static_cast<uint64_t>(n) > (uint64_t{1} << 31)) c.fail("the product is too large");
-  if (t_acc.size() < static_cast<size_t>(n)) t_acc.resize(static_cast<size_t>(n));
+// Fails unless a x b int32 words (an operand packed as int16 pairs or int8 quads, or the
+// accumulators) stay within 2^29 words (2 GiB): checked in 64 bits before allocating, as
+// wasm32's size_t is 32 bits.
+void check_words(const OpCall& c, int64_t a, int64_t b, const char* what) {
+  int64_t n = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &n) || n > (int64_t{1} << 29))
+    c.unsupported(std::string(what) + " of " + std::to_string(a) + " x " + std::to_string(b) +
+                  " elements (too large for the integer kernels)");
+}
+
+int32_t* accumulators(const OpCall& c, int64_t rows, int64_t cols) {
+  check_words(c, rows, cols, "a product");
+  const auto n = static_cast<size_t>(rows * cols);
+  if (t_acc.size() < n) t_acc.resize(n);
   return t_acc.data();
 }
 
@@ -341,6 +352,8 @@ void integer_matmul(OpCall& c, size_t ai, size_t bi, const std::vector<int32_t>&
   const bool shared_b = bs.size() == 2;
   const int64_t rows = shared_b ? batches * M : M;
   const int64_t runs = shared_b ? 1 : batches;
+  check_words(c, rows, K + 1, "an operand");
+  check_words(c, K + 1, N, "an operand");
   auto pack_b = [&](int64_t offset) {
     return kernels::QPacked::right(
         K, N, static_cast<const uint8_t*>(static_cast<const void*>(b.data<uint8_t>())) + offset,
@@ -353,7 +366,7 @@ void integer_matmul(OpCall& c, size_t ai, size_t bi, const std::vector<int32_t>&
     cached = derived_from_constant(
         b, key, [&] { return std::make_shared<const kernels::QPacked>(pack_b(0)); });
   }
-  int32_t* acc = accumulators(c, rows * N);
+  int32_t* acc = accumulators(c, rows, N);
   // Whether a's batches are contiguous as one rows x K matrix (always, for a dense a without
   // broadcast over its batch dims).
   bool a_dense = true;
@@ -520,6 +533,8 @@ void integer_conv(OpCall& c, size_t xi, size_t wi, int32_t xzp, const std::vecto
   if (x.shape().size() == 4) out_shape.push_back(g.OH);
   out_shape.push_back(g.OW);
   Value y = new_value(o.requant ? o.dtype : Dtype::Int32, out_shape);
+  check_words(c, Mg, K + 1, "a weight");
+  check_words(c, K + 1, P, "an image's im2col");
   // uint8 images and symmetric int8 weights: four products per lane where the CPU has them
   // (the image's zero point then comes out as x_zp * row sum of the weights, subtracted below).
   const bool quads = kernels::QPacked::u8s8_available() && x.dtype() == Dtype::UInt8 &&
@@ -544,7 +559,7 @@ void integer_conv(OpCall& c, size_t xi, size_t wi, int32_t xzp, const std::vecto
     weights = pack();
   }
   const auto& packs = *static_cast<const std::vector<kernels::QPacked>*>(weights.get());
-  int32_t* acc = accumulators(c, Mg * P);
+  int32_t* acc = accumulators(c, Mg, P);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < g.group; ++gi) {
       const uint8_t* image = x.data<uint8_t>() + (n * g.C + gi * Cg) * g.H * g.W;
