@@ -11,6 +11,7 @@
 #include "fx/limits.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/tensor_ops.h"
 
 namespace fx::exec {
 
@@ -27,6 +28,7 @@ void register_quant_ops();
 void register_loss_ops();
 void register_rnn_ops();
 void register_random_ops();
+void register_math_ops();
 void register_spatial_ops();    // ops_spatial.cpp
 void register_select_ops();     // ops_select.cpp
 void register_detection_ops();  // ops_detection.cpp
@@ -68,6 +70,10 @@ Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 
 /// `v` converted to `dtype` (numeric static_cast; to bool: != 0).
 Value cast_value(const OpCall& c, const Value& v, Dtype dtype);
+/// `x` reduced over `axes` (normalised, sorted) for every numeric type and float16: float32 by
+/// the float32 kernel, the others in double (ops_math.cpp).
+Value reduce_typed(const OpCall& c, kernels::ReduceOp op, const Value& x,
+                   const std::vector<int64_t>& axes, bool keepdims);
 
 /// The get_attr node behind `a` (through onnx.Identity nodes, which exporters put in front of
 /// shared initializers), or null when `a` is not a constant.

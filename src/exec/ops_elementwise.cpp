@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
+#include <type_traits>
 
+#include "exec/dtype_dispatch.h"
 #include "exec/ops.h"
 #include "kernels/elementwise.h"
 
@@ -21,77 +24,53 @@ bool is_comparison(BinaryOp op) {
          op == BinaryOp::LessOrEqual || op == BinaryOp::GreaterOrEqual;
 }
 
-// Converts a value to `dtype` (numeric conversions as C++ static_cast; to bool: x != 0).
+// One element converted as Cast does: to bool x != 0; a float to an integer saturates and NaN
+// gives 0 (C++ leaves that undefined, and wasm's conversion traps on it).
+template <class To, class From>
+To convert_element(From x) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (x != x) return 0;
+    if (x <= static_cast<From>(std::numeric_limits<To>::lowest()))
+      return std::numeric_limits<To>::lowest();
+    if (x >= static_cast<From>(std::numeric_limits<To>::max()))
+      return std::numeric_limits<To>::max();
+  }
+  return static_cast<To>(x);
+}
+
+// Converts a value to `dtype` (Cast): every numeric type, bool, and float16/bfloat16 through
+// float32.
 Value cast_to(const OpCall& c, const Value& v, Dtype dtype) {
   if (v.dtype() == dtype) return v;
+  if (is_half(v.dtype())) return cast_to(c, widen_half(c, v), dtype);
+  if (is_half(dtype)) return narrow_half(c, cast_to(c, v, Dtype::Float32), dtype);
   Value out = new_value(dtype, v.shape());
   const int64_t n = v.numel();
-  auto write = [&](auto* dst) {
-    using T = std::remove_pointer_t<decltype(dst)>;
-    auto read = [&](auto* src) {
-      for (int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_same_v<T, uint8_t>) {
-          if (dtype == Dtype::Bool) {
-            dst[i] = src[i] != 0;
-            continue;
-          }
-        }
-        dst[i] = static_cast<T>(src[i]);
-      }
-    };
-    switch (v.dtype()) {
-      case Dtype::Float32:
-        read(v.data<float>());
-        break;
-      case Dtype::Float64:
-        read(v.data<double>());
-        break;
-      case Dtype::Int64:
-        read(v.data<int64_t>());
-        break;
-      case Dtype::Int32:
-        read(v.data<int32_t>());
-        break;
-      case Dtype::Int16:
-        read(v.data<int16_t>());
-        break;
-      case Dtype::Int8:
-        read(v.data<int8_t>());
-        break;
-      case Dtype::UInt8:
-      case Dtype::Bool:
-        read(v.data<uint8_t>());
-        break;
-      default:
-        c.unsupported(std::string("casting from ") + dtype_name(v.dtype()));
-    }
-  };
-  switch (dtype) {
-    case Dtype::Float32:
-      write(out.mutable_data<float>());
-      break;
-    case Dtype::Float64:
-      write(out.mutable_data<double>());
-      break;
-    case Dtype::Int64:
-      write(out.mutable_data<int64_t>());
-      break;
-    case Dtype::Int32:
-      write(out.mutable_data<int32_t>());
-      break;
-    case Dtype::Int16:
-      write(out.mutable_data<int16_t>());
-      break;
-    case Dtype::Int8:
-      write(out.mutable_data<int8_t>());
-      break;
-    case Dtype::UInt8:
-    case Dtype::Bool:
-      write(out.mutable_data<uint8_t>());
-      break;
-    default:
-      c.unsupported(std::string("casting to ") + dtype_name(dtype));
+  const DtypeSet with_bool = kNumeric | dtype_bit(Dtype::Bool);
+  if (!(dtype_bit(v.dtype()) & with_bool))
+    c.unsupported(std::string("casting from ") + dtype_name(v.dtype()));
+  if (!(dtype_bit(dtype) & with_bool))
+    c.unsupported(std::string("casting to ") + dtype_name(dtype));
+  // bool is stored as uint8 0/1.
+  const Dtype from = v.dtype() == Dtype::Bool ? Dtype::UInt8 : v.dtype();
+  if (dtype == Dtype::Bool) {
+    dispatch_numeric<kNumeric>(c, from, [&](auto tag) {
+      using S = decltype(tag);
+      const S* src = v.data<S>();
+      uint8_t* dst = out.mutable_data<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] != S(0);
+    });
+    return out;
   }
+  dispatch_numeric<kNumeric>(c, dtype, [&](auto dtag) {
+    using D = decltype(dtag);
+    D* dst = out.mutable_data<D>();
+    dispatch_numeric<kNumeric>(c, from, [&](auto stag) {
+      using S = decltype(stag);
+      const S* src = v.data<S>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert_element<D>(src[i]);
+    });
+  });
   return out;
 }
 
@@ -107,35 +86,41 @@ Value binary(const OpCall& c, BinaryOp op, const Value& a, const Value& b0) {
   }
   const bool logic = op == BinaryOp::And || op == BinaryOp::Or || op == BinaryOp::Xor;
   const Dtype out_dtype = (is_comparison(op) || logic) ? Dtype::Bool : a.dtype();
+  if (is_half(a.dtype())) {  // computed in float32, rounded back
+    Value r = binary(c, op, widen_half(c, a), widen_half(c, b));
+    return r.dtype() == Dtype::Bool ? r : narrow_half(c, r, a.dtype());
+  }
+  if (a.dtype() == Dtype::Bool) {
+    if (!logic && op != BinaryOp::Equal) c.unsupported("arithmetic on bool");
+    Value out = new_value(out_dtype, out_shape);
+    kernels::binary_bool(op, a.shape(), a.data<uint8_t>(), b.shape(), b.data<uint8_t>(),
+                         out.mutable_data<uint8_t>());
+    return out;
+  }
+  if (logic) c.unsupported(std::string("logic ops on ") + dtype_name(a.dtype()));
   Value out = new_value(out_dtype, out_shape);
-  switch (a.dtype()) {
-    case Dtype::Float32:
-      if (logic) c.unsupported("logic ops on float32");
-      kernels::binary_f32(op, a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                          out.mutable_data<void>());
-      break;
-    case Dtype::Int64:
-      if (logic) c.unsupported("logic ops on int64");
+  if (a.dtype() == Dtype::Float32) {  // the fast path models use
+    kernels::binary_f32(op, a.shape(), a.data<float>(), b.shape(), b.data<float>(),
+                        out.mutable_data<void>());
+    return out;
+  }
+  dispatch_numeric<kNumeric>(c, a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
       if (op == BinaryOp::Div || op == BinaryOp::Mod || op == BinaryOp::FMod) {
-        const int64_t* d = b.data<int64_t>();
+        const T* d = b.data<T>();
         for (int64_t i = 0; i < b.numel(); ++i)
           if (d[i] == 0) c.fail("integer division by zero");
       }
-      kernels::binary_i64(op, a.shape(), a.data<int64_t>(), b.shape(), b.data<int64_t>(),
-                          out.mutable_data<void>());
-      break;
-    case Dtype::Int32: {  // computed in int64
-      Value r = binary(c, op, cast_to(c, a, Dtype::Int64), cast_to(c, b, Dtype::Int64));
-      return r.dtype() == Dtype::Bool ? r : cast_to(c, r, Dtype::Int32);
     }
-    case Dtype::Bool:
-      if (!logic && op != BinaryOp::Equal) c.unsupported("arithmetic on bool");
-      kernels::binary_bool(op, a.shape(), a.data<uint8_t>(), b.shape(), b.data<uint8_t>(),
-                           out.mutable_data<uint8_t>());
-      break;
-    default:
-      c.unsupported(std::string("element type ") + dtype_name(a.dtype()));
-  }
+    if constexpr (std::is_same_v<T, int64_t>) {
+      kernels::binary_i64(op, a.shape(), a.data<T>(), b.shape(), b.data<T>(),
+                          out.mutable_data<void>());
+    } else if constexpr (!std::is_same_v<T, float>) {
+      kernels::binary_typed<T>(op, a.shape(), a.data<T>(), b.shape(), b.data<T>(),
+                               out.mutable_data<void>());
+    }
+  });
   return out;
 }
 
@@ -143,9 +128,9 @@ void reg_binary(const char* name, BinaryOp op) {
   register_builtin(std::string("onnx.") + name, [op](OpCall& c) {
     BinaryOp o = op;
     if (o == BinaryOp::Mod && c.attr_int("fmod", 0)) o = BinaryOp::FMod;
-    if (o == BinaryOp::Mod && c.input(0).dtype() == Dtype::Float32) {
-      if (!c.attr_int("fmod", 0)) c.fail("Mod of floats needs fmod = 1 (ONNX)");
-    }
+    const Dtype t = c.input(0).dtype();
+    if (o == BinaryOp::Mod && (is_half(t) || t == Dtype::Float32 || t == Dtype::Float64))
+      c.fail("Mod of floats needs fmod = 1 (ONNX)");
     c.outputs.push_back(binary(c, o, c.input(0), c.input(1)));
   });
 }
@@ -157,45 +142,131 @@ void reg_variadic(const char* name, BinaryOp op, bool mean) {
     Value acc = c.input(0);
     for (size_t i = 1; i < c.inputs.size(); ++i) acc = binary(c, op, acc, c.input(i));
     if (mean && c.inputs.size() > 1) {
-      if (acc.dtype() != Dtype::Float32) c.unsupported("Mean of non-float inputs");
-      acc = binary(c, BinaryOp::Div, acc, Value::scalar_f32(static_cast<float>(c.inputs.size())));
+      const Dtype t = acc.dtype();
+      if (t != Dtype::Float32 && t != Dtype::Float64 && !is_half(t))
+        c.unsupported("Mean of non-float inputs");
+      const Value count = Value::scalar_f32(static_cast<float>(c.inputs.size()));
+      acc = binary(c, BinaryOp::Div, acc, cast_to(c, count, t));
     }
     c.outputs.push_back(acc);
   });
 }
 
+// The unary ops that integers support (ONNX declares Neg/Abs/Sign/Relu on signed integers, Abs
+// and Sign on unsigned ones too).
+bool integer_unary(UnaryOp op) {
+  return op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Identity ||
+         op == UnaryOp::Relu || op == UnaryOp::Sign;
+}
+
+Value unary_value(const OpCall& c, UnaryOp op, const Value& x, float a, float b) {
+  if (x.dtype() == Dtype::Float32) {
+    Value out = new_value(Dtype::Float32, x.shape());
+    kernels::unary_f32(op, x.data<float>(), out.mutable_data<float>(), x.numel(), a, b);
+    return out;
+  }
+  if (is_half(x.dtype()))
+    return narrow_half(c, unary_value(c, op, widen_half(c, x), a, b), x.dtype());
+  if (x.dtype() == Dtype::Float64) {
+    // float32 kernels on float64 would lose precision: the few common ops are computed here.
+    Value out = new_value(Dtype::Float64, x.shape());
+    const double* p = x.data<double>();
+    double* q = out.mutable_data<double>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      const double v = p[i];
+      switch (op) {
+        case UnaryOp::Neg:
+          q[i] = -v;
+          break;
+        case UnaryOp::Abs:
+          q[i] = std::fabs(v);
+          break;
+        case UnaryOp::Identity:
+          q[i] = v;
+          break;
+        case UnaryOp::Relu:
+          q[i] = v > 0 || v != v ? v : 0.0;
+          break;
+        case UnaryOp::Sign:
+          q[i] = v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+          break;
+        case UnaryOp::Exp:
+          q[i] = std::exp(v);
+          break;
+        case UnaryOp::Log:
+          q[i] = std::log(v);
+          break;
+        case UnaryOp::Sqrt:
+          q[i] = std::sqrt(v);
+          break;
+        case UnaryOp::Floor:
+          q[i] = std::floor(v);
+          break;
+        case UnaryOp::Ceil:
+          q[i] = std::ceil(v);
+          break;
+        case UnaryOp::Round:
+          q[i] = std::nearbyint(v);
+          break;
+        case UnaryOp::Reciprocal:
+          q[i] = 1.0 / v;
+          break;
+        case UnaryOp::Sin:
+          q[i] = std::sin(v);
+          break;
+        case UnaryOp::Cos:
+          q[i] = std::cos(v);
+          break;
+        case UnaryOp::Tanh:
+          q[i] = std::tanh(v);
+          break;
+        case UnaryOp::Erf:
+          q[i] = std::erf(v);
+          break;
+        case UnaryOp::Sigmoid:
+          q[i] = 1.0 / (1.0 + std::exp(-v));
+          break;
+        default:
+          c.unsupported("this op on float64");
+      }
+    }
+    return out;
+  }
+  if (!integer_unary(op)) c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
+  return dispatch_numeric<kInts>(c, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Value out = new_value(x.dtype(), x.shape());
+    const T* p = x.data<T>();
+    T* q = out.mutable_data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      const T v = p[i];
+      if constexpr (std::is_signed_v<T>) {
+        // Negation in unsigned arithmetic: -MIN wraps to MIN instead of being undefined.
+        using U = std::make_unsigned_t<T>;
+        const T neg = static_cast<T>(U(0) - static_cast<U>(v));
+        q[i] = op == UnaryOp::Neg    ? neg
+               : op == UnaryOp::Abs  ? (v < 0 ? neg : v)
+               : op == UnaryOp::Relu ? std::max<T>(v, 0)
+               : op == UnaryOp::Sign ? static_cast<T>((v > 0) - (v < 0))
+                                     : v;
+      } else {
+        q[i] = op == UnaryOp::Neg    ? static_cast<T>(T(0) - v)
+               : op == UnaryOp::Sign ? static_cast<T>(v > 0)
+                                     : v;
+      }
+    }
+    return out;
+  });
+}
+
 void reg_unary(const char* name, UnaryOp op, float alpha = 0.0f, float beta = 0.0f,
                const char* alpha_attr = nullptr, const char* beta_attr = nullptr) {
-  register_builtin(
-      std::string("onnx.") + name, [op, alpha, beta, alpha_attr, beta_attr](OpCall& c) {
-        const Value& x = c.input(0);
-        if (x.dtype() != Dtype::Float32) {
-          // A few unary ops are common on integer shape values.
-          if (x.dtype() == Dtype::Int64 &&
-              (op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Identity ||
-               op == UnaryOp::Relu || op == UnaryOp::Sign)) {
-            Value out = new_value(Dtype::Int64, x.shape());
-            const int64_t* p = x.data<int64_t>();
-            int64_t* q = out.mutable_data<int64_t>();
-            for (int64_t i = 0; i < x.numel(); ++i) {
-              const int64_t v = p[i];
-              q[i] = op == UnaryOp::Neg    ? -v
-                     : op == UnaryOp::Abs  ? (v < 0 ? -v : v)
-                     : op == UnaryOp::Relu ? std::max<int64_t>(v, 0)
-                     : op == UnaryOp::Sign ? (v > 0) - (v < 0)
-                                           : v;
-            }
-            c.outputs.push_back(out);
-            return;
-          }
-          c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
-        }
-        const float a = alpha_attr ? c.attr_float(alpha_attr, alpha) : alpha;
-        const float b = beta_attr ? c.attr_float(beta_attr, beta) : beta;
-        Value out = new_value(Dtype::Float32, x.shape());
-        kernels::unary_f32(op, x.data<float>(), out.mutable_data<float>(), x.numel(), a, b);
-        c.outputs.push_back(out);
-      });
+  register_builtin(std::string("onnx.") + name,
+                   [op, alpha, beta, alpha_attr, beta_attr](OpCall& c) {
+                     const float a = alpha_attr ? c.attr_float(alpha_attr, alpha) : alpha;
+                     const float b = beta_attr ? c.attr_float(beta_attr, beta) : beta;
+                     c.outputs.push_back(unary_value(c, op, c.input(0), a, b));
+                   });
 }
 
 void softmax(OpCall& c, bool log) {
@@ -245,30 +316,14 @@ void softmax(OpCall& c, bool log) {
 }
 
 const Dtype* onnx_dtype(int64_t code) {
-  // TensorProto.DataType codes.
-  static const Dtype kFloat = Dtype::Float32, kU8 = Dtype::UInt8, kI8 = Dtype::Int8,
-                     kI16 = Dtype::Int16, kI32 = Dtype::Int32, kI64 = Dtype::Int64,
-                     kBool = Dtype::Bool, kF64 = Dtype::Float64;
-  switch (code) {
-    case 1:
-      return &kFloat;
-    case 2:
-      return &kU8;
-    case 3:
-      return &kI8;
-    case 5:
-      return &kI16;
-    case 6:
-      return &kI32;
-    case 7:
-      return &kI64;
-    case 9:
-      return &kBool;
-    case 11:
-      return &kF64;
-    default:
-      return nullptr;
-  }
+  // TensorProto.DataType codes (string, complex: not tensors the executor holds).
+  static const Dtype kTypes[] = {Dtype::Float32, Dtype::UInt8,   Dtype::Int8,    Dtype::UInt16,
+                                 Dtype::Int16,   Dtype::Int32,   Dtype::Int64,   Dtype::String,
+                                 Dtype::Bool,    Dtype::Float16, Dtype::Float64, Dtype::UInt32,
+                                 Dtype::UInt64,  Dtype::String,  Dtype::String,  Dtype::BFloat16};
+  if (code < 1 || code > 16) return nullptr;
+  const Dtype* d = &kTypes[code - 1];
+  return *d == Dtype::String ? nullptr : d;
 }
 
 }  // namespace
@@ -334,24 +389,47 @@ void register_elementwise_ops() {
     const Value& x = c.input(0);
     // Opset >= 11: min/max are optional inputs; before: attributes.
     float lo = c.attr_float("min", -INFINITY), hi = c.attr_float("max", INFINITY);
-    if (c.has_input(1)) lo = c.input(1).to_f32().at(0);
-    if (c.has_input(2)) hi = c.input(2).to_f32().at(0);
-    if (x.dtype() == Dtype::Int64) {
-      // Bounds beyond int64's range clamp nothing.
-      const int64_t lo_i = lo <= -9.2e18f ? INT64_MIN : static_cast<int64_t>(lo);
-      const int64_t hi_i = hi >= 9.2e18f ? INT64_MAX : static_cast<int64_t>(hi);
-      Value out = new_value(Dtype::Int64, x.shape());
-      for (int64_t i = 0; i < x.numel(); ++i)
-        out.mutable_data<int64_t>()[i] = std::min(hi_i, std::max(lo_i, x.data<int64_t>()[i]));
+    const bool f32 = x.dtype() == Dtype::Float32 || is_half(x.dtype());
+    if (f32 && c.has_input(1)) lo = c.input(1).to_f32().at(0);
+    if (f32 && c.has_input(2)) hi = c.input(2).to_f32().at(0);
+    if (x.dtype() == Dtype::Float32) {
+      Value out = new_value(Dtype::Float32, x.shape());
+      kernels::unary_f32(UnaryOp::Clip, x.data<float>(), out.mutable_data<float>(), x.numel(), lo,
+                         hi);
       c.outputs.push_back(out);
       return;
     }
-    if (x.dtype() != Dtype::Float32)
-      c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
-    Value out = new_value(Dtype::Float32, x.shape());
-    kernels::unary_f32(UnaryOp::Clip, x.data<float>(), out.mutable_data<float>(), x.numel(), lo,
-                       hi);
-    c.outputs.push_back(out);
+    if (is_half(x.dtype())) {
+      Value out = new_value(Dtype::Float32, x.shape());
+      const Value xf = widen_half(c, x);
+      kernels::unary_f32(UnaryOp::Clip, xf.data<float>(), out.mutable_data<float>(), x.numel(), lo,
+                         hi);
+      c.outputs.push_back(narrow_half(c, out, x.dtype()));
+      return;
+    }
+    // Other types: the bounds are read in the input's own type (int64 bounds beyond float's
+    // precision stay exact); a missing bound clamps nothing.
+    dispatch_numeric<kNumeric>(c, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T lo_t = std::numeric_limits<T>::lowest(), hi_t = std::numeric_limits<T>::max();
+      auto bound = [&](size_t i, float attr, T& v) {
+        if (c.has_input(i)) {
+          const Value bv = cast_to(c, c.input(i), x.dtype());
+          if (bv.numel() != 1) c.fail("min and max must be scalars");
+          v = bv.data<T>()[0];
+        } else if (std::isfinite(attr)) {
+          v = convert_element<T>(attr);
+        }
+      };
+      bound(1, c.attr_float("min", -INFINITY), lo_t);
+      bound(2, c.attr_float("max", INFINITY), hi_t);
+      Value out = new_value(x.dtype(), x.shape());
+      const T* p = x.data<T>();
+      T* q = out.mutable_data<T>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        q[i] = p[i] != p[i] ? p[i] : std::min(hi_t, std::max(lo_t, p[i]));
+      c.outputs.push_back(out);
+    });
   });
   register_builtin("onnx.Identity", [](OpCall& c) { c.outputs.push_back(c.input(0)); });
   register_builtin("onnx.Not", [](OpCall& c) {

@@ -396,16 +396,7 @@ void reduce(OpCall& c, kernels::ReduceOp op, bool axes_input) {
   }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  Value xf = x;
-  if (x.dtype() != Dtype::Float32) {
-    if (x.dtype() != Dtype::Int64)
-      c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
-    xf = cast_value(c, x, Dtype::Float32);  // int64 reductions (shape arithmetic) via float
-  }
-  const Shape os = kernels::reduce_shape(x.shape(), axes, keepdims);
-  Value out = new_value(Dtype::Float32, os);
-  kernels::reduce_f32(op, x.shape(), xf.data<float>(), axes, out.mutable_data<float>());
-  c.outputs.push_back(x.dtype() == Dtype::Float32 ? out : cast_value(c, out, x.dtype()));
+  c.outputs.push_back(reduce_typed(c, op, x, axes, keepdims));
 }
 
 void arg_reduce(OpCall& c, bool is_max) {
@@ -450,7 +441,8 @@ void register_shape_ops() {
                                                          {"ReduceL1", ReduceOp::L1},
                                                          {"ReduceL2", ReduceOp::L2},
                                                          {"ReduceSumSquare", ReduceOp::SumSquare},
-                                                         {"ReduceLogSumExp", ReduceOp::LogSumExp}};
+                                                         {"ReduceLogSumExp", ReduceOp::LogSumExp},
+                                                         {"ReduceLogSum", ReduceOp::LogSum}};
   for (const auto& [name, op] : reductions) {
     const ReduceOp o = op;
     register_builtin(std::string("onnx.") + name, [o](OpCall& c) { reduce(c, o, true); });

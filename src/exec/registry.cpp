@@ -160,6 +160,7 @@ Registry& registry() {
     register_loss_ops();
     register_rnn_ops();
     register_random_ops();
+    register_math_ops();
     register_spatial_ops();
     register_select_ops();
     register_detection_ops();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace fx::kernels {
 
@@ -206,6 +207,124 @@ void binary_i64(BinaryOp op, const Shape& as, const int64_t* a, const Shape& bs,
       return;
   }
 }
+
+namespace {
+// Integer ops computed in an unsigned type at least as wide as int, so that overflow wraps
+// instead of being undefined (uint16 * uint16 promotes to a signed int otherwise).
+template <class T>
+using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <class T>
+T int_pow(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y < 0) return x == 1 ? T(1) : x == -1 ? ((y & 1) ? T(-1) : T(1)) : T(0);
+  }
+  // Squaring: an exponent of 10^18 takes 60 steps, not 10^18.
+  Wide<T> r = 1, base = static_cast<Wide<T>>(x);
+  for (auto e = static_cast<std::make_unsigned_t<T>>(y); e; e >>= 1) {
+    if (e & 1) r *= base;
+    base *= base;
+  }
+  return static_cast<T>(r);
+}
+
+template <class T>
+void binary_int(BinaryOp op, const Shape& as, const T* a, const Shape& bs, const T* b, T* o) {
+  using W = Wide<T>;
+  switch (op) {
+    case BinaryOp::Add:
+      return apply(as, a, bs, b, o, [](T x, T y) { return static_cast<T>(W(x) + W(y)); });
+    case BinaryOp::Sub:
+      return apply(as, a, bs, b, o, [](T x, T y) { return static_cast<T>(W(x) - W(y)); });
+    case BinaryOp::Mul:
+      return apply(as, a, bs, b, o, [](T x, T y) { return static_cast<T>(W(x) * W(y)); });
+    case BinaryOp::Div:  // MIN / -1 overflows (a trap on x86): it wraps to MIN like -MIN
+      return apply(as, a, bs, b, o, [](T x, T y) {
+        if (y == 0) return T(0);
+        if constexpr (std::is_signed_v<T>)
+          if (y == -1) return static_cast<T>(W(0) - W(x));
+        return static_cast<T>(x / y);
+      });
+    case BinaryOp::Pow:
+      return apply(as, a, bs, b, o, [](T x, T y) { return int_pow(x, y); });
+    case BinaryOp::Min:
+      return apply(as, a, bs, b, o, [](T x, T y) { return std::min(x, y); });
+    case BinaryOp::Max:
+      return apply(as, a, bs, b, o, [](T x, T y) { return std::max(x, y); });
+    case BinaryOp::Mod:
+      return apply(as, a, bs, b, o, [](T x, T y) {
+        if (y == 0) return T(0);
+        if constexpr (std::is_signed_v<T>) {
+          if (y == -1) return T(0);
+          const T r = static_cast<T>(x % y);
+          return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
+        } else {
+          return static_cast<T>(x % y);
+        }
+      });
+    case BinaryOp::FMod:
+      return apply(as, a, bs, b, o, [](T x, T y) {
+        if (y == 0) return T(0);
+        if constexpr (std::is_signed_v<T>)
+          if (y == -1) return T(0);
+        return static_cast<T>(x % y);
+      });
+    default:
+      return;
+  }
+}
+
+void binary_double(BinaryOp op, const Shape& as, const double* a, const Shape& bs, const double* b,
+                   double* o) {
+  switch (op) {
+    case BinaryOp::Add:
+      return apply(as, a, bs, b, o, [](double x, double y) { return x + y; });
+    case BinaryOp::Sub:
+      return apply(as, a, bs, b, o, [](double x, double y) { return x - y; });
+    case BinaryOp::Mul:
+      return apply(as, a, bs, b, o, [](double x, double y) { return x * y; });
+    case BinaryOp::Div:
+      return apply(as, a, bs, b, o, [](double x, double y) { return x / y; });
+    case BinaryOp::Pow:
+      return apply(as, a, bs, b, o, [](double x, double y) { return std::pow(x, y); });
+    case BinaryOp::Min:
+      return apply(as, a, bs, b, o,
+                   [](double x, double y) { return x != x || y != y ? NAN : std::min(x, y); });
+    case BinaryOp::Max:
+      return apply(as, a, bs, b, o,
+                   [](double x, double y) { return x != x || y != y ? NAN : std::max(x, y); });
+    case BinaryOp::Mod:
+    case BinaryOp::FMod:
+      return apply(as, a, bs, b, o, [](double x, double y) { return std::fmod(x, y); });
+    default:
+      return;
+  }
+}
+}  // namespace
+
+template <class T>
+void binary_typed(BinaryOp op, const Shape& as, const T* a, const Shape& bs, const T* b,
+                  void* out) {
+  if (is_comparison(op)) return compare(op, as, a, bs, b, static_cast<uint8_t*>(out));
+  if constexpr (std::is_floating_point_v<T>) {
+    binary_double(op, as, a, bs, b, static_cast<double*>(out));
+  } else {
+    binary_int(op, as, a, bs, b, static_cast<T*>(out));
+  }
+}
+
+#define FX_BINARY_TYPED(T) \
+  template void binary_typed<T>(BinaryOp, const Shape&, const T*, const Shape&, const T*, void*);
+FX_BINARY_TYPED(double)
+FX_BINARY_TYPED(int8_t)
+FX_BINARY_TYPED(int16_t)
+FX_BINARY_TYPED(int32_t)
+FX_BINARY_TYPED(int64_t)
+FX_BINARY_TYPED(uint8_t)
+FX_BINARY_TYPED(uint16_t)
+FX_BINARY_TYPED(uint32_t)
+FX_BINARY_TYPED(uint64_t)
+#undef FX_BINARY_TYPED
 
 void binary_bool(BinaryOp op, const Shape& as, const uint8_t* a, const Shape& bs, const uint8_t* b,
                  uint8_t* out) {

@@ -44,6 +44,14 @@ void binary_f32(BinaryOp op, const Shape& a_shape, const float* a, const Shape& 
                 const float* b, void* out);
 void binary_i64(BinaryOp op, const Shape& a_shape, const int64_t* a, const Shape& b_shape,
                 const int64_t* b, void* out);
+/// out = a op b with broadcasting for T = double or any integer width (int8..int64,
+/// uint8..uint64): arithmetic and comparisons (bool out). Integer Add/Sub/Mul/Pow wrap as unsigned
+/// arithmetic does; Div truncates toward zero; Mod takes the divisor's sign, FMod the dividend's;
+/// a zero divisor gives 0 (the executor rejects it first). For double, Mod is fmod and Min/Max
+/// propagate NaN.
+template <class T>
+void binary_typed(BinaryOp op, const Shape& a_shape, const T* a, const Shape& b_shape, const T* b,
+                  void* out);
 void binary_bool(BinaryOp op, const Shape& a_shape, const uint8_t* a, const Shape& b_shape,
                  const uint8_t* b, uint8_t* out);
 

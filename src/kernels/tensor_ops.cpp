@@ -109,12 +109,11 @@ void for_each_reduced(const Shape& in, const std::vector<int64_t>& axes, F&& f) 
 
 // Reduction whose reduced axes are consecutive, seen as (outer, n, inner): acc[o * inner + j]
 // = step(...step(acc, x[o][0][j])..., x[o][n-1][j]). Contiguous loops, no index arithmetic.
-template <class Step>
-void reduce_block(const float* in, int64_t outer, int64_t n, int64_t inner, double* acc,
-                  Step step) {
+template <class T, class Step>
+void reduce_block(const T* in, int64_t outer, int64_t n, int64_t inner, double* acc, Step step) {
   if (inner == 1) {
     for (int64_t o = 0; o < outer; ++o) {
-      const float* x = in + o * n;
+      const T* x = in + o * n;
       double a = acc[o];
       for (int64_t k = 0; k < n; ++k) a = step(a, static_cast<double>(x[k]));
       acc[o] = a;
@@ -124,7 +123,7 @@ void reduce_block(const float* in, int64_t outer, int64_t n, int64_t inner, doub
   for (int64_t o = 0; o < outer; ++o) {
     double* ac = acc + o * inner;
     for (int64_t k = 0; k < n; ++k) {
-      const float* x = in + (o * n + k) * inner;
+      const T* x = in + (o * n + k) * inner;
       for (int64_t j = 0; j < inner; ++j) ac[j] = step(ac[j], static_cast<double>(x[j]));
     }
   }
@@ -154,8 +153,11 @@ bool consecutive_block(const Shape& in, const std::vector<int64_t>& axes, int64_
 
 }  // namespace
 
-void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
-                const std::vector<int64_t>& axes, float* out) {
+namespace {
+// Both element types accumulate in double.
+template <class T>
+void reduce_any(ReduceOp op, const Shape& in_shape, const T* in, const std::vector<int64_t>& axes,
+                T* out) {
   const Shape os = reduce_shape(in_shape, axes, false);
   const int64_t on = numel(os);
   const int64_t count = on == 0 ? 0 : numel(in_shape) / std::max<int64_t>(on, 1);
@@ -171,7 +173,7 @@ void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
                      [&](int64_t o, int64_t i) { mx[o] = std::max(mx[o], double{in[i]}); });
     for_each_reduced(in_shape, axes,
                      [&](int64_t o, int64_t i) { acc[o] += std::exp(in[i] - mx[o]); });
-    for (int64_t o = 0; o < on; ++o) out[o] = static_cast<float>(mx[o] + std::log(acc[o]));
+    for (int64_t o = 0; o < on; ++o) out[o] = static_cast<T>(mx[o] + std::log(acc[o]));
     return;
   }
   int64_t bo = 1, bn = 1, bi = 1;
@@ -180,6 +182,7 @@ void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
     switch (op) {
       case ReduceOp::Sum:
       case ReduceOp::Mean:
+      case ReduceOp::LogSum:
         reduce_block(in, bo, bn, bi, a, [](double s, double x) { return s + x; });
         break;
       case ReduceOp::Max:
@@ -210,6 +213,7 @@ void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
       switch (op) {
         case ReduceOp::Sum:
         case ReduceOp::Mean:
+        case ReduceOp::LogSum:
           a += x;
           break;
         case ReduceOp::Max:
@@ -237,8 +241,20 @@ void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
     double v = acc[o];
     if (op == ReduceOp::Mean) v = count ? v / static_cast<double>(count) : NAN;
     if (op == ReduceOp::L2) v = std::sqrt(v);
-    out[o] = static_cast<float>(v);
+    if (op == ReduceOp::LogSum) v = std::log(v);
+    out[o] = static_cast<T>(v);
   }
+}
+}  // namespace
+
+void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
+                const std::vector<int64_t>& axes, float* out) {
+  reduce_any(op, in_shape, in, axes, out);
+}
+
+void reduce_f64(ReduceOp op, const Shape& in_shape, const double* in,
+                const std::vector<int64_t>& axes, double* out) {
+  reduce_any(op, in_shape, in, axes, out);
 }
 
 void arg_reduce_f32(bool is_max, const Shape& in_shape, const float* in, int64_t axis,

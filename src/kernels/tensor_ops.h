@@ -19,7 +19,8 @@ bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
                 float* out, const PackedOperand* packed_b = nullptr);
 
-enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp };
+/// LogSum: log of the sum (ReduceLogSum).
+enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp, LogSum };
 
 /// The shape of reducing `in` over `axes` (already normalised to [0, rank), any order; empty
 /// means all axes), keeping reduced dims as 1 when keepdims.
@@ -29,6 +30,9 @@ Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepd
 /// Max, +inf for Min, 1 for Prod), Mean of zero elements is NaN as in numpy.
 void reduce_f32(ReduceOp op, const Shape& in_shape, const float* in,
                 const std::vector<int64_t>& axes, float* out);
+/// reduce_f32 for double (the executor reduces float64 and, widened, every integer type).
+void reduce_f64(ReduceOp op, const Shape& in_shape, const double* in,
+                const std::vector<int64_t>& axes, double* out);
 /// ArgMax / ArgMin along one axis (first occurrence unless select_last_index).
 void arg_reduce_f32(bool is_max, const Shape& in_shape, const float* in, int64_t axis,
                     bool select_last_index, int64_t* out);
