@@ -1,5 +1,7 @@
 // Lowering handlers of indexing ops: GatherND, ScatterElements, ScatterND, OneHot (Gather and
 // GatherElements are in lower_shape.cpp).
+#include <algorithm>
+
 #include "fx/onnx.h"
 #include "torch_codegen/lower_ops.h"
 
@@ -26,11 +28,46 @@ Argument index_tuple(Lowerer& L, const Node& n, const LVal& indices) {
   return Argument::tuple(std::move(items));
 }
 
-// data[indices[..., 0], indices[..., 1], ...]: advanced indexing takes negative indices.
+// data[indices[..., 0], indices[..., 1], ...]: advanced indexing takes negative indices. With
+// batch_dims b, the batch dims of both are flattened into one, indexed by an arange beside the
+// tuples, and the result takes the batch dims back.
 void gather_nd(Lowerer& L, const Node& n) {
-  if (L.attr_int(n, "batch_dims", 0) != 0) L.unsupported(n, "batch_dims != 0");
-  Node* data = L.as_tensor(L.in(n, 0));
-  L.set(n, L.tensor(L.call("operator.getitem", {data, index_tuple(L, n, L.in(n, 1))}), n));
+  const int64_t b = L.attr_int(n, "batch_dims", 0);
+  LVal x = L.in(n, 0), idx = L.in(n, 1);
+  Node* data = L.as_tensor(x);
+  if (b == 0) {
+    L.set(n, L.tensor(L.call("operator.getitem", {data, index_tuple(L, n, idx)}), n));
+    return;
+  }
+  const auto xs = L.shape(x), is = L.shape(idx);
+  if (b < 0 || b >= static_cast<int64_t>(std::min(xs.size(), is.size())))
+    L.unsupported(n, "batch_dims outside [0, min(rank(data), rank(indices)))");
+  if (!is.back()) L.unsupported(n, "an index depth (last dim of indices) that changes");
+  std::vector<SymInt> batch, flat_x{SymInt{-1, {}}}, flat_i{SymInt{-1, {}}};
+  for (int64_t d = 0; d < b; ++d) batch.push_back(L.size(x, d));
+  for (size_t d = static_cast<size_t>(b); d < xs.size(); ++d)
+    flat_x.push_back(L.size(x, static_cast<int64_t>(d)));
+  for (size_t d = static_cast<size_t>(b); d < is.size(); ++d)
+    flat_i.push_back(L.size(idx, static_cast<int64_t>(d)));
+  Node* fx = L.method("reshape", {data, Lowerer::list_arg(flat_x)});
+  Node* fi = L.method("reshape", {L.as_tensor(idx), Lowerer::list_arg(flat_i)});
+  // arange(B) shaped [B, 1, ...] against the tuples' [B, M...] dims.
+  Node* rows = L.call("torch.arange", {L.method("size", {fi, 0LL})});
+  std::vector<int64_t> view = {-1};
+  for (size_t d = static_cast<size_t>(b) + 1; d < is.size(); ++d) view.push_back(1);
+  rows = L.method("reshape", {rows, int_list(view)});
+  Node* parts = L.method("unbind", {fi, -1LL});
+  Argument::Items items{rows};
+  for (int64_t k = 0; k < *is.back(); ++k)
+    items.push_back(L.call("operator.getitem", {parts, static_cast<long long>(k)}));
+  Node* y = L.call("operator.getitem", {fx, Argument::tuple(std::move(items))});
+  // [B, M..., rest...] -> batch dims back in front.
+  std::vector<SymInt> out = batch;
+  for (size_t d = static_cast<size_t>(b); d + 1 < is.size(); ++d)
+    out.push_back(L.size(idx, static_cast<int64_t>(d)));
+  for (size_t d = static_cast<size_t>(b + *is.back()); d < xs.size(); ++d)
+    out.push_back(L.size(x, static_cast<int64_t>(d)));
+  L.set(n, L.tensor(L.method("reshape", {y, Lowerer::list_arg(out)}), n));
 }
 
 // ScatterND with reduction mul/max/min: scatter_reduce over the flattened data at each index
@@ -109,9 +146,15 @@ void scatter_elements(Lowerer& L, const Node& n) {
 // OneHot(indices, depth, values = [off, on]): one_hot over a constant depth, then where().
 void one_hot(Lowerer& L, const Node& n) {
   LVal idx = L.in(n, 0);
-  const std::vector<int64_t> depth = L.static_ints(n, L.in(n, 1), "depth");
-  if (depth.size() != 1 || depth[0] <= 0) L.unsupported(n, "depth must be one positive int");
-  const SymInt d{depth[0], {}};
+  // depth: a literal when constant, else int(depth) at run time (its first element).
+  std::vector<SymInt> depth;
+  SymInt d;
+  if (L.as_ints(L.in(n, 1), depth) && depth.size() == 1) {
+    d = depth[0];
+  } else {
+    Node* one = L.method("reshape", {L.as_tensor(L.in(n, 1)), int_list({-1})});
+    d.expr = L.call("builtins.int", {L.method("item", {one})});
+  }
   Node* i = L.as_tensor(idx);
   if (L.dtype(idx) != Dtype::Int64) i = L.method("to", {i, Dtype::Int64});
   Node* hot = L.call("torch._C._nn.one_hot", {non_negative(L, i, d), d.arg()});
