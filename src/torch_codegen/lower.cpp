@@ -163,25 +163,27 @@ void Lowerer::probe() {
   };
   auto shapes_at = [&](int64_t size, bool first) {
     std::unique_ptr<GraphModule> copy = copy_graph_module(src_);
-    std::vector<exec::Value> fills = inputs_at(size, 1);  // also tells whether dims are dynamic
+    std::vector<exec::Value> inputs = inputs_at(size, 1);  // also tells whether dims are dynamic
+    auto try_run = [&](std::vector<exec::Value> in) {
+      copy = copy_graph_module(src_);
+      exec::shape_prop(*copy, in);
+      if (first) probe_inputs_ = std::move(in);
+    };
     try {
       if (!options_.example_inputs.empty() && !dynamic) {
         try {
-          exec::shape_prop(*copy, options_.example_inputs);
+          try_run(options_.example_inputs);
         } catch (const Error&) {  // not inputs this model takes: the fills
-          copy = copy_graph_module(src_);
-          exec::shape_prop(*copy, fills);
+          try_run(inputs);
         }
       } else {
-        exec::shape_prop(*copy, fills);
+        try_run(inputs);
       }
     } catch (const Error&) {  // e.g. an index of 1 into a dim of 1: zeros, then all ones
       try {
-        copy = copy_graph_module(src_);
-        exec::shape_prop(*copy, inputs_at(size, 0));
+        try_run(inputs_at(size, 0));
       } catch (const Error&) {
-        copy = copy_graph_module(src_);
-        exec::shape_prop(*copy, inputs_at(size, 2));
+        try_run(inputs_at(size, 2));
       }
     }
     for (Node* n : copy->graph().nodes()) {
@@ -217,6 +219,27 @@ void Lowerer::probe() {
   } else {
     for (auto& kv : probes_) kv.second.b = kv.second.a;
   }
+}
+
+std::vector<exec::Value> Lowerer::probe_values(const Node& n) {
+  exec::RunOptions opts;
+  for (const Argument& a : n.args())
+    if (a.is_node() && a.to_node()->op() != Opcode::GetAttr)
+      opts.probe.push_back(a.to_node()->name());
+  const exec::RunResult r = exec::run(src_, probe_inputs_, opts);
+  std::unordered_map<std::string, exec::Value> by_name(r.probes.begin(), r.probes.end());
+  std::vector<exec::Value> out;
+  for (const Argument& a : n.args()) {
+    if (!a.is_node()) {
+      out.emplace_back();
+    } else if (a.to_node()->op() == Opcode::GetAttr) {
+      const Tensor* t = src_.get_tensor(a.to_node()->target().str());
+      out.push_back(t ? exec::Value::from_tensor(*t, a.to_node()->name()) : exec::Value());
+    } else {
+      out.push_back(by_name.at(a.to_node()->name()));
+    }
+  }
+  return out;
 }
 
 void Lowerer::fold(const Node& n) {
@@ -294,7 +317,7 @@ std::unique_ptr<GraphModule> Lowerer::run() {
       }
       case Opcode::GetAttr: {
         const Tensor* t = src_.get_tensor(n->target().str());
-        if (!t) unsupported(*n, "get_attr of a submodule (a control-flow body) is not converted");
+        if (!t) break;  // a control-flow body: its op's handler reads it (lowering_coverage)
         LVal v;
         v.kind = LVal::Kind::Tensor;
         v.constant = t;
@@ -395,6 +418,7 @@ const std::vector<HandlerEntry>& handler_table() {
     add_other_handlers(t);
     add_index_handlers(t);
     add_layout_handlers(t);
+    add_control_handlers(t);
     add_layers_handlers(t);
     add_quant_handlers(t);
     add_spatial_handlers(t);
@@ -407,30 +431,50 @@ const std::vector<HandlerEntry>& handler_table() {
 
 std::vector<LoweringGap> lowering_coverage(const GraphModule& gm) {
   std::vector<LoweringGap> gaps;
-  const int64_t opset = model_opset(gm);
-  for (Node* n : gm.graph().nodes()) {
-    if (n->op() == Opcode::CallModule || n->op() == Opcode::CallMethod) {
-      gaps.push_back({n->name(), n->target().str(), opset,
-                      std::string(opcode_name(n->op())) + " nodes are not ONNX ops"});
-      continue;
+  // The module and, through a worklist (bodies nest as deep as the model says), every If/Loop/
+  // Scan body in it; a body's nodes are named "<op node>.<body>.<node>".
+  std::vector<std::pair<const GraphModule*, std::string>> bodies{{&gm, ""}};
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    const GraphModule& m = *bodies[b].first;
+    const std::string prefix = bodies[b].second.empty() ? "" : bodies[b].second + ".";
+    const int64_t opset = model_opset(m);
+    for (Node* n : m.graph().nodes()) {
+      LoweringGap gap = {prefix + n->name(), "", opset, ""};
+      if (n->op() == Opcode::CallModule || n->op() == Opcode::CallMethod) {
+        gap.op = n->target().str();
+        gap.reason = std::string(opcode_name(n->op())) + " nodes are not ONNX ops";
+        gaps.push_back(gap);
+        continue;
+      }
+      if (n->op() == Opcode::GetAttr && !m.get_tensor(n->target().str())) {
+        // A control-flow body: converted by the op that runs it, so its nodes must convert too.
+        const Node* user = n->users().empty() ? nullptr : *n->users().begin();
+        const std::string op = user && is_onnx(*user) ? op_type(*user) : std::string();
+        auto body =
+            std::dynamic_pointer_cast<const GraphModule>(m.get_submodule(n->target().str()));
+        if (!body || (op != "If" && op != "Loop" && op != "Scan")) {
+          gap.op = op.empty() ? n->target().str() : op;
+          gap.reason = "its body '" + n->target().str() + "' is run by no If, Loop or Scan";
+          gaps.push_back(gap);
+          continue;
+        }
+        bodies.emplace_back(body.get(), prefix + user->name() + "." + n->target().str());
+        continue;
+      }
+      if (n->op() != Opcode::CallFunction || is_getitem(*n)) continue;
+      if (!is_onnx(*n)) {
+        gap.op = n->target().function().qualname();
+        gap.reason = "not an ONNX op (" + gap.op + ")";
+        gaps.push_back(gap);
+        continue;
+      }
+      const std::string op = op_type(*n);
+      if (!find_handler(op, opset)) {
+        gap.op = op;
+        gap.reason = "no handler for " + op + " at opset " + std::to_string(opset);
+        gaps.push_back(gap);
+      }
     }
-    if (n->op() == Opcode::GetAttr && !gm.get_tensor(n->target().str())) {
-      // A control-flow body: named by the op that runs it.
-      const Node* user = n->users().empty() ? nullptr : *n->users().begin();
-      gaps.push_back({n->name(), user && is_onnx(*user) ? op_type(*user) : n->target().str(), opset,
-                      "its body '" + n->target().str() + "' is not converted yet"});
-      continue;
-    }
-    if (n->op() != Opcode::CallFunction || is_getitem(*n)) continue;
-    if (!is_onnx(*n)) {
-      gaps.push_back({n->name(), n->target().function().qualname(), opset,
-                      "not an ONNX op (" + n->target().function().qualname() + ")"});
-      continue;
-    }
-    const std::string op = op_type(*n);
-    if (!find_handler(op, opset))
-      gaps.push_back(
-          {n->name(), op, opset, "no handler for " + op + " at opset " + std::to_string(opset)});
   }
   return gaps;
 }

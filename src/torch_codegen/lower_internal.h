@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fx/exec.h"
 #include "fx/graph_module.h"
 #include "fx/torch_codegen/lower.h"
 
@@ -119,6 +120,13 @@ class Lowerer {
   static void put_parameter(Module& m, const std::string& name, const Tensor& t);
   static void put_buffer(Module& m, const std::string& name, const Tensor& t);
 
+  /// The values the probing run gave the inputs of `n` (an undefined Value for an omitted
+  /// one), from a run of the model on the first probe's inputs: what a control-flow body is
+  /// lowered with.
+  std::vector<exec::Value> probe_values(const Node& n);
+  /// The options this conversion runs with.
+  const LowerOptions& options() const { return options_; }
+
   /// Throws fx::Error(Unsupported) naming the node.
   [[noreturn]] void unsupported(const Node& n, const std::string& what) const;
   /// Normalises a possibly negative axis against `rank`.
@@ -144,6 +152,7 @@ class Lowerer {
     Dtype dtype = Dtype::Float32;
   };
   std::unordered_map<std::string, Probe> probes_;
+  std::vector<exec::Value> probe_inputs_;             // the inputs of the first probing run
   std::map<std::pair<Node*, int64_t>, Node*> sizes_;  // memoised x.size(d)
   std::map<std::string, Node*> constants_;            // old path -> get_attr in the new graph
   std::map<std::string, int> used_paths_;

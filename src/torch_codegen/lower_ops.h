@@ -56,6 +56,7 @@ void add_nn_handlers(std::vector<HandlerEntry>& table);
 void add_other_handlers(std::vector<HandlerEntry>& table);
 void add_index_handlers(std::vector<HandlerEntry>& table);
 void add_layout_handlers(std::vector<HandlerEntry>& table);
+void add_control_handlers(std::vector<HandlerEntry>& table);
 void add_layers_handlers(std::vector<HandlerEntry>& table);
 void add_quant_handlers(std::vector<HandlerEntry>& table);
 void add_spatial_handlers(std::vector<HandlerEntry>& table);

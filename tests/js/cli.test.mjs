@@ -112,14 +112,36 @@ test('--to-torch lowers an ONNX model and writes a package PyTorch imports and r
     const bad = run('--sample', '--to-torch', path.join(dir, 'sample_pkg'));
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('`param` (float32[3, 4]) has no data');
-    // A model with a node that cannot be lowered (If): named, and nothing is written.
+    // If becomes Python control flow in a leaf module: the package runs both branches, and
+    // its own tracer traces the rest.
     const ifModel = fileURLToPath(new URL('../onnx_ops/if_then.onnx', import.meta.url));
-    const notLowered = run(ifModel, '--to-torch', path.join(dir, 'if_pkg'));
-    expect(notLowered.status).toBe(1);
-    expect(notLowered.stderr).toContain('3 node(s) cannot be lowered to PyTorch:');
-    expect(notLowered.stderr).toContain("node 'if_1' (If): no handler for If at opset 13");
-    expect(notLowered.stderr).toContain("node 'if_then_branch' (If): its body 'If_then_branch' is not converted yet");
-    expect(fs.existsSync(path.join(dir, 'if_pkg'))).toBe(false);
+    const lowered = run(ifModel, '--to-torch', path.join(dir, 'if_pkg'), '--torch-class', 'Net');
+    expect(lowered.stderr).toContain('wrote');
+    expect(lowered.status).toBe(0);
+    const ifPy = spawnSync(
+      '/usr/bin/python3',
+      [
+        '-c',
+        [
+          'import torch, if_pkg',
+          'net = if_pkg.Net().eval()',
+          'x = torch.arange(6.0).reshape(2, 3)',
+          'a, b = net(torch.tensor(True), x), net(torch.tensor(False), x)',
+          'print(bool(torch.equal(a, b)), type(if_pkg.symbolic_trace(net).if_).__name__)',
+        ].join('\n'),
+      ],
+      { cwd: dir, encoding: 'utf8' },
+    );
+    expect(ifPy.stderr).toBe('');
+    expect(ifPy.stdout.trim()).toMatch(/^False If_/);
+    // A node that cannot be lowered (Scan in its opset-8 form): named, and nothing is written.
+    const scan8 = fileURLToPath(new URL('../../build/onnx-backend/node/test_scan_sum/model.onnx', import.meta.url));
+    if (fs.existsSync(scan8)) {
+      const notLowered = run(scan8, '--to-torch', path.join(dir, 'scan_pkg'));
+      expect(notLowered.status).toBe(1);
+      expect(notLowered.stderr).toContain("node 'scan' (Scan): no handler for Scan at opset 8");
+      expect(fs.existsSync(path.join(dir, 'scan_pkg'))).toBe(false);
+    }
     expect(fs.existsSync(path.join(dir, 'sample_pkg'))).toBe(false);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
