@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "exec/dtype_dispatch.h"
 #include "exec/ops.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
@@ -292,14 +293,16 @@ void cumsum(OpCall& c) {
       }
   };
   Value out = new_value(x.dtype(), x.shape());
-  if (x.dtype() == Dtype::Float32) {
-    run(out.mutable_data<float>(), x.data<float>());
-  } else if (x.dtype() == Dtype::Int64) {
-    run(out.mutable_data<int64_t>(), x.data<int64_t>());
-  } else {
-    c.unsupported(std::string("element type ") + dtype_name(x.dtype()));
-  }
-  c.outputs.push_back(out);
+  // ONNX's types (float16/bfloat16 accumulate in float32, rounded once at the end).
+  const Value xs = is_half(x.dtype()) ? widen_half(c, x) : x;
+  Value acc = is_half(x.dtype()) ? new_value(Dtype::Float32, x.shape()) : out;
+  dispatch_numeric<kFloats | dtype_bit(Dtype::Int32) | dtype_bit(Dtype::Int64) |
+                   dtype_bit(Dtype::UInt32) | dtype_bit(Dtype::UInt64)>(
+      c, xs.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        run(acc.mutable_data<T>(), xs.data<T>());
+      });
+  c.outputs.push_back(is_half(x.dtype()) ? narrow_half(c, acc, x.dtype()) : acc);
 }
 
 void trilu(OpCall& c) {

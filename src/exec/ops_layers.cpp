@@ -1,4 +1,4 @@
-// ONNX ops that are layers of their own: Einsum, PRelu, and the
+// ONNX ops that are layers of their own: PRelu, and the
 // normalisations InstanceNormalization, GroupNormalization, LRN, MeanVarianceNormalization
 // (RNN/GRU/LSTM: ops_rnn.cpp).
 #include <algorithm>
@@ -16,83 +16,6 @@ namespace fx::exec {
 namespace {
 
 using kernels::Shape;
-
-// Einsum by explicit index loops: any equation over float32 operands (with '...' unsupported).
-void einsum(OpCall& c) {
-  std::string eq = c.attr_string("equation", "");
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  if (eq.find("...") != std::string::npos) c.unsupported("Einsum with '...'");
-  const size_t arrow = eq.find("->");
-  const std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t s = 0;;) {
-    const size_t comma = lhs.find(',', s);
-    terms.push_back(lhs.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
-    if (comma == std::string::npos) break;
-    s = comma + 1;
-  }
-  if (terms.size() != c.inputs.size())
-    c.fail("the equation names " + std::to_string(terms.size()) + " operands");
-  std::map<char, int64_t> dims;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    const Value& v = c.input(t);
-    if (v.dtype() != Dtype::Float32) c.unsupported("Einsum on non-float32");
-    if (terms[t].size() != v.shape().size())
-      c.fail("term '" + terms[t] + "' does not match its operand's rank");
-    for (size_t i = 0; i < terms[t].size(); ++i) {
-      auto it = dims.find(terms[t][i]);
-      if (it != dims.end() && it->second != v.shape()[i] && v.shape()[i] != 1 && it->second != 1)
-        c.fail(std::string("label '") + terms[t][i] + "' has inconsistent sizes");
-      dims[terms[t][i]] = it == dims.end() ? v.shape()[i] : std::max(it->second, v.shape()[i]);
-    }
-  }
-  std::string out_labels;
-  if (arrow != std::string::npos) {
-    out_labels = eq.substr(arrow + 2);
-  } else {  // implicit: labels appearing once, sorted
-    std::map<char, int> count;
-    for (const std::string& t : terms)
-      for (char ch : t) ++count[ch];
-    for (const auto& [ch, n] : count)
-      if (n == 1) out_labels += ch;
-  }
-  std::vector<char> labels;
-  for (const auto& kv : dims) labels.push_back(kv.first);
-  Shape os;
-  for (char ch : out_labels) {
-    if (!dims.count(ch)) c.fail(std::string("output label '") + ch + "' is not an input label");
-    os.push_back(dims[ch]);
-  }
-  Value out = zeroed_value(Dtype::Float32, os);
-  // Iterate over every label combination.
-  std::vector<int64_t> idx(labels.size(), 0);
-  std::map<char, size_t> pos;
-  for (size_t i = 0; i < labels.size(); ++i) pos[labels[i]] = i;
-  int64_t total = 1;
-  for (char l : labels) total *= dims[l];
-  std::vector<std::vector<int64_t>> st(terms.size());
-  for (size_t t = 0; t < terms.size(); ++t) st[t] = strides_of(c.input(t).shape());
-  const std::vector<int64_t> ost = strides_of(os);
-  for (int64_t it = 0; it < total; ++it) {
-    double prod = 1;
-    for (size_t t = 0; t < terms.size(); ++t) {
-      int64_t off = 0;
-      for (size_t i = 0; i < terms[t].size(); ++i) {
-        const int64_t coord = c.input(t).shape()[i] == 1 ? 0 : idx[pos[terms[t][i]]];
-        off += coord * st[t][i];
-      }
-      prod *= c.input(t).data<float>()[off];
-    }
-    int64_t o = 0;
-    for (size_t i = 0; i < out_labels.size(); ++i) o += idx[pos[out_labels[i]]] * ost[i];
-    out.mutable_data<float>()[o] += static_cast<float>(prod);
-    for (int64_t d = static_cast<int64_t>(labels.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < dims[labels[d]]) break;
-      idx[d] = 0;
-    }
-  }
-  c.outputs.push_back(out);
-}
 
 void prelu(OpCall& c) {
   const Value& x = c.input(0);
@@ -280,7 +203,6 @@ void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon) {
 }
 
 void register_layer_ops() {
-  register_builtin("onnx.Einsum", einsum);
   register_builtin("onnx.PRelu", prelu);
   register_builtin("onnx.InstanceNormalization", instance_norm);
   register_builtin("onnx.GroupNormalization", group_norm);

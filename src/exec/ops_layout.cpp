@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "exec/ops.h"
+#include "fx/onnx.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 
@@ -179,6 +180,17 @@ void constant_of_shape(OpCall& c) {
   } else {
     c.unsupported(std::string("a 'value' attribute of kind ") + Argument::kind_name(v->kind()));
   }
+  // The output has the value tensor's element type, which the importer keeps beside the scalar
+  // (kTensorAttrs: {"value": {"dtype": ...}}).
+  if (const Argument* spec = c.node.meta().find(fx::onnx::kTensorAttrs);
+      spec && spec->kind() == Argument::Kind::Dict)
+    for (const auto& [k, attr] : spec->dict_items())
+      if (k.kind() == Argument::Kind::String && k.to_string() == "value" &&
+          attr.kind() == Argument::Kind::Dict)
+        for (const auto& [f, dt] : attr.dict_items())
+          if (f.kind() == Argument::Kind::String && f.to_string() == "dtype" &&
+              dt.kind() == Argument::Kind::Dtype && dt.to_dtype() != c.outputs.back().dtype())
+            c.outputs.back() = cast_value(c, c.outputs.back(), dt.to_dtype());
 }
 
 }  // namespace

@@ -4,9 +4,13 @@
 // other op files share. Each op is a template over its element type, dispatched over the dtype
 // set ONNX declares for it (dtype_dispatch.h); float16/bfloat16 compute in float32.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "exec/dtype_dispatch.h"
 #include "exec/ops.h"
@@ -351,6 +355,129 @@ void window(OpCall& c, const std::vector<double>& coeffs) {
   c.outputs.push_back(cast_value(c, f, dt));
 }
 
+// ---- Einsum: any equation ('...' broadcast, repeated labels as diagonals, implicit output),
+// by one loop over every combination of label values; each operand's offset is a dot product of
+// those values with its per-label strides (0 for a broadcast dim, summed for a diagonal) ----
+
+void einsum(OpCall& c) {
+  std::string eq = c.attr_string("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t s = 0;;) {
+    const size_t comma = lhs.find(',', s);
+    terms.push_back(lhs.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
+    if (comma == std::string::npos) break;
+    s = comma + 1;
+  }
+  if (terms.size() != c.inputs.size())
+    c.fail("the equation '" + eq + "' names " + std::to_string(terms.size()) +
+           " operands, the node has " + std::to_string(c.inputs.size()));
+  const Dtype dt = c.input(0).dtype();
+  std::vector<Value> ins;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    if (c.input(t).dtype() != dt) c.fail("operands have different element types");
+    ins.push_back(is_half(dt) ? widen_half(c, c.input(t)) : c.input(t));
+  }
+  // '...' becomes labels 1..E (not letters), right-aligned across operands like broadcasting.
+  int64_t ell = 0;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const size_t at = terms[t].find("...");
+    if (at == std::string::npos) continue;
+    const int64_t r =
+        static_cast<int64_t>(ins[t].shape().size()) - static_cast<int64_t>(terms[t].size() - 3);
+    if (r < 0) c.fail("term '" + terms[t] + "' has more labels than its operand's rank");
+    ell = std::max(ell, r);
+  }
+  auto ell_labels = [&](int64_t r) {
+    std::string l;
+    for (int64_t k = ell - r; k < ell; ++k) l += static_cast<char>(1 + k);
+    return l;
+  };
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const size_t at = terms[t].find("...");
+    if (at == std::string::npos) continue;
+    const int64_t r =
+        static_cast<int64_t>(ins[t].shape().size()) - static_cast<int64_t>(terms[t].size() - 3);
+    terms[t].replace(at, 3, ell_labels(r));
+  }
+  std::map<char, int64_t> dims;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    if (terms[t].size() != ins[t].shape().size())
+      c.fail("term '" + terms[t] + "' does not match its operand's rank (" + ins[t].describe() +
+             ")");
+    for (size_t i = 0; i < terms[t].size(); ++i) {
+      const char ch = terms[t][i];
+      if (ch != '.' && !std::isalpha(static_cast<unsigned char>(ch)) && ch > ell)
+        c.fail(std::string("label '") + ch + "' is not a letter");
+      const int64_t d = ins[t].shape()[i];
+      auto it = dims.find(ch);
+      if (it != dims.end() && it->second != d && d != 1 && it->second != 1)
+        c.fail(std::string("label '") + ch + "' has inconsistent sizes");
+      dims[ch] = it == dims.end() ? d : std::max(it->second, d);
+    }
+  }
+  std::string out_labels;
+  if (arrow != std::string::npos) {
+    out_labels = eq.substr(arrow + 2);
+    const size_t at = out_labels.find("...");
+    if (at != std::string::npos) out_labels.replace(at, 3, ell_labels(ell));
+  } else {  // implicit: the ellipsis dims, then the letters appearing once, sorted
+    out_labels = ell_labels(ell);
+    std::map<char, int> count;
+    for (const std::string& t : terms)
+      for (char ch : t) ++count[ch];
+    for (const auto& [ch, n] : count)
+      if (n == 1 && ch > ell) out_labels += ch;
+  }
+  std::vector<char> labels;
+  std::map<char, size_t> pos;
+  for (const auto& kv : dims) {
+    pos[kv.first] = labels.size();
+    labels.push_back(kv.first);
+  }
+  kernels::Shape os;
+  for (char ch : out_labels) {
+    if (!dims.count(ch)) c.fail(std::string("output label '") + ch + "' is not an input label");
+    os.push_back(dims[ch]);
+  }
+  int64_t total = 1;
+  for (char l : labels) total = checked_mul(c, total, dims[l], "the number of label combinations");
+  // Per operand (and the output, last): the stride of each label.
+  const size_t nl = labels.size();
+  std::vector<std::vector<int64_t>> stride(terms.size() + 1, std::vector<int64_t>(nl, 0));
+  for (size_t t = 0; t <= terms.size(); ++t) {
+    const std::string& term = t < terms.size() ? terms[t] : out_labels;
+    const kernels::Shape& shape = t < terms.size() ? ins[t].shape() : os;
+    const std::vector<int64_t> st = strides_of(shape);
+    for (size_t i = 0; i < term.size(); ++i)
+      if (shape[i] != 1) stride[t][pos[term[i]]] += st[i];
+  }
+  Value out = new_value(is_half(dt) ? Dtype::Float32 : dt, os);
+  dispatch_numeric<kNumeric>(c, out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    // Integers accumulate modulo 2^64 (wrapping, never undefined), floats in double.
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+    std::vector<Acc> acc(static_cast<size_t>(out.numel()), Acc(0));
+    std::vector<int64_t> idx(nl, 0), off(terms.size() + 1, 0);
+    for (int64_t it = 0; it < total; ++it) {
+      Acc prod = 1;
+      for (size_t t = 0; t < terms.size(); ++t) prod *= static_cast<Acc>(ins[t].data<T>()[off[t]]);
+      acc[off[terms.size()]] += prod;
+      for (int64_t d = static_cast<int64_t>(nl) - 1; d >= 0; --d) {  // odometer
+        for (size_t t = 0; t <= terms.size(); ++t) off[t] += stride[t][d];
+        if (++idx[d] < dims[labels[d]]) break;
+        for (size_t t = 0; t <= terms.size(); ++t) off[t] -= stride[t][d] * idx[d];
+        idx[d] = 0;
+      }
+    }
+    T* o = out.mutable_data<T>();
+    for (size_t i = 0; i < acc.size(); ++i) o[i] = static_cast<T>(acc[i]);
+  });
+  c.outputs.push_back(is_half(dt) ? narrow_half(c, out, dt) : out);
+}
+
 }  // namespace
 
 void register_math_ops() {
@@ -361,6 +488,7 @@ void register_math_ops() {
   register_builtin("onnx.CastLike", [](OpCall& c) {
     c.outputs.push_back(cast_value(c, c.input(0), c.input(1).dtype()));
   });
+  register_builtin("onnx.Einsum", einsum);
   register_builtin("onnx.Hardmax", hardmax);
   register_builtin("onnx.EyeLike", eye_like);
   register_builtin("onnx.Det", det);
