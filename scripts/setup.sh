@@ -15,9 +15,11 @@ log() { printf '[setup] %s\n' "$*"; }
 # (src/torch/).  protobuf-compiler/libprotobuf-dev/libonnx-dev: protoc, the native protobuf-lite
 # runtime and ONNX's own onnx.proto.  python3-onnx/python3-torchvision: models/generate.py and the
 # ONNX oracle scripts.  chromium: the playground's browser tests (driven by npm playwright-core).
+# clang-14/libclang-rt-14-dev: the ASan + UBSan build and libFuzzer targets (scripts/fuzz.sh).
 packages=(build-essential cmake ninja-build emscripten googletest libgtest-dev
           python3-torch python3-tabulate python3-torchvision python3-onnx clang-format
-          libtorch-dev protobuf-compiler libprotobuf-dev libonnx-dev chromium)
+          libtorch-dev protobuf-compiler libprotobuf-dev libonnx-dev chromium
+          clang-14 libclang-rt-14-dev)
 
 # Node >= 18 runs the wasm tests and Jest. Use the machine's Node if there is one (it may not come
 # from Debian: e.g. NodeSource's nodejs, which also provides npm and conflicts with Debian's npm);

@@ -67,6 +67,20 @@ else
   if [ "$st" -eq 0 ]; then record "ctest native" ok "$detail"; else record "ctest native" FAILED "$detail"; fi
 fi
 
+# Issue 16: the C++ suite again under ASan + UBSan (build/sanitize: clang-14, no LibTorch), then
+# each libFuzzer target of tests/fuzz for a bounded time (FXWASM_FUZZ_SECONDS, default 20).
+t=$(date +%s)
+banner "C++ tests under ASan + UBSan, and bounded fuzzing (scripts/fuzz.sh)"
+(
+  set -e
+  bash scripts/fuzz.sh "${FXWASM_FUZZ_SECONDS:-20}"
+  cmake --build build/sanitize -j2 --target fx_tests >/dev/null
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    build/sanitize/fx_tests --gtest_brief=1
+) 2>&1 | tee "$logs/sanitize.log" | cut -c1-$maxcol
+if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "asan+fuzz" ok "$(elapsed "$t")"
+else record "asan+fuzz" FAILED "$(elapsed "$t")"; fi
+
 # The installed CMake package, used as another project would: install build/native into a
 # scratch prefix, then configure, build and run tests/package against it (find_package(fxwasm)).
 t=$(date +%s)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Bounded libFuzzer runs of tests/fuzz's targets (ASan + UBSan, Debian's clang-14), issue 16.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30)
+#   builds build/sanitize (FXWASM_SANITIZE + FXWASM_FUZZ, no LibTorch; the same folder gives the
+#   sanitizer build of fx_tests), seeds fuzz_import/fuzz_run with the models of models/ and
+#   tests/onnx_ops/ and the malformed table, runs each target for SECONDS, and fails if one
+#   crashed. A crash leaves its input in build/sanitize/fuzz-artifacts/: fix the bug, copy the
+#   input to tests/fuzz/regressions/ and add its name to LIST (malformed_test replays them).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+secs="${1:-30}"
+build=build/sanitize
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFXWASM_SANITIZE=ON -DFXWASM_FUZZ=ON -DFXWASM_WITH_TORCH=OFF >/dev/null
+fi
+cmake --build "$build" -j2 --target fuzz_import fuzz_run fuzz_graph fuzz_matcher >/dev/null
+seeds="$build/fuzz-seeds"
+rm -rf "$seeds" && mkdir -p "$seeds" "$build/fuzz-artifacts"
+# Small models only (libFuzzer's -max_len): the zoo's large ones would only slow it down.
+find models tests/onnx_ops tests/malformed tests/fuzz/regressions -name '*.onnx' -size -64k \
+  -exec cp -t "$seeds" {} + 2>/dev/null || true
+status=0
+for t in fuzz_import fuzz_run fuzz_graph fuzz_matcher; do
+  corpus="$build/fuzz-corpus/$t"
+  mkdir -p "$corpus"
+  dirs=("$corpus")
+  case "$t" in fuzz_import | fuzz_run) dirs+=("$seeds") ;; esac
+  log="$build/fuzz-$t.log"
+  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    "$build/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="$build/fuzz-artifacts/$t-" "${dirs[@]}" >"$log" 2>&1; then
+    echo "$t: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$log" | tail -1), no crash"
+  else
+    echo "$t: CRASH (see $log; input in $build/fuzz-artifacts/)"
+    grep -m3 -E 'ERROR|SUMMARY|runtime error' "$log" || true
+    status=1
+  fi
+done
+exit "$status"
