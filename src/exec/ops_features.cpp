@@ -55,7 +55,9 @@ void tfidf_vectorizer(OpCall& c) {
   const bool batched = x.shape().size() == 2;
   if (x.shape().size() != 1 && !batched) c.fail("the input must be 1-D or 2-D");
   const int64_t rows = batched ? x.shape()[0] : 1, len = x.shape().back();
-  std::vector<float> out(static_cast<size_t>(rows * width), 0.0f);
+  const std::string what = "the output";
+  std::vector<float> out(
+      static_cast<size_t>(checked_nbytes(Dtype::Float32, {rows, width}, what) / 4));
   std::vector<int64_t> gram;
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> tf(indexes.size(), 0.0);
@@ -92,7 +94,10 @@ void mel_weight_matrix(OpCall& c) {
   const int64_t dtype = c.attr_int("output_datatype", 1);
   if (dtype != 1 && dtype != 11)
     c.unsupported("output_datatype " + std::to_string(dtype) + " (only float and double)");
+  if (bins > (int64_t{1} << 40)) size_overflow(c, "num_mel_bins");
   const int64_t spec = dft / 2 + 1;
+  // Checked before anything is allocated (the band edges too are num_mel_bins + 2 long).
+  checked_nbytes(Dtype::Float64, {spec, bins + 2}, "the output");
   const float lo_mel = 2595.0f * std::log10(1.0f + lo / 700.0f);
   const float hi_mel = 2595.0f * std::log10(1.0f + hi / 700.0f);
   const float step = (hi_mel - lo_mel) / static_cast<float>(bins + 2);
@@ -102,7 +107,7 @@ void mel_weight_matrix(OpCall& c) {
     const double hz = 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
     f[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / rate));
   }
-  std::vector<double> w(static_cast<size_t>(spec * bins), 0.0);
+  std::vector<double> w(static_cast<size_t>(spec * bins));  // within the checked size
   auto set = [&](int64_t j, int64_t i, double v) {
     if (j < 0 || j >= spec) c.fail("a mel band edge lies beyond the spectrogram's bins");
     w[j * bins + i] = v;

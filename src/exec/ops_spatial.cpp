@@ -32,8 +32,15 @@ bool next_position(std::vector<int64_t>& pos, const Shape& extent) {
   return false;
 }
 
+// Checks a float64 scratch buffer of `shape` against fx::limits() before it is allocated (a
+// typed Resource error, which the executor prefixes with the node); its element count.
+size_t scratch_size(const Shape& shape, const char* what) {
+  return static_cast<size_t>(checked_nbytes(Dtype::Float64, shape, std::string("the ") + what) / 8);
+}
+
 // Elements of `v` as doubles (any numeric type; exact for the 8/16/32-bit integers).
 std::vector<double> to_f64(const OpCall& c, const Value& v) {
+  scratch_size(v.shape(), "input in float64");
   const Value d = v.dtype() == Dtype::Float64 ? v : cast_value(c, v, Dtype::Float64);
   return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
 }
@@ -96,7 +103,7 @@ void pool_nd_impl(OpCall& c, bool is_max) {
   Shape os = {N, C};
   os.insert(os.end(), out_sp.begin(), out_sp.end());
   const std::vector<double> xin = to_f64(c, x);
-  std::vector<double> y(static_cast<size_t>(product(os)));
+  std::vector<double> y(scratch_size(os, "output"));
   const bool want_indices = is_max && c.num_outputs() > 1;
   std::vector<int64_t> ind(want_indices ? y.size() : 0);
   const Shape st = strides_of(in_sp);
@@ -218,7 +225,7 @@ void conv_transpose(OpCall& c) {
       }
   }
   const Shape ost = strides_of(out_sp);
-  std::vector<float> cols(static_cast<size_t>(kdim * in_n));
+  std::vector<float> cols(scratch_size({kdim, in_n}, "columns"));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < group; ++g) {
       // cols[kdim, in_n] = W_g^T[kdim, cg] x X_g[cg, in_n]
@@ -502,7 +509,7 @@ void grid_sample(OpCall& c) {
   if (padding != "zeros" && padding != "border" && padding != "reflection")
     c.fail("padding_mode '" + padding + "' is not one of zeros, border, reflection");
   const std::vector<double> xin = to_f64(c, x), g = to_f64(c, grid);
-  std::vector<double> y(static_cast<size_t>(N * C * OH * OW));
+  std::vector<double> y(scratch_size({N, C, OH, OW}, "output"));
   auto unnormalize = [&](double v, int64_t size) {
     return align ? (v + 1) / 2 * static_cast<double>(size - 1)
                  : ((v + 1) * static_cast<double>(size) - 1) / 2;
@@ -594,7 +601,7 @@ void roi_align(OpCall& c) {
   if (PH < 1 || PW < 1) c.fail("output_height and output_width must be >= 1");
   const bool half = ctm == "half_pixel";
   const std::vector<double> xin = to_f64(c, x), rois = to_f64(c, rois_v);
-  std::vector<double> y(static_cast<size_t>(R * C * PH * PW));
+  std::vector<double> y(scratch_size({R, C, PH, PW}, "output"));
   for (int64_t r = 0; r < R; ++r) {
     const int64_t b = batch[r];
     if (b < 0 || b >= N) c.fail("batch index " + std::to_string(b) + " is out of range");
