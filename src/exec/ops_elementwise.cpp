@@ -113,10 +113,7 @@ Value binary(const OpCall& c, BinaryOp op, const Value& a, const Value& b0) {
           if (d[i] == 0) c.fail("integer division by zero");
       }
     }
-    if constexpr (std::is_same_v<T, int64_t>) {
-      kernels::binary_i64(op, a.shape(), a.data<T>(), b.shape(), b.data<T>(),
-                          out.mutable_data<void>());
-    } else if constexpr (!std::is_same_v<T, float>) {
+    if constexpr (!std::is_same_v<T, float>) {
       kernels::binary_typed<T>(op, a.shape(), a.data<T>(), b.shape(), b.data<T>(),
                                out.mutable_data<void>());
     }

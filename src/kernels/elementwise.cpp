@@ -172,42 +172,6 @@ void binary_f32(BinaryOp op, const Shape& as, const float* a, const Shape& bs, c
   }
 }
 
-void binary_i64(BinaryOp op, const Shape& as, const int64_t* a, const Shape& bs, const int64_t* b,
-                void* out) {
-  if (is_comparison(op)) return compare(op, as, a, bs, b, static_cast<uint8_t*>(out));
-  int64_t* o = static_cast<int64_t*>(out);
-  switch (op) {
-    case BinaryOp::Add:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return x + y; });
-    case BinaryOp::Sub:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return x - y; });
-    case BinaryOp::Mul:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return x * y; });
-    case BinaryOp::Div:  // the executor rejects zero divisors before calling
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return y == 0 ? 0 : x / y; });
-    case BinaryOp::Pow:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < y; ++i) r *= x;
-        return r;
-      });
-    case BinaryOp::Min:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return std::min(x, y); });
-    case BinaryOp::Max:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return std::max(x, y); });
-    case BinaryOp::Mod:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) {
-        if (y == 0) return int64_t{0};
-        const int64_t r = x % y;
-        return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
-      });
-    case BinaryOp::FMod:
-      return apply(as, a, bs, b, o, [](int64_t x, int64_t y) { return y == 0 ? 0 : x % y; });
-    default:
-      return;
-  }
-}
-
 namespace {
 // Integer ops computed in an unsigned type at least as wide as int, so that overflow wraps
 // instead of being undefined (uint16 * uint16 promotes to a signed int otherwise).
@@ -325,6 +289,11 @@ FX_BINARY_TYPED(uint16_t)
 FX_BINARY_TYPED(uint32_t)
 FX_BINARY_TYPED(uint64_t)
 #undef FX_BINARY_TYPED
+
+void binary_i64(BinaryOp op, const Shape& as, const int64_t* a, const Shape& bs, const int64_t* b,
+                void* out) {
+  binary_typed<int64_t>(op, as, a, bs, b, out);
+}
 
 void binary_bool(BinaryOp op, const Shape& as, const uint8_t* a, const Shape& bs, const uint8_t* b,
                  uint8_t* out) {
