@@ -79,6 +79,9 @@ class Lowerer {
   Argument as_operand(const LVal& v, int64_t max_rank);
   /// Whether the value is (or is a constant of) Python ints; fills `out`.
   bool as_ints(const LVal& v, std::vector<SymInt>& out);
+  /// An integer tensor of static length (at most 64) that the model computes from values: its
+  /// ints read at run time (`t.tolist()`); false for anything else.
+  bool runtime_ints(const LVal& v, std::vector<SymInt>& out);
   /// The ints of an input that must be known statically (axes, pads...); throws naming `what`.
   std::vector<int64_t> static_ints(const Node& n, const LVal& v, const char* what);
   /// A constant made while lowering (kept as long as the Lowerer), read as a buffer at `path`.

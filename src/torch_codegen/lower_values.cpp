@@ -302,6 +302,7 @@ bool Lowerer::as_ints(const LVal& v, std::vector<SymInt>& out) {
     out = v.ints;
     return true;
   }
+  if (v.kind == LVal::Kind::Tensor && !v.constant) return runtime_ints(v, out);
   if (v.kind != LVal::Kind::Tensor || !v.constant || !v.constant->data ||
       v.constant->shape.size() > 1 || v.constant->numel() > 1024)
     return false;
@@ -316,6 +317,27 @@ bool Lowerer::as_ints(const LVal& v, std::vector<SymInt>& out) {
     else
       return false;
   }
+  return true;
+}
+
+bool Lowerer::runtime_ints(const LVal& v, std::vector<SymInt>& out) {
+  // An integer tensor the model computes from its inputs' values (not their sizes), such as a
+  // loop's iteration number or a shape given as an input: its ints are read at run time with
+  // tolist(), which torch.fx records like any method call.
+  if (!v.shape_of) return false;
+  const Dtype d = dtype(v);
+  if (d != Dtype::Int64 && d != Dtype::Int32) return false;
+  const std::vector<std::optional<int64_t>> s = shape(v);
+  if (s.size() > 1 || (s.size() == 1 && (!s[0] || *s[0] > 64))) return false;
+  Node* list = method("tolist", {as_tensor(v)});
+  out.clear();
+  if (s.empty()) {
+    out.push_back({std::nullopt, Argument(list)});
+    return true;
+  }
+  for (int64_t i = 0; i < *s[0]; ++i)
+    out.push_back(
+        {std::nullopt, Argument(call("operator.getitem", {list, static_cast<long long>(i)}))});
   return true;
 }
 
