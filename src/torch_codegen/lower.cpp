@@ -422,6 +422,7 @@ const std::vector<HandlerEntry>& handler_table() {
     add_layers_handlers(t);
     add_quant_handlers(t);
     add_spatial_handlers(t);
+    add_math_handlers(t);
     return t;
   }();
   return table;

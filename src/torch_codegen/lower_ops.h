@@ -60,6 +60,7 @@ void add_control_handlers(std::vector<HandlerEntry>& table);
 void add_layers_handlers(std::vector<HandlerEntry>& table);
 void add_quant_handlers(std::vector<HandlerEntry>& table);
 void add_spatial_handlers(std::vector<HandlerEntry>& table);
+void add_math_handlers(std::vector<HandlerEntry>& table);
 
 /// Resize (or Upsample) written out in torch ops, one interpolation per axis: every mode and
 /// coordinate mode, runtime scales or sizes (lower_spatial.cpp).
