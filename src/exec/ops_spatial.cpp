@@ -198,8 +198,11 @@ void conv_transpose(OpCall& c) {
       // The padding that gives the requested size (output_shape, or input * stride for SAME).
       const int64_t want = !out_shape.empty() ? out_shape[d] : in_sp[d] * s[d];
       const int64_t total = full - want;
-      const bool lower = auto_pad == "SAME_LOWER";
-      pads[d] = lower ? total - total / 2 : total / 2;
+      // An odd total puts the extra pad at the end only for SAME_UPPER (ONNX's spec; an
+      // output_shape without auto_pad pads more at the start, as onnxruntime).
+      // A negative total (output_shape past the full output) adds zeros at the end only.
+      const int64_t t = std::max<int64_t>(total, 0);
+      pads[d] = auto_pad == "SAME_UPPER" ? t / 2 : t - t / 2;
       pads[d + sp] = total - pads[d];
     } else if (auto_pad == "VALID") {
       pads[d] = pads[d + sp] = 0;

@@ -269,7 +269,8 @@ void conv_transpose_functional(Lowerer& L, const Node& n, const LVal& x, const L
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       const int64_t want = !out_shape.empty() ? out_shape[i] : in[i] * strides[i];
       const int64_t total = full - want;
-      begin = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+      const int64_t t = std::max<int64_t>(total, 0);         // negative: zeros at the end only
+      begin = auto_pad == "SAME_UPPER" ? t / 2 : t - t / 2;  // as the executor
       end = total - begin;
     } else if (auto_pad == "VALID") {
       begin = end = 0;
