@@ -52,15 +52,19 @@ void arg_min(Lowerer& L, const Node& n) { arg_reduce(L, n, "torch.argmin"); }
 
 void cum_sum(Lowerer& L, const Node& n) {
   LVal x = L.in(n, 0);
-  const std::vector<int64_t> axis = L.static_ints(n, L.in(n, 1), "axis");
-  if (axis.size() != 1) L.unsupported(n, "axis must be one int");
-  const long long a = L.axis(n, axis[0], L.rank(x));
+  std::vector<SymInt> axis;
+  Argument a;
+  if (L.as_ints(L.in(n, 1), axis) && axis.size() == 1 && axis[0].value) {
+    a = static_cast<long long>(L.axis(n, *axis[0].value, L.rank(x)));
+  } else {  // a runtime axis (a graph input): torch takes it as a negative dim too
+    a = L.method("item", {L.as_tensor(L.in(n, 1))});
+  }
   Node* t = L.as_tensor(x);
   const bool reverse = L.attr_int(n, "reverse", 0) != 0;
-  if (reverse) t = L.method("flip", {t, int_list({a})});
+  if (reverse) t = L.method("flip", {t, Argument::list({a})});
   Node* y = L.call("torch.cumsum", {t, a});
   if (L.attr_int(n, "exclusive", 0)) y = L.call("operator.sub", {y, t});  // each sum without itself
-  if (reverse) y = L.method("flip", {y, int_list({a})});
+  if (reverse) y = L.method("flip", {y, Argument::list({a})});
   L.set(n, L.tensor(y, n));
 }
 
