@@ -299,7 +299,7 @@ std::vector<Taps> axis_taps(const OpCall& c, const ResizeSpec& r, int64_t in, in
     } else if (m == "align_corners") {
       x = out > 1 ? xo * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
     } else if (m == "pytorch_half_pixel") {
-      x = out > 1 ? (xo + 0.5) / scale - 0.5 : -0.5;
+      x = out > 1 ? (xo + 0.5) / scale - 0.5 : 0.0;  // 0 for one output: the spec, onnxruntime
     } else if (m == "half_pixel") {
       x = (xo + 0.5) / scale - 0.5;
     } else if (m == "tf_crop_and_resize") {

@@ -118,11 +118,18 @@ void resize(Lowerer& L, const Node& n) {
   Argument size, scale_factor;
   if (sizes.kind != Kind::None && L.as_ints(sizes, size_ints) &&
       size_ints.size() == static_cast<size_t>(r)) {
+    // pytorch_half_pixel maps an output of length 1 to 0, torch's interpolate does not.
+    if (coord == "pytorch_half_pixel")
+      for (size_t d = 2; d < size_ints.size(); ++d)
+        if (!size_ints[d].value || *size_ints[d].value <= 1) return resize_explicit(L, n, false);
     size = Lowerer::list_arg(std::vector<SymInt>(size_ints.begin() + 2, size_ints.end()));
   } else if (scales.kind != Kind::None && constant_floats(scales, scale_values) &&
              scale_values.size() == static_cast<size_t>(r)) {
     if (scale_values[0] != 1.0 || scale_values[1] != 1.0)
       return resize_explicit(L, n, false);  // scaling the batch or channel dim
+    if (coord == "pytorch_half_pixel")      // downscaling may reach the length-1 case (see above)
+      for (int64_t d = 2; d < r; ++d)
+        if (scale_values[d] < 1.0) return resize_explicit(L, n, false);
     Argument::Items f;
     for (int64_t d = 2; d < r; ++d) f.emplace_back(scale_values[d]);
     scale_factor = Argument::list(std::move(f));

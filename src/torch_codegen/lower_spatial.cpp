@@ -412,7 +412,7 @@ Node* resize_axis(Lowerer& L, const Node& n, const ResizeAttrs& r, Node* x, int6
         op(L, "operator.sub", op(L, "operator.truediv", op(L, "operator.add", o, 0.5), scale), 0.5);
     if (r.ctm == "pytorch_half_pixel")
       xs = L.call("torch.where", {op(L, "operator.gt", L.call("torch.full_like", {o, out_f}), 1.0),
-                                  xs, L.call("torch.full_like", {o, -0.5})});
+                                  xs, L.call("torch.zeros_like", {o})});
   } else if (r.ctm == "align_corners") {
     // o * (in - 1) / max(out - 1, 1): position 0 when out = 1.
     Node* den =
