@@ -46,6 +46,8 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("version", &version);
   function("gmRun", &gm_run);
   function("loadOnnx", &load_onnx);
+  function("setLimits", &set_limits);
+  function("getLimits", &get_limits);
   function("gmExternalData", &gm_external_data);
   function("gmSupplyExternalData", &gm_supply_external_data);
   function("gmToOnnx", &gm_to_onnx);

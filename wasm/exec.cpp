@@ -9,6 +9,7 @@
 
 #include "fx/exec.h"
 #include "fx/exec/passes.h"
+#include "fx/limits.h"
 #include "glue.h"
 #include "handles.h"
 
@@ -23,15 +24,26 @@ fx::exec::Value value_from_js(const val& v, size_t index) {
   std::vector<int64_t> shape;
   const val js_shape = v["shape"];
   const unsigned rank = js_shape["length"].as<unsigned>();
-  for (unsigned i = 0; i < rank; ++i)
-    shape.push_back(static_cast<int64_t>(js_shape[i].as<double>()));
-  fx::exec::Value out = fx::exec::Value::zeros(dtype, shape);
+  for (unsigned i = 0; i < rank; ++i) {
+    const double d = js_shape[i].as<double>();
+    // (A double outside int64 would be undefined behaviour to convert.)
+    if (!(d >= 0 && d <= 9007199254740992.0) || d != static_cast<double>(static_cast<int64_t>(d)))
+      throw Error(ErrorKind::Value, where + ": shape[" + std::to_string(i) + "] is " +
+                                        std::to_string(d) + ", not a non-negative integer");
+    shape.push_back(static_cast<int64_t>(d));
+  }
+  // Sizes in checked 64-bit arithmetic, compared before allocating: a size_t product would
+  // wrap in wasm32 ([2^30 + 1] float32 would need "4" bytes).
+  const int64_t need = fx::checked_nbytes(dtype, shape, where);
   const val data = v["data"];
-  const size_t nbytes = data["byteLength"].as<size_t>();
-  if (nbytes != out.nbytes())
-    throw Error(ErrorKind::Value, where + ": " + out.describe() + " needs " +
-                                      std::to_string(out.nbytes()) + " bytes of data, got " +
-                                      std::to_string(nbytes));
+  const double have = data["byteLength"].as<double>();
+  if (have != static_cast<double>(need))
+    throw Error(ErrorKind::Value, where + ": " + fx::dtype_name(dtype) + " of shape " +
+                                      std::to_string(shape.size()) + "-d needs " +
+                                      std::to_string(need) + " bytes of data, got " +
+                                      std::to_string(static_cast<int64_t>(have)));
+  const auto nbytes = static_cast<size_t>(need);
+  fx::exec::Value out = fx::exec::Value::zeros(dtype, shape);
   const val bytes = val::global("Uint8Array").new_(data["buffer"], data["byteOffset"], nbytes);
   val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())).call<void>("set", bytes);
   return out;

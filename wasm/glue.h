@@ -120,7 +120,11 @@ val gm_match_pattern(double id, double pattern_gid);
 val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted);
 
 // onnx.cpp: ONNX import/export (fx::onnx).
-val load_onnx(val data, bool external);
+val load_onnx(val data, bool external, std::string opset_check);
+
+// limits.cpp: fx::Limits ({maxTensorBytes, maxRunBytes, maxElements}; 0: the default).
+void set_limits(val limits);
+val get_limits();
 val gm_external_data(double id);
 void gm_supply_external_data(double id, val supplied);
 val gm_to_onnx(double id, bool embed_external, double default_opset, double opset,

@@ -776,6 +776,13 @@ export declare const onnxMetaKeys: OnnxMetaKeys;
 export interface LoadONNXOptions {
   /** Resolves external data (read once, before loadONNX returns). */
   externalData?: ExternalDataSource;
+  /**
+   * An opset newer than fxwasm knows: `'warn'` (default; loads, and calls `onWarning`) or
+   * `'error'` (throws `UnsupportedError`). A model without opset_import is always a `ParseError`.
+   */
+  opsetCheck?: 'warn' | 'error';
+  /** Receives the import's warnings (default `console.warn`). */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -867,6 +874,22 @@ export interface InitOptions {
   locateFile?: (path: string, scriptDirectory: string) => string;
   /** The bytes of `fx.wasm`, if the caller already has them. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+  /** Resource limits to set at once (see {@link Limits}). */
+  limits?: Partial<Limits>;
+}
+
+/**
+ * Resource limits (C++ `fx::Limits`), checked before anything is allocated: a breach throws
+ * `ResourceError` naming the node and the size. 0 or absent: the default (a quarter of wasm32's
+ * 4 GB per tensor, half of it per run, 2^30 elements per shape).
+ */
+export interface Limits {
+  /** Bytes of any one tensor (weights, inputs, computed values). */
+  maxTensorBytes: number;
+  /** Bytes of the large computed values (256 KB and more) alive at once in a run. */
+  maxRunBytes: number;
+  /** Elements of any one shape. */
+  maxElements: number;
 }
 
 /** The API object {@link init} resolves to. */
@@ -945,6 +968,10 @@ export interface Fx {
   /** See {@link torchPackage}. */
   readonly torchPackage: typeof torchPackage;
   heapUsed(): number;
+  /** Sets the resource limits (fields left out take their default). */
+  setLimits(limits: Partial<Limits>): void;
+  /** The resource limits in force. */
+  limits(): Limits;
   /** Current size of the wasm memory in bytes (`HEAP8.length`). */
   heapSize(): number;
   /** Number of live graphs and graph modules held by the wasm module (for leak checks). */

@@ -2,7 +2,7 @@
 // API object. The loaded module goes to runtime.mjs, where every other façade module reads it.
 import createFxModule from '../dist/fx.mjs';
 import { FxError } from './errors.mjs';
-import { M, setModule, isNode } from './runtime.mjs';
+import { M, ck, setModule, isNode } from './runtime.mjs';
 import {
   FxTuple,
   FxFloat,
@@ -29,6 +29,13 @@ import { GraphModule } from './graph_module.mjs';
 import { passNames, passInfo, runPasses, replacePattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, loadOnnxMetaKeys } from './onnx.mjs';
 import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
+
+/** fx::set_limits: {maxTensorBytes, maxRunBytes, maxElements} (absent or 0: the default). */
+function setLimits(limits) {
+  if (limits === null || typeof limits !== 'object') throw new FxError('TypeError', 'setLimits: expected {maxTensorBytes, maxRunBytes, maxElements}');
+  M.setLimits(limits);
+  ck();
+}
 
 /** The memoized init() promise. */
 let initPromise = null;
@@ -85,6 +92,7 @@ async function load(options) {
   setModule(module, isNode ? await import(/* webpackIgnore: true */ 'node:fs') : null);
   loadPassRegistry();
   loadOnnxMetaKeys();
+  if (options.limits != null) setLimits(options.limits);
   api = Object.freeze({
     version: M.version(),
     Graph,
@@ -122,6 +130,8 @@ async function load(options) {
     loweringCoverage,
     toFolder,
     torchPackage,
+    setLimits,
+    limits: () => ck(M.getLimits()),
     heapUsed: () => M.heapUsed(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),

@@ -79,9 +79,15 @@ fx::onnx::ExternalDataReader table_reader(std::shared_ptr<ExternalTable> table) 
 
 // `external`: whether the caller gave external data (else such tensors have no reader, as in
 // fx::onnx::import_model without one).
-val load_onnx(val data, bool external) {
+// `opset_check`: "warn" or "error" (ImportOptions::opset_check).
+val load_onnx(val data, bool external, std::string opset_check) {
   return guarded([&] {
     fx::onnx::ImportOptions opts;
+    if (opset_check != "warn" && opset_check != "error")
+      throw Error(ErrorKind::Value,
+                  "loadONNX: opsetCheck must be 'warn' or 'error', got '" + opset_check + "'");
+    opts.opset_check = opset_check == "error" ? fx::onnx::ImportOptions::OpsetCheck::Error
+                                              : fx::onnx::ImportOptions::OpsetCheck::Warn;
     std::shared_ptr<ExternalTable> table;
     if (external) {
       table = std::make_shared<ExternalTable>();

@@ -42,17 +42,38 @@ function externalReader(externalData) {
   } else if (typeof externalData === 'string') {
     if (!nodeFs) throw typeError('loadONNX: externalData as a folder path works in Node only');
     const dir = externalData;
+    // The sandbox of fx::onnx::folder_reader: the real path (symlinks resolved) of the file must
+    // lie inside the real folder, be a regular file (not a directory or a device), and hold the
+    // range; errors name the file and the range.
     read = (location, offset, length) => {
-      if (location.startsWith('/') || location.split(/[\\/]/).includes('..'))
-        throw new FxError('ValueError', `external data location '${location}' must stay inside the model's folder`);
-      const fd = nodeFs.openSync(`${dir}/${location}`, 'r');
+      const what = `external data '${location}'`;
+      if (location === '' || location.startsWith('/') || location.split(/[\\/]/).includes('..'))
+        throw new FxError('ValueError', `external data location '${location}' must stay inside the model's folder (a relative path without '..')`);
+      const root = nodeFs.realpathSync(dir === '' ? '.' : dir);
+      let target;
       try {
-        const size = nodeFs.fstatSync(fd).size;
+        target = nodeFs.realpathSync(`${dir}/${location}`);
+      } catch (e) {
+        throw new FxError('ValueError', `${what}: cannot open '${dir}/${location}' (${e.code ?? e.message})`);
+      }
+      const inside = root.endsWith('/') ? root : `${root}/`;
+      if (!target.startsWith(inside))
+        throw new FxError('ValueError', `${what} resolves to '${target}', outside the model's folder '${root}' (a symlink may not leave the folder)`);
+      const fd = nodeFs.openSync(target, nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0));
+      try {
+        const st = nodeFs.fstatSync(fd);
+        if (!st.isFile())
+          throw new FxError('ValueError', `${what}: '${target}' is ${st.isDirectory() ? 'a directory' : 'not a regular file'}, not a file of tensor data`);
+        const size = st.size;
+        if (!(offset >= 0 && offset <= size && (length < 0 || length <= size - offset)))
+          throw new FxError('ParseError', `${what}: bytes [${offset}, ${length >= 0 ? `${offset} + ${length}` : 'end'}) are outside the file's ${size} bytes ('${target}')`);
         const n = length >= 0 ? length : size - offset;
-        if (offset + n > size)
-          throw new FxError('ParseError', `external data '${location}' is ${size} bytes, shorter than offset ${offset} + length ${n}`);
         const out = new Uint8Array(n);
-        nodeFs.readSync(fd, out, 0, n, offset);
+        for (let done = 0; done < n; ) {
+          const r = nodeFs.readSync(fd, out, done, n - done, offset + done);
+          if (r <= 0) throw new FxError('ValueError', `${what}: reading '${target}' failed at byte ${offset + done}`);
+          done += r;
+        }
         return out;
       } finally {
         nodeFs.closeSync(fd);
@@ -90,7 +111,12 @@ export function loadONNX(bytes, options = {}) {
   requireModule();
   const data = asBytes(bytes, 'loadONNX');
   const read = externalReader(options?.externalData);
-  const gm = new GraphModule(PRIVATE, ck(M.loadOnnx(data, read !== null)));
+  const opsetCheck = options?.opsetCheck ?? 'warn';
+  if (opsetCheck !== 'warn' && opsetCheck !== 'error') throw typeError("loadONNX: opsetCheck must be 'warn' or 'error'");
+  const gm = new GraphModule(PRIVATE, ck(M.loadOnnx(data, read !== null, opsetCheck)));
+  // An opset newer than fxwasm knows (opsetCheck 'warn'): said once, at load.
+  const warnings = gm.meta?.onnx_import_warnings;
+  if (Array.isArray(warnings)) for (const w of warnings) (options?.onWarning ?? console.warn)(`fxwasm: ${w}`);
   if (read !== null) {
     // C++ lists the ranges the model's tensors reference; each is read here once and handed in.
     // What cannot be read imports fine and fails when it is needed, naming the reason.
