@@ -52,7 +52,7 @@ void reshape(OpCall& c) {
     } else if (target[i] < 0) {
       c.fail("shape has a negative dimension " + std::to_string(target[i]));
     } else {
-      known *= target[i];
+      known = checked_mul(c, known, target[i], "the target shape");  // (fuzz_run found this)
     }
   }
   if (infer >= 0) {

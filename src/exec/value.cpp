@@ -8,6 +8,13 @@
 
 namespace fx::exec {
 
+namespace {
+// Where an empty tensor's data points: never null, so that a zero-length memcpy or loop over
+// it is well defined (UBSan's nonnull check; fuzz_run found Range/Split outputs of 0 elements).
+alignas(64) const uint8_t kNoBytes[64] = {};
+const uint8_t* data_of(const std::vector<uint8_t>& b) { return b.empty() ? kNoBytes : b.data(); }
+}  // namespace
+
 int64_t Value::numel() const {
   int64_t n = 1;
   for (int64_t d : shape_) n *= d;
@@ -21,7 +28,7 @@ Value Value::zeros(Dtype dtype, std::vector<int64_t> shape) {
   const int64_t nbytes = checked_nbytes(dtype, shape, "a new tensor");
   v.shape_ = std::move(shape);
   auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(nbytes));
-  v.data_ = bytes->data();
+  v.data_ = data_of(*bytes);
   v.nbytes_ = bytes->size();
   v.bytes_ = std::move(bytes);
   return v;
@@ -40,7 +47,7 @@ Value Value::wrap(Dtype dtype, std::vector<int64_t> shape,
                                       std::to_string(v.numel()) + " elements needs " +
                                       std::to_string(need) + " bytes, got " +
                                       std::to_string(bytes ? bytes->size() : 0));
-  v.data_ = bytes->data();
+  v.data_ = data_of(*bytes);
   v.nbytes_ = bytes->size();
   v.bytes_ = std::move(bytes);
   return v;
@@ -66,7 +73,8 @@ Value Value::from_f32(std::vector<int64_t> shape, const std::vector<float>& data
   if (static_cast<int64_t>(data.size()) != v.numel())
     throw Error(ErrorKind::Value,
                 "from_f32: " + std::to_string(data.size()) + " values for " + v.describe());
-  std::memcpy(v.mutable_data<float>(), data.data(), data.size() * sizeof(float));
+  if (!data.empty())  // (memcpy from an empty vector's null data is undefined)
+    std::memcpy(v.mutable_data<float>(), data.data(), data.size() * sizeof(float));
   return v;
 }
 
@@ -75,7 +83,8 @@ Value Value::from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& da
   if (static_cast<int64_t>(data.size()) != v.numel())
     throw Error(ErrorKind::Value,
                 "from_i64: " + std::to_string(data.size()) + " values for " + v.describe());
-  std::memcpy(v.mutable_data<int64_t>(), data.data(), data.size() * sizeof(int64_t));
+  if (!data.empty())  // (fuzz_run: an empty Range)
+    std::memcpy(v.mutable_data<int64_t>(), data.data(), data.size() * sizeof(int64_t));
   return v;
 }
 
