@@ -52,8 +52,8 @@ ABOUT = {
     "bench": "bench/*.cpp",
 }
 
-IR_HEADERS = {"argument.h", "error.h", "function.h", "graph.h", "graph_module.h", "namespace.h",
-              "node.h"}
+IR_HEADERS = {"argument.h", "error.h", "function.h", "graph.h", "graph_module.h", "limits.h",
+              "namespace.h", "node.h"}
 PASSES_HEADERS = {"passes.h", "pass_manager.h", "subgraph_rewriter.h"}
 
 
