@@ -267,7 +267,7 @@ QPacked QPacked::left_s8_quads(int64_t M, int64_t K, const int8_t* A, int64_t ld
   p.pairs_ = (K + 3) / 4;
   p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
   p.sums_.assign(static_cast<size_t>(M), 0);
-  for (int64_t i = 0; i < M; ++i) {
+  for (int64_t i = 0; i < M && p.pairs_ > 0; ++i) {  // K = 0: nothing to pack (and no buffer)
     int8_t* out = reinterpret_cast<int8_t*>(p.data_.data() + (i / MR) * p.pairs_ * MR + i % MR);
     for (int64_t k = 0; k < K; ++k) {
       out[(k / 4) * MR * 4 + k % 4] = A[i * lda + k];
@@ -335,7 +335,7 @@ QPacked QPacked::left(int64_t M, int64_t K, const void* A, QType type, int64_t l
   p.padded_ = (M + MR - 1) / MR * MR;
   p.pairs_ = (K + 1) / 2;
   p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
-  for (int64_t i = 0; i < M; ++i) {
+  for (int64_t i = 0; i < M && p.pairs_ > 0; ++i) {  // K = 0: nothing to pack (and no buffer)
     const int32_t z = zp ? zp[zp_per_row ? i : 0] : 0;
     int32_t* out = p.data_.data() + (i / MR) * p.pairs_ * MR + i % MR;
     const int64_t row = i * lda;
@@ -360,7 +360,7 @@ QPacked QPacked::right(int64_t K, int64_t N, const void* B, QType type, int64_t 
   p.padded_ = (N + nr - 1) / nr * nr;
   p.pairs_ = (K + 1) / 2;
   p.data_.assign(static_cast<size_t>(p.padded_ * p.pairs_), 0);
-  for (int64_t j = 0; j < N; ++j) {
+  for (int64_t j = 0; j < N && p.pairs_ > 0; ++j) {  // K = 0: nothing to pack (and no buffer)
     const int32_t z = zp ? zp[zp_per_col ? j : 0] : 0;
     int32_t* out = p.data_.data() + (j / nr) * p.pairs_ * nr + j % nr;
     auto at = [&](int64_t k) { return element(B, type, trans_b ? j * ldb + k : k * ldb + j) - z; };
