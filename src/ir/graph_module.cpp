@@ -58,7 +58,10 @@ bool erase_named(std::vector<std::pair<std::string, V>>& v, const std::string& n
 
 int64_t Tensor::numel() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(ErrorKind::Resource,
+                  "tensor " + describe() + " has more elements than int64 can count");
   return n;
 }
 
