@@ -68,11 +68,26 @@ function compare(want, got) {
   return '';
 }
 
-/** '' when the case passes, else why not. Any exception other than an FxError is a bug. */
+/** Whether the model has a sequence or optional input or output (its type kept as a proto). */
+function hasNonTensorValues(gm) {
+  const types = gm.graph.nodes
+    .filter((n) => n.op === 'placeholder')
+    .map((n) => n.meta.onnx_type)
+    .concat(gm.graph.outputNode?.meta.onnx_output_types ?? []);
+  return types.some((t) => t && typeof t === 'object' && 'proto' in t);
+}
+
+/**
+ * '' when the case passes, else why not; NON_TENSOR for a model with sequence or optional
+ * inputs/outputs, whose test data run() cannot take from JS yet (the native runner runs them).
+ * Any exception other than an FxError is a bug.
+ */
+const NON_TENSOR = 'sequence/optional values';
 function runCase(dir) {
   let gm;
   try {
     gm = loadONNX(fs.readFileSync(path.join(dir, 'model.onnx')));
+    if (hasNonTensorValues(gm)) return NON_TENSOR;
     const sets = fs.readdirSync(dir).filter((d) => d.startsWith('test_data_set_')).sort();
     if (!sets.length) return 'no test data';
     for (const set of sets) {
@@ -119,8 +134,13 @@ beforeAll(async () => {
   const regressions = [];
   const newPasses = [];
   let passed = 0;
+  let nonTensor = 0;
   for (const [name, dir] of cases) {
     const why = runCase(dir);
+    if (why === NON_TENSOR) {
+      ++nonTensor;
+      continue;
+    }
     if (!why) ++passed;
     if (expected.get(name) && why) regressions.push(`${name}: ${why.slice(0, 300)}`);
     if (!expected.get(name) && !why) newPasses.push(name);
@@ -132,6 +152,7 @@ beforeAll(async () => {
 
   console.log(
     `onnx backend suite in wasm: fxwasm passes ${passed} of ${cases.length} cases` +
+      ` (${nonTensor} with sequence/optional values not run from JS)` +
       (newPasses.length ? `\nnewly passing (update ${listFile}): ${newPasses.join(' ')}` : ''),
   );
   expect(regressions).toEqual([]);
