@@ -20,15 +20,20 @@ rm -rf "$seeds" && mkdir -p "$seeds" "$build/fuzz-artifacts"
 # Small models only (libFuzzer's -max_len): the zoo's large ones would only slow it down.
 find models tests/onnx_ops tests/malformed tests/fuzz/regressions -name '*.onnx' -size -64k \
   -exec cp -t "$seeds" {} + 2>/dev/null || true
+# FXWASM_FUZZ_RUNS=N (the test command): N executions per target from seed 1 and a fresh corpus,
+# so that a CI run is reproducible; otherwise SECONDS of open-ended fuzzing.
+limit=(-max_total_time="$secs")
+[ -n "${FXWASM_FUZZ_RUNS:-}" ] && limit=(-seed=1 -runs="$FXWASM_FUZZ_RUNS")
 status=0
 for t in fuzz_import fuzz_run fuzz_graph fuzz_matcher; do
   corpus="$build/fuzz-corpus/$t"
+  [ -n "${FXWASM_FUZZ_RUNS:-}" ] && rm -rf "$corpus"
   mkdir -p "$corpus"
   dirs=("$corpus")
   case "$t" in fuzz_import | fuzz_run) dirs+=("$seeds") ;; esac
   log="$build/fuzz-$t.log"
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    "$build/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+    "$build/$t" "${limit[@]}" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$build/fuzz-artifacts/$t-" "${dirs[@]}" >"$log" 2>&1; then
     echo "$t: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$log" | tail -1), no crash"
   else

@@ -68,12 +68,13 @@ else
 fi
 
 # Issue 16: the C++ suite again under ASan + UBSan (build/sanitize: clang-14, no LibTorch), then
-# each libFuzzer target of tests/fuzz for a bounded time (FXWASM_FUZZ_SECONDS, default 20).
+# each libFuzzer target of tests/fuzz for a bounded, reproducible number of runs (FXWASM_FUZZ_RUNS,
+# default 20000, from seed 1).
 t=$(date +%s)
 banner "C++ tests under ASan + UBSan, and bounded fuzzing (scripts/fuzz.sh)"
 (
   set -e
-  bash scripts/fuzz.sh "${FXWASM_FUZZ_SECONDS:-20}"
+  FXWASM_FUZZ_RUNS="${FXWASM_FUZZ_RUNS:-20000}" bash scripts/fuzz.sh
   cmake --build build/sanitize -j2 --target fx_tests >/dev/null
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     build/sanitize/fx_tests --gtest_brief=1

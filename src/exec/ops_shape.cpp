@@ -379,7 +379,8 @@ void range(OpCall& c) {
   const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(n128));
   checked_nbytes(Dtype::Int64, n, "output");  // before the vector below is allocated
   std::vector<int64_t> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = a + i * d;
+  // Stepwise: every element lies between a and b, but i * d alone may not fit in int64.
+  for (int64_t i = 0, x = a; i < n; ++i, x = i < n ? x + d : x) v[i] = x;
   Value out = Value::from_i64({n}, v);
   c.outputs.push_back(s.dtype() == Dtype::Int64 ? out : cast_value(c, out, s.dtype()));
 }
