@@ -54,6 +54,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmMeta", &gm_meta);
   function("gmSubmoduleGraphModule", &gm_submodule_graph_module);
   function("tensorFromOnnx", &tensor_from_onnx);
+  function("valueFromOnnx", &value_from_onnx);
   function("tensorToOnnx", &tensor_to_onnx);
   function("onnxMetaKeys", &onnx_meta_keys);
   function("gmLoweringCoverage", &gm_lowering_coverage);
@@ -61,6 +62,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmToFolder", &gm_to_folder);
   function("gmTorchPackage", &gm_torch_package);
   function("gmCoverage", &gm_coverage);
+  function("gmValueKinds", &gm_value_kinds);
   function("gmShapeProp", &gm_shape_prop);
   function("passInfo", &pass_info);
   function("gmRunPasses", &gm_run_passes);

@@ -10,15 +10,17 @@
 #include "fx/exec.h"
 #include "fx/exec/passes.h"
 #include "fx/limits.h"
+#include "fx/onnx.h"
 #include "glue.h"
 #include "handles.h"
 
 namespace fxwasm {
 
-// {dtype, shape, data (a typed array)} -> Value; the bytes are copied into the wasm heap.
-fx::exec::Value value_from_js(const val& v, size_t index) {
-  const std::string where = "input " + std::to_string(index);
-  if (v.typeOf().as<std::string>() != "object" || v.isNull())
+namespace {
+
+// {dtype, shape, data} -> a tensor Value (value_from_js).
+fx::exec::Value tensor_from_js(const val& v, const std::string& where) {
+  if (v.typeOf().as<std::string>() != "object" || v.isNull() || v.isArray())
     throw Error(ErrorKind::Type, where + ": expected {dtype, shape, data}");
   const fx::Dtype dtype = fx::dtype_from_name(v["dtype"].as<std::string>());
   std::vector<int64_t> shape;
@@ -49,15 +51,7 @@ fx::exec::Value value_from_js(const val& v, size_t index) {
   return out;
 }
 
-std::vector<fx::exec::Value> values_from_js(const val& inputs) {
-  std::vector<fx::exec::Value> out;
-  const unsigned n = inputs["length"].as<unsigned>();
-  for (unsigned i = 0; i < n; ++i) out.push_back(value_from_js(inputs[i], i));
-  return out;
-}
-
-// Value -> {dtype, shape, bytes (a Uint8Array copy)}; the facade makes the typed array.
-val value_to_js(const fx::exec::Value& v) {
+val tensor_to_js(const fx::exec::Value& v) {
   val o = val::object();
   o.set("dtype", std::string(fx::dtype_name(v.dtype())));
   val shape = val::array();
@@ -68,12 +62,84 @@ val value_to_js(const fx::exec::Value& v) {
   return o;
 }
 
+}  // namespace
+
+// A tensor {dtype, shape, data (a typed array)}, a sequence [tensor, ...] (an empty one may say
+// its element type as {sequence: [], dtype}) or null (an empty optional) -> Value; the bytes
+// are copied into the wasm heap.
+fx::exec::Value value_from_js(const val& v, size_t index) {
+  const std::string where = "input " + std::to_string(index);
+  if (v.isNull()) return fx::exec::Value::none(fx::Dtype::Float32);
+  if (v.isArray() || (v.typeOf().as<std::string>() == "object" && v["sequence"].isArray())) {
+    const val items = v.isArray() ? v : v["sequence"];
+    std::vector<fx::exec::Value> elements;
+    const unsigned n = items["length"].as<unsigned>();
+    for (unsigned i = 0; i < n; ++i)
+      elements.push_back(tensor_from_js(items[i], where + " element " + std::to_string(i)));
+    const val dt = v["dtype"];
+    const fx::Dtype dtype = dt.isString() ? fx::dtype_from_name(dt.as<std::string>())
+                            : n > 0       ? elements[0].dtype()
+                                          : fx::Dtype::Float32;
+    return fx::exec::Value::sequence(dtype, std::move(elements));
+  }
+  return tensor_from_js(v, where);
+}
+
+std::vector<fx::exec::Value> values_from_js(const val& inputs) {
+  std::vector<fx::exec::Value> out;
+  const unsigned n = inputs["length"].as<unsigned>();
+  for (unsigned i = 0; i < n; ++i) out.push_back(value_from_js(inputs[i], i));
+  return out;
+}
+
+// Value -> {dtype, shape, bytes (a Uint8Array copy)} (the facade makes the typed array); a
+// sequence -> {sequence: [tensor...], dtype}; an optional -> {optional: value or null, dtype}.
+val value_to_js(const fx::exec::Value& v) {
+  switch (v.kind()) {
+    case fx::exec::ValueKind::Tensor:
+      return tensor_to_js(v);
+    case fx::exec::ValueKind::Sequence: {
+      val o = val::object();
+      val items = val::array();
+      for (const fx::exec::Value& e : v.elements()) items.call<void>("push", tensor_to_js(e));
+      o.set("sequence", items);
+      o.set("dtype", std::string(fx::dtype_name(v.dtype())));
+      return o;
+    }
+    case fx::exec::ValueKind::Optional: {
+      val o = val::object();
+      o.set("optional", v.has_element() ? value_to_js(v.elements()[0]) : val::null());
+      o.set("dtype", std::string(fx::dtype_name(v.dtype())));
+      return o;
+    }
+  }
+  return val::null();
+}
+
+// The run's inputs, each an optional where the graph input's ONNX type says so (JS passes the
+// value itself, or null).
+std::vector<fx::exec::Value> run_inputs(const fx::GraphModule& gm, const val& inputs) {
+  std::vector<fx::exec::Value> values = values_from_js(inputs);
+  size_t i = 0;
+  for (const fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::Placeholder) continue;
+    if (i >= values.size()) break;
+    fx::exec::Value& v = values[i++];
+    if (v.kind() != fx::exec::ValueKind::Optional &&
+        fx::onnx::value_kind(n->meta().find(fx::onnx::kType)) ==
+            fx::onnx::DataValue::Kind::Optional)
+      v = fx::exec::Value::some(std::move(v));
+  }
+  return values;
+}
+
 val gm_run(double id, val inputs, val probe) {
   return guarded([&] {
     fx::exec::RunOptions opts;
     const unsigned np = probe["length"].as<unsigned>();
     for (unsigned i = 0; i < np; ++i) opts.probe.push_back(probe[i].as<std::string>());
-    const fx::exec::RunResult r = fx::exec::run(*gm_entry(id).gm, values_from_js(inputs), opts);
+    const fx::exec::RunResult r =
+        fx::exec::run(*gm_entry(id).gm, run_inputs(*gm_entry(id).gm, inputs), opts);
     val out = val::object();
     val outputs = val::array();
     for (const auto& v : r.outputs) outputs.call<void>("push", value_to_js(v));
@@ -105,6 +171,37 @@ val gm_coverage(double id) {
 
 void gm_shape_prop(double id, val inputs) {
   guarded([&] { fx::exec::shape_prop(*gm_entry(id).gm, values_from_js(inputs)); });
+}
+
+// {inputs, outputs}: "tensor", "sequence" or "optional" for each graph input and output, from
+// their ONNX types (what valueFromONNX needs to read their test data).
+val gm_value_kinds(double id) {
+  return guarded([&] {
+    const fx::GraphModule& gm = *gm_entry(id).gm;
+    auto name = [](fx::onnx::DataValue::Kind k) {
+      return std::string(k == fx::onnx::DataValue::Kind::Tensor     ? "tensor"
+                         : k == fx::onnx::DataValue::Kind::Sequence ? "sequence"
+                                                                    : "optional");
+    };
+    val inputs = val::array(), outputs = val::array();
+    for (const fx::Node* n : gm.graph().nodes()) {
+      if (n->op() == fx::Opcode::Placeholder)
+        inputs.call<void>("push", name(fx::onnx::value_kind(n->meta().find(fx::onnx::kType))));
+      if (n->op() != fx::Opcode::Output) continue;
+      const fx::Argument a = n->args().empty() ? fx::Argument() : n->args()[0];
+      const size_t count = a.is_sequence() ? a.elements().size() : 1;
+      const fx::Argument* types = n->meta().find(fx::onnx::kOutputTypes);
+      for (size_t i = 0; i < count; ++i)
+        outputs.call<void>("push", name(fx::onnx::value_kind(types && types->is_sequence() &&
+                                                                     i < types->elements().size()
+                                                                 ? &types->elements()[i]
+                                                                 : nullptr)));
+    }
+    val o = val::object();
+    o.set("inputs", inputs);
+    o.set("outputs", outputs);
+    return o;
+  });
 }
 
 double heap_used() { return static_cast<double>(mallinfo().uordblks); }

@@ -102,6 +102,7 @@ val gm_tensor_data(double id, std::string target);
 // exec.cpp: running a GraphModule (fx::exec), and tensors as JS objects.
 val gm_run(double id, val inputs, val probe);
 val gm_coverage(double id);
+val gm_value_kinds(double id);
 void gm_shape_prop(double id, val inputs);
 /// {dtype, shape, data (a typed array)} -> Value (input `index`, for messages); copies the bytes.
 fx::exec::Value value_from_js(const val& v, size_t index);
@@ -132,6 +133,7 @@ val gm_to_onnx(double id, bool embed_external, double default_opset, double opse
 std::string gm_meta(double id);
 val gm_submodule_graph_module(double id, std::string target);
 val tensor_from_onnx(val data);
+val value_from_onnx(val data, std::string kind);
 val tensor_to_onnx(val tensor, std::string name);
 val onnx_meta_keys();
 

@@ -3,7 +3,7 @@ import { FxError, typeError } from './errors.mjs';
 import { M, PRIVATE, ck, requireModule, liveGraphs, finalizer, disposeSymbol } from './runtime.mjs';
 import { MAX_DEPTH, enc, decode, plainObject } from './codec.mjs';
 import { Graph, pythonCodeResult } from './graph.mjs';
-import { encodeTensors, tensorFromWasm } from './tensors.mjs';
+import { encodeTensors, encodeValues, valueFromWasm } from './tensors.mjs';
 
 function bytesOf(data, where) {
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -166,10 +166,19 @@ export class GraphModule {
     const probe = options?.probe ?? [];
     if (!Array.isArray(probe) || probe.some((p) => typeof p !== 'string'))
       throw typeError('run: options.probe must be an array of node names');
-    const r = ck(M.gmRun(this._id, encodeTensors(inputs, 'run'), Array.from(probe)));
-    const outputs = Array.from(r.outputs, tensorFromWasm);
+    const r = ck(M.gmRun(this._id, encodeValues(inputs, 'run'), Array.from(probe)));
+    const outputs = Array.from(r.outputs, valueFromWasm);
     if (options?.probe === undefined) return outputs;
-    return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, tensorFromWasm(p)])) };
+    return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, valueFromWasm(p)])) };
+  }
+
+  /**
+   * 'tensor', 'sequence' or 'optional' for each graph input and output, from their ONNX types
+   * (valueFromONNX needs it to read their test data).
+   */
+  valueKinds() {
+    const k = ck(M.gmValueKinds(this._id));
+    return { inputs: Array.from(k.inputs), outputs: Array.from(k.outputs) };
   }
 
   /**

@@ -535,8 +535,20 @@ export class GraphModule {
    * placeholder. Throws an FxError naming the node, op and input shapes if a node fails.
    */
   run(inputs: TensorInput[]): Tensor[];
+  /**
+   * {@link GraphModule.run} of a model with sequence or optional inputs or outputs (ONNX's
+   * Sequence*, Optional*, Loop...): a sequence is an array of tensors, an empty optional is
+   * `null`, a present optional is its value (an input whose ONNX type is optional is wrapped).
+   */
+  run(inputs: RunInput[]): RunValue[];
   /** {@link GraphModule.run} that also returns the values of the `probe` nodes, by name. */
   run(inputs: TensorInput[], options: { probe: string[] }): { outputs: Tensor[]; probes: Record<string, Tensor> };
+  run(inputs: RunInput[], options: { probe: string[] }): { outputs: RunValue[]; probes: Record<string, RunValue> };
+  /**
+   * The kind of each graph input and output from its ONNX type (what {@link valueFromONNX}
+   * needs to read its test data).
+   */
+  valueKinds(): { inputs: ValueKind[]; outputs: ValueKind[] };
   /** Every node that cannot run, found before running (C++ `fx::exec::coverage`). */
   coverage(): CoverageGap[];
   /** Runs once and records `meta.tensor_meta` = {shape, dtype} on every node (ShapeProp). */
@@ -576,6 +588,19 @@ export interface Tensor {
   shape: number[];
   dtype: TensorDtype;
 }
+
+/** What an ONNX value is: a tensor, a sequence of tensors, or an optional (empty or holding one). */
+export type ValueKind = 'tensor' | 'sequence' | 'optional';
+
+/**
+ * An input of {@link GraphModule.run}: a tensor; a sequence as an array of tensors (or
+ * `{ sequence, dtype }`, which names the element type of an empty one); `null` for an empty
+ * optional.
+ */
+export type RunInput = TensorInput | TensorInput[] | { sequence: TensorInput[]; dtype?: TensorDtype } | null;
+
+/** An output of {@link GraphModule.run}: a tensor, a sequence (array of tensors), or `null` (an empty optional). */
+export type RunValue = Tensor | Tensor[] | null;
 
 /** A node {@link GraphModule.run} cannot execute. */
 export interface CoverageGap {
@@ -796,6 +821,13 @@ export declare function loadONNX(bytes: Uint8Array | ArrayBuffer, options?: Load
 /** Decodes an ONNX TensorProto (ONNX test data such as `input_0.pb`). */
 export declare function tensorFromONNX(bytes: Uint8Array | ArrayBuffer): Tensor & { name: string };
 
+/**
+ * Decodes ONNX test data of `kind`: a TensorProto ('tensor', the default), a SequenceProto
+ * ('sequence': an array of tensors) or an OptionalProto ('optional': its value, or null). The
+ * bytes do not say which; {@link GraphModule.valueKinds} does for a model's inputs and outputs.
+ */
+export declare function valueFromONNX(bytes: Uint8Array | ArrayBuffer, kind?: ValueKind): RunValue;
+
 /** Encodes a tensor as an ONNX TensorProto named `name`. */
 export declare function tensorToONNX(tensor: TensorInput, name?: string): Uint8Array;
 
@@ -959,6 +991,8 @@ export interface Fx {
   readonly tensorFromONNX: typeof tensorFromONNX;
   /** See {@link tensorToONNX}. */
   readonly tensorToONNX: typeof tensorToONNX;
+  /** See {@link valueFromONNX}. */
+  readonly valueFromONNX: typeof valueFromONNX;
   /** See {@link lowerToTorch}. */
   readonly lowerToTorch: typeof lowerToTorch;
   /** See {@link loweringCoverage}. */

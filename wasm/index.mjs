@@ -22,7 +22,7 @@
 //   graph_module.mjs  GraphModule
 //   tensors.mjs       tensors as { data, shape, dtype }
 //   passes.mjs        runPasses, replacePattern, passNames and passInfo (the C++ pass registry)
-//   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX, onnxMetaKeys
+//   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, onnxMetaKeys
 //   torch_codegen.mjs lowerToTorch, loweringCoverage, toFolder, torchPackage (ONNX to PyTorch)
 //   inputs.mjs        seeded random inputs and output names of a model (the CLI, the playground)
 //   init.mjs          init()
@@ -51,6 +51,6 @@ export { Node } from './node.mjs';
 export { Graph, InsertPoint } from './graph.mjs';
 export { GraphModule } from './graph_module.mjs';
 export { passNames, passInfo, runPasses, replacePattern } from './passes.mjs';
-export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX } from './onnx.mjs';
+export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX } from './onnx.mjs';
 export { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
 export { init, default } from './init.mjs';

@@ -27,7 +27,7 @@ import { Node } from './node.mjs';
 import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { passNames, passInfo, runPasses, replacePattern, loadPassRegistry } from './passes.mjs';
-import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, loadOnnxMetaKeys } from './onnx.mjs';
+import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, loadOnnxMetaKeys } from './onnx.mjs';
 import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
 
 /** fx::set_limits: {maxTensorBytes, maxRunBytes, maxElements} (absent or 0: the default). */
@@ -126,6 +126,7 @@ async function load(options) {
     loadONNX,
     tensorFromONNX,
     tensorToONNX,
+    valueFromONNX,
     lowerToTorch,
     loweringCoverage,
     toFolder,

@@ -212,6 +212,23 @@ val tensor_from_onnx(val data) {
   });
 }
 
+// A TensorProto, SequenceProto or OptionalProto ("tensor", "sequence", "optional" says which).
+val value_from_onnx(val data, std::string kind) {
+  return guarded([&] {
+    const std::vector<uint8_t> bytes = bytes_from_js(data, "valueFromONNX");
+    using K = fx::onnx::DataValue::Kind;
+    if (kind != "tensor" && kind != "sequence" && kind != "optional")
+      throw Error(
+          ErrorKind::Value,
+          "valueFromONNX: kind must be 'tensor', 'sequence' or 'optional', not '" + kind + "'");
+    const K k = kind == "tensor" ? K::Tensor : kind == "sequence" ? K::Sequence : K::Optional;
+    const fx::onnx::DataValue d = fx::onnx::value_from_proto_bytes(bytes.data(), bytes.size(), k);
+    val o = value_to_js(fx::exec::Value::from_onnx(d, "valueFromONNX"));
+    o.set("name", d.name);
+    return o;
+  });
+}
+
 val tensor_to_onnx(val tensor, std::string name) {
   return guarded([&] {
     return bytes_to_js(fx::onnx::tensor_to_proto_bytes(value_from_js(tensor, 0).to_tensor(), name));

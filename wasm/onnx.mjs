@@ -2,7 +2,7 @@
 import { FxError, typeError } from './errors.mjs';
 import { M, PRIVATE, ck, requireModule, nodeFs } from './runtime.mjs';
 import { GraphModule } from './graph_module.mjs';
-import { encodeTensors, tensorFromWasm } from './tensors.mjs';
+import { encodeTensors, tensorFromWasm, valueFromWasm } from './tensors.mjs';
 
 /**
  * The meta keys of fx::onnx::meta (include/fx/onnx.h) by their C++ names without the k, in
@@ -149,6 +149,17 @@ export function tensorFromONNX(bytes) {
   requireModule();
   const t = ck(M.tensorFromOnnx(asBytes(bytes, 'tensorFromONNX')));
   return { name: t.name, ...tensorFromWasm(t) };
+}
+
+/**
+ * Decodes ONNX test data of `kind` 'tensor' (a TensorProto), 'sequence' (a SequenceProto: an array
+ * of tensors) or 'optional' (an OptionalProto: its value, or null when empty). The bytes do not
+ * say which: GraphModule.valueKinds() does for a model's inputs and outputs.
+ */
+export function valueFromONNX(bytes, kind = 'tensor') {
+  requireModule();
+  if (typeof kind !== 'string') throw typeError("valueFromONNX: kind must be 'tensor', 'sequence' or 'optional'");
+  return valueFromWasm(ck(M.valueFromOnnx(asBytes(bytes, 'valueFromONNX'), kind)));
 }
 
 /** Encodes a tensor `{ data, shape, dtype? }` as an ONNX TensorProto named `name`. */

@@ -22,17 +22,43 @@ const dtypeArrays = {
   bool: Uint8Array,
 };
 
+function encodeTensor(t, what, i) {
+  if (t == null || !ArrayBuffer.isView(t.data) || !Array.isArray(t.shape))
+    throw typeError(`${what}: input ${i} must be { data: TypedArray, shape: number[], dtype? }`);
+  const inferred = typedArrayDtypes.find(([C]) => t.data instanceof C)?.[1];
+  const dt = t.dtype ?? inferred;
+  if (typeof dt !== 'string') throw typeError(`${what}: input ${i} needs a dtype`);
+  // Plain copies: C++ reads only objects the façade made (no user getters run from C++).
+  return { dtype: dt, shape: Array.from(t.shape), data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) };
+}
+
 export function encodeTensors(inputs, what) {
   if (!Array.isArray(inputs)) throw typeError(`${what}: inputs must be an array of tensors`);
-  return inputs.map((t, i) => {
-    if (t == null || !ArrayBuffer.isView(t.data) || !Array.isArray(t.shape))
-      throw typeError(`${what}: input ${i} must be { data: TypedArray, shape: number[], dtype? }`);
-    const inferred = typedArrayDtypes.find(([C]) => t.data instanceof C)?.[1];
-    const dt = t.dtype ?? inferred;
-    if (typeof dt !== 'string') throw typeError(`${what}: input ${i} needs a dtype`);
-    // Plain copies: C++ reads only objects the façade made (no user getters run from C++).
-    return { dtype: dt, shape: Array.from(t.shape), data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) };
+  return inputs.map((t, i) => encodeTensor(t, what, i));
+}
+
+/**
+ * {@link encodeTensors} for run(): an input may also be a sequence (an array of tensors, or
+ * `{ sequence: [...], dtype }` for an empty one) or `null` (an empty optional).
+ */
+export function encodeValues(inputs, what) {
+  if (!Array.isArray(inputs)) throw typeError(`${what}: inputs must be an array of tensors`);
+  return inputs.map((v, i) => {
+    if (v === null) return null;
+    if (Array.isArray(v)) return encodeTensors(v, `${what}: input ${i}`);
+    if (v != null && Array.isArray(v.sequence)) {
+      if (v.dtype !== undefined && typeof v.dtype !== 'string') throw typeError(`${what}: input ${i}: dtype must be a string`);
+      return { sequence: encodeTensors(v.sequence, `${what}: input ${i}`), dtype: v.dtype };
+    }
+    return encodeTensor(v, what, i);
   });
+}
+
+/** What run() returns for a value: a tensor, an array of tensors (a sequence), or null (an empty optional). */
+export function valueFromWasm(v) {
+  if (v.sequence !== undefined) return Array.from(v.sequence, tensorFromWasm);
+  if (v.optional !== undefined) return v.optional === null ? null : valueFromWasm(v.optional);
+  return tensorFromWasm(v);
 }
 
 export function tensorFromWasm(t) {

@@ -184,5 +184,9 @@ struct DataValue {
 /// data is for; without it, a TensorProto. Throws fx::Error(Parse) for malformed bytes,
 /// fx::Error(Unsupported) for maps and sparse tensors, and nests at most 16 deep.
 DataValue value_from_proto_bytes(const uint8_t* data, size_t size, const Argument* type = nullptr);
+/// The same for a known kind (without a type, an empty sequence's element type is float32).
+DataValue value_from_proto_bytes(const uint8_t* data, size_t size, DataValue::Kind kind);
+/// Which kind of value an "onnx_type" meta describes: Tensor when it is missing or a tensor type.
+DataValue::Kind value_kind(const Argument* type);
 
 }  // namespace fx::onnx

@@ -156,24 +156,44 @@ bool element_dtype_of(const ::onnx::TypeProto& t, Dtype* out) {
 
 }  // namespace
 
-DataValue value_from_proto_bytes(const uint8_t* data, size_t size, const Argument* type) {
+namespace {
+
+// The TypeProto an "onnx_type" dict keeps verbatim (sequences, optionals...); false for a
+// tensor type or none.
+bool parse_type(const Argument* type, ::onnx::TypeProto* t) {
   const Argument* proto = dict_get(type, "proto");
-  if (!proto || proto->kind() != Argument::Kind::String) return decode_tensor(data, size);
+  if (!proto || proto->kind() != Argument::Kind::String) return false;
+  if (!t->ParseFromString(proto->to_string()))
+    throw Error(ErrorKind::Parse, "the value's type is not a serialized TypeProto");
+  return true;
+}
+
+}  // namespace
+
+DataValue::Kind value_kind(const Argument* type) {
   ::onnx::TypeProto t;
-  if (!t.ParseFromString(proto->to_string()))
-    throw Error(ErrorKind::Parse, "value_from_proto_bytes: the type is not a TypeProto");
-  if (!t.has_sequence_type() && !t.has_optional_type()) {
-    if (t.has_tensor_type()) return decode_tensor(data, size);
-    throw Error(ErrorKind::Unsupported,
-                "value_from_proto_bytes: only tensor, sequence and optional values are read "
-                "(not maps or sparse tensors)");
-  }
+  if (!parse_type(type, &t) || t.has_tensor_type()) return DataValue::Kind::Tensor;
+  if (t.has_sequence_type()) return DataValue::Kind::Sequence;
+  if (t.has_optional_type()) return DataValue::Kind::Optional;
+  throw Error(ErrorKind::Unsupported,
+              "only tensor, sequence and optional values are supported (not maps or sparse "
+              "tensors)");
+}
+
+DataValue value_from_proto_bytes(const uint8_t* data, size_t size, DataValue::Kind kind) {
+  if (kind == DataValue::Kind::Tensor) return decode_tensor(data, size);
   if (size > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
     throw Error(ErrorKind::Parse, "value_from_proto_bytes: too many bytes");
-  DataValue v = decode_container(data, size, t.has_sequence_type(), 0);
+  return decode_container(data, size, kind == DataValue::Kind::Sequence, 0);
+}
+
+DataValue value_from_proto_bytes(const uint8_t* data, size_t size, const Argument* type) {
+  DataValue v = value_from_proto_bytes(data, size, value_kind(type));
   // An empty sequence or optional says nothing of its element type: its declared type does.
+  ::onnx::TypeProto t;
   Dtype d;
-  if (element_dtype_of(t, &d)) v.element_dtype = d;
+  if (v.kind != DataValue::Kind::Tensor && parse_type(type, &t) && element_dtype_of(t, &d))
+    v.element_dtype = d;
   return v;
 }
 

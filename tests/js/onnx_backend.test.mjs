@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { init, loadONNX, tensorFromONNX, FxError } from '../../wasm/index.mjs';
+import { init, loadONNX, valueFromONNX, FxError } from '../../wasm/index.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const suite = process.env.FXWASM_ONNX_BACKEND_DIR ?? path.join(root, 'build/onnx-backend');
@@ -68,42 +68,41 @@ function compare(want, got) {
   return '';
 }
 
-/** Whether the model has a sequence or optional input or output (its type kept as a proto). */
-function hasNonTensorValues(gm) {
-  const types = gm.graph.nodes
-    .filter((n) => n.op === 'placeholder')
-    .map((n) => n.meta.onnx_type)
-    .concat(gm.graph.outputNode?.meta.onnx_output_types ?? []);
-  return types.some((t) => t && typeof t === 'object' && 'proto' in t);
+/** compare() for sequences (arrays) and empty optionals (null) too, element by element. */
+function compareValues(want, got) {
+  if (want === null || got === null) return want === got ? '' : `${got === null ? 'none' : 'a value'}, expected ${want === null ? 'none' : 'a value'}`;
+  if (Array.isArray(want) !== Array.isArray(got)) return Array.isArray(got) ? 'a sequence, expected a tensor' : 'a tensor, expected a sequence';
+  if (!Array.isArray(want)) return compare(want, got);
+  if (want.length !== got.length) return `${got.length} elements, expected ${want.length}`;
+  for (let i = 0; i < want.length; ++i) {
+    const why = compare(want[i], got[i]);
+    if (why) return `element ${i}: ${why}`;
+  }
+  return '';
 }
 
-/**
- * '' when the case passes, else why not; NON_TENSOR for a model with sequence or optional
- * inputs/outputs, whose test data run() cannot take from JS yet (the native runner runs them).
- * Any exception other than an FxError is a bug.
- */
-const NON_TENSOR = 'sequence/optional values';
+/** '' when the case passes, else why not. Any exception other than an FxError is a bug. */
 function runCase(dir) {
   let gm;
   try {
     gm = loadONNX(fs.readFileSync(path.join(dir, 'model.onnx')));
-    if (hasNonTensorValues(gm)) return NON_TENSOR;
     const sets = fs.readdirSync(dir).filter((d) => d.startsWith('test_data_set_')).sort();
     if (!sets.length) return 'no test data';
+    const kinds = gm.valueKinds();
     for (const set of sets) {
       const read = (kind) => {
         const out = [];
         for (let i = 0; ; ++i) {
           const f = path.join(dir, set, `${kind}_${i}.pb`);
           if (!fs.existsSync(f)) return out;
-          out.push(tensorFromONNX(fs.readFileSync(f)));
+          out.push(valueFromONNX(fs.readFileSync(f), (kind === 'input' ? kinds.inputs : kinds.outputs)[i] ?? 'tensor'));
         }
       };
       const expected = read('output');
       const got = gm.run(read('input'));
       if (got.length !== expected.length) return `${got.length} outputs, expected ${expected.length}`;
       for (let i = 0; i < got.length; ++i) {
-        const why = compare(expected[i], got[i]);
+        const why = compareValues(expected[i], got[i]);
         if (why) return `output ${i}: ${why}`;
       }
     }
@@ -134,13 +133,8 @@ beforeAll(async () => {
   const regressions = [];
   const newPasses = [];
   let passed = 0;
-  let nonTensor = 0;
   for (const [name, dir] of cases) {
     const why = runCase(dir);
-    if (why === NON_TENSOR) {
-      ++nonTensor;
-      continue;
-    }
     if (!why) ++passed;
     if (expected.get(name) && why) regressions.push(`${name}: ${why.slice(0, 300)}`);
     if (!expected.get(name) && !why) newPasses.push(name);
@@ -152,7 +146,6 @@ beforeAll(async () => {
 
   console.log(
     `onnx backend suite in wasm: fxwasm passes ${passed} of ${cases.length} cases` +
-      ` (${nonTensor} with sequence/optional values not run from JS)` +
       (newPasses.length ? `\nnewly passing (update ${listFile}): ${newPasses.join(' ')}` : ''),
   );
   expect(regressions).toEqual([]);
