@@ -913,7 +913,7 @@ export interface InitOptions {
 /**
  * Resource limits (C++ `fx::Limits`), checked before anything is allocated: a breach throws
  * `ResourceError` naming the node and the size. 0 or absent: the default (a quarter of wasm32's
- * 4 GB per tensor, half of it per run, 2^30 elements per shape).
+ * 4 GB per tensor, half of it per run, 2^30 elements per shape, 2^20 iterations per Loop).
  */
 export interface Limits {
   /** Bytes of any one tensor (weights, inputs, computed values). */
@@ -922,6 +922,8 @@ export interface Limits {
   maxRunBytes: number;
   /** Elements of any one shape. */
   maxElements: number;
+  /** Iterations of one ONNX Loop node (default 2^20): a data-driven trip count cannot hang. */
+  maxLoopIterations: number;
 }
 
 /** The API object {@link init} resolves to. */

@@ -22,12 +22,14 @@ int64_t limit_from_js(const val& v, const char* name) {
 void set_limits(val limits) {
   guarded([&] {
     if (limits.typeOf().as<std::string>() != "object" || limits.isNull())
-      throw Error(ErrorKind::Type,
-                  "setLimits: expected {maxTensorBytes, maxRunBytes, maxElements}");
+      throw Error(
+          ErrorKind::Type,
+          "setLimits: expected {maxTensorBytes, maxRunBytes, maxElements, maxLoopIterations}");
     fx::Limits l;
     l.max_tensor_bytes = limit_from_js(limits["maxTensorBytes"], "maxTensorBytes");
     l.max_run_bytes = limit_from_js(limits["maxRunBytes"], "maxRunBytes");
     l.max_elements = limit_from_js(limits["maxElements"], "maxElements");
+    l.max_loop_iterations = limit_from_js(limits["maxLoopIterations"], "maxLoopIterations");
     fx::set_limits(l);
   });
 }
@@ -39,6 +41,7 @@ val get_limits() {
     o.set("maxTensorBytes", static_cast<double>(l.max_tensor_bytes));
     o.set("maxRunBytes", static_cast<double>(l.max_run_bytes));
     o.set("maxElements", static_cast<double>(l.max_elements));
+    o.set("maxLoopIterations", static_cast<double>(l.max_loop_iterations));
     return o;
   });
 }

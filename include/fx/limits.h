@@ -26,11 +26,14 @@ struct Limits {
   int64_t max_run_bytes = 0;
   /// Elements of any one shape (also for element types of one byte).
   int64_t max_elements = 0;
+  /// Iterations of one Loop node (its trip count and condition come from data, so a model can
+  /// ask for 2^63 steps of a cheap body: a hang, not an allocation).
+  int64_t max_loop_iterations = 0;
 };
 
 /// The defaults: natively a quarter of physical memory per tensor and half of it per run; in
 /// wasm a quarter of the 4 GB a wasm32 module can address per tensor and half of it per run;
-/// 2^40 elements per shape natively, 2^30 in wasm.
+/// 2^40 elements per shape natively, 2^30 in wasm; 2^20 iterations per Loop.
 Limits default_limits();
 /// The limits in force (defaults filled in).
 Limits limits();

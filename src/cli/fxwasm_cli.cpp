@@ -78,6 +78,7 @@ int usage(std::ostream& os, int code) {
         "  --torch-class NAME    its torch.nn.Module class (default FxModule)\n"
         "  --max-memory SIZE     refuse any tensor, and a run's computed values, over SIZE\n"
         "                        bytes (suffix K, M, G; default: from physical memory)\n"
+        "  --max-loop-iterations N  refuse a Loop that runs past N iterations (default 2^20)\n"
         "  --opset-check MODE    an opset newer than fxwasm knows: warn (default) or error\n";
   return code;
 }
@@ -202,6 +203,18 @@ int main(int argc, char** argv) {
       }
       fx::Limits l = fx::limits();
       l.max_tensor_bytes = l.max_run_bytes = static_cast<int64_t>(n) << shift;
+      fx::set_limits(l);
+    } else if (a == "--max-loop-iterations") {
+      const std::string v = value("--max-loop-iterations");
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || n <= 0 || (end && *end)) {
+        std::cerr << "fxwasm-cli: --max-loop-iterations takes a positive count, got '" << v
+                  << "'\n";
+        return 2;
+      }
+      fx::Limits l = fx::limits();
+      l.max_loop_iterations = n;
       fx::set_limits(l);
     } else if (a == "--opset-check") {
       const std::string v = value("--opset-check");

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "exec/ops.h"
+#include "fx/limits.h"
 #include "fx/onnx.h"
 
 namespace fx::exec {
@@ -124,7 +125,17 @@ void loop_op(OpCall& c) {
   std::vector<std::vector<Value>> scans;
   size_t n_scan = 0;
   uint64_t scan_bytes = 0;
+  const int64_t max_iterations = fx::limits().max_loop_iterations;
   for (int64_t i = 0; (max_trips < 0 || i < max_trips) && cond; ++i) {
+    if (i == max_iterations)
+      throw Error(ErrorKind::Resource,
+                  "node '" + c.node.name() + "' (" + c.node.target().pretty() +
+                      "): the loop would run past " + std::to_string(max_iterations) +
+                      " iterations (M = " + (max_trips < 0 ? "none" : std::to_string(max_trips)) +
+                      ", cond still true), over the limit of fx::Limits::max_loop_iterations "
+                      "(fx::set_limits / init({limits: {maxLoopIterations}}) / "
+                      "--max-loop-iterations)",
+                  c.node.name());
     state[0] = Value::from_i64({}, {i});
     state[1] = bool_scalar(cond);
     std::vector<Value> out = run_body(c, body, state);
@@ -146,6 +157,13 @@ void loop_op(OpCall& c) {
       add_scan_bytes(c, scan_bytes, v);
       scans[k].push_back(std::move(v));
     }
+    // Without a condition, the first step tells how much the scan outputs of all M steps will
+    // hold: fail now if that cannot fit, rather than when memory runs out. (With one, M is only
+    // a bound: exporters write INT64_MAX for a while loop.)
+    if (i == 0 && !has_cond && max_trips > 0 && scan_bytes > 0 &&
+        static_cast<uint64_t>(max_trips) > std::numeric_limits<size_t>::max() / 4 / scan_bytes)
+      c.fail("M = " + std::to_string(max_trips) + " steps of " + std::to_string(scan_bytes) +
+             " bytes of scan outputs each cannot fit in memory");
   }
   for (size_t k = 0; k < n_carried; ++k) c.outputs.push_back(std::move(state[2 + k]));
   // Scan outputs of a loop that never ran: as many as the node declares, empty.

@@ -26,7 +26,7 @@ int64_t physical_memory() {
 }
 
 // Zero: not set (the default applies). Atomics: set_limits may race with a run on another thread.
-std::atomic<int64_t> g_tensor{0}, g_run{0}, g_elements{0};
+std::atomic<int64_t> g_tensor{0}, g_run{0}, g_elements{0}, g_loop{0};
 
 }  // namespace
 
@@ -40,6 +40,9 @@ Limits default_limits() {
 #else
   l.max_elements = int64_t{1} << 40;
 #endif
+  // Sequence models loop over tokens or beams (thousands); a million steps of a cheap body
+  // already take seconds.
+  l.max_loop_iterations = int64_t{1} << 20;
   return l;
 }
 
@@ -52,6 +55,8 @@ Limits limits() {
   l.max_tensor_bytes = t > 0 ? t : d.max_tensor_bytes;
   l.max_run_bytes = r > 0 ? r : d.max_run_bytes;
   l.max_elements = e > 0 ? e : d.max_elements;
+  const int64_t loop = g_loop.load(std::memory_order_relaxed);
+  l.max_loop_iterations = loop > 0 ? loop : d.max_loop_iterations;
   return l;
 }
 
@@ -59,6 +64,7 @@ void set_limits(const Limits& l) {
   g_tensor.store(l.max_tensor_bytes > 0 ? l.max_tensor_bytes : 0, std::memory_order_relaxed);
   g_run.store(l.max_run_bytes > 0 ? l.max_run_bytes : 0, std::memory_order_relaxed);
   g_elements.store(l.max_elements > 0 ? l.max_elements : 0, std::memory_order_relaxed);
+  g_loop.store(l.max_loop_iterations > 0 ? l.max_loop_iterations : 0, std::memory_order_relaxed);
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -58,7 +58,7 @@ class Malformed : public ::testing::Test {
  protected:
   void SetUp() override {
     saved_ = fx::limits();
-    fx::set_limits({int64_t{1} << 30, int64_t{2} << 30, int64_t{1} << 30});
+    fx::set_limits({int64_t{1} << 30, int64_t{2} << 30, int64_t{1} << 30, int64_t{1} << 16});
   }
   void TearDown() override { fx::set_limits(saved_); }
   fx::Limits saved_;

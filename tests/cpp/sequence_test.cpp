@@ -8,6 +8,7 @@
 
 #include "fx/exec.h"
 #include "fx/fx.h"
+#include "fx/limits.h"
 #include "fx/onnx.h"
 #include "onnx.pb.h"
 
@@ -153,7 +154,8 @@ TEST(ExecSequence, OutOfRangePositionIsAnError) {
 }
 
 // Loop(M, cond = true, sum = 0): sum += X each step, each step's sum a scan output.
-::onnx::ModelProto loop_model() {
+// Without `with_cond`, the Loop's cond input is omitted (a for loop of M steps).
+::onnx::ModelProto loop_model(bool with_cond = true) {
   ::onnx::GraphProto body;
   body.set_name("body");
   add_value(body.mutable_input(), "i", ::onnx::TensorProto::INT64, {});
@@ -168,10 +170,10 @@ TEST(ExecSequence, OutOfRangePositionIsAnError) {
 
   ::onnx::GraphProto g;
   add_value(g.mutable_input(), "M", ::onnx::TensorProto::INT64, {});
-  add_value(g.mutable_input(), "cond", ::onnx::TensorProto::BOOL, {});
+  if (with_cond) add_value(g.mutable_input(), "cond", ::onnx::TensorProto::BOOL, {});
   add_value(g.mutable_input(), "X", ::onnx::TensorProto::FLOAT, {2});
   add_value(g.mutable_input(), "zero", ::onnx::TensorProto::FLOAT, {2});
-  auto* loop = add_node(&g, "Loop", {"M", "cond", "zero"}, {"sum", "scans"});
+  auto* loop = add_node(&g, "Loop", {"M", with_cond ? "cond" : "", "zero"}, {"sum", "scans"});
   auto* a = loop->add_attribute();
   a->set_name("body");
   a->set_type(::onnx::AttributeProto::GRAPH);
@@ -204,15 +206,42 @@ TEST(ExecLoop, CarriesAndStacks) {
 }
 
 TEST(ExecLoop, TripCountBeyondMemoryIsATypedError) {
-  auto gm = import(loop_model());
+  // No condition: M steps will all run, and the first step's scan outputs say they cannot fit.
+  auto gm = import(loop_model(/*with_cond=*/false));
   try {
-    fx::exec::run(*gm, {Value::from_i64({}, {int64_t(1) << 62}), bool_value(true),
-                        Value::from_f32({2}, {1, 1}), Value::from_f32({2}, {0, 0})});
+    fx::exec::run(*gm, {Value::from_i64({}, {int64_t(1) << 62}), Value::from_f32({2}, {1, 1}),
+                        Value::from_f32({2}, {0, 0})});
     FAIL() << "a loop of 2^62 steps ran";
   } catch (const fx::Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Runtime);
     EXPECT_NE(std::string(e.what()).find("cannot fit"), std::string::npos) << e.what();
   }
+}
+
+// A cap on iterations: a trip count from data (M = 2^62, cond always true) is a ResourceError
+// naming the node and the limit, not a hang; M is only a bound when a condition stops the loop.
+TEST(ExecLoop, IterationLimitStopsARunawayLoop) {
+  auto gm = import(loop_model());
+  const fx::Limits saved = fx::limits();
+  fx::Limits l = saved;
+  l.max_loop_iterations = 10;
+  fx::set_limits(l);
+  auto run = [&](int64_t m) {
+    return fx::exec::run(*gm, {Value::from_i64({}, {m}), bool_value(true),
+                               Value::from_f32({2}, {1, 1}), Value::from_f32({2}, {0, 0})});
+  };
+  EXPECT_EQ(floats(run(10)[0]), (std::vector<float>{10, 10}));  // at the limit: runs
+  try {
+    run(int64_t(1) << 62);
+    FAIL() << "a loop of 2^62 steps ran";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Resource);
+    EXPECT_NE(std::string(e.what()).find("'loop' (onnx.Loop)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("past 10 iterations"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_loop_iterations"), std::string::npos) << e.what();
+  }
+  fx::set_limits(saved);
+  EXPECT_EQ(fx::limits().max_loop_iterations, int64_t(1) << 20);
 }
 
 // ---- test data ----

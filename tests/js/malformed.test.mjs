@@ -25,7 +25,7 @@ let scratch;
 beforeAll(async () => {
   fx = await init();
   // The table's limits (the wasm defaults, set explicitly as the C++ test does).
-  fx.setLimits({ maxTensorBytes: 2 ** 30, maxRunBytes: 2 ** 31, maxElements: 2 ** 30 });
+  fx.setLimits({ maxTensorBytes: 2 ** 30, maxRunBytes: 2 ** 31, maxElements: 2 ** 30, maxLoopIterations: 2 ** 16 });
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'fx-malformed-'));
 });
 afterAll(() => {
@@ -128,7 +128,7 @@ test('sizes that wrap at 2^32 in wasm32 are refused, not truncated', () => {
   e = caught(() => gm.run([{ data: new Float32Array(1), shape: [2 ** 30 + 1] }]));
   expect(e.kind).toBe('ResourceError'); // 4 GB does not fit wasm32's size_t
   expect(e.message).toMatch(/address space|over the per-tensor limit/);
-  fx.setLimits({ maxTensorBytes: 2 ** 30, maxRunBytes: 2 ** 31, maxElements: 2 ** 30 });
+  fx.setLimits({ maxTensorBytes: 2 ** 30, maxRunBytes: 2 ** 31, maxElements: 2 ** 30, maxLoopIterations: 2 ** 16 });
   // [2^31, 2^31] and shapes that are not integers.
   expect(caught(() => gm.run([{ data: new Float32Array(1), shape: [2 ** 31, 2 ** 31] }])).kind).toBe('ResourceError');
   expect(caught(() => gm.run([{ data: new Float32Array(1), shape: [1.5] }])).kind).toBe('ValueError');

@@ -8,7 +8,8 @@ stage: 'load' (import must fail), 'run' (import succeeds, running it with no inp
 kind: the fx::Error / FxError kind; message: a substring the error's message must contain;
 options: 'opset=error' (the importer's opset check), or '-'. Both tests/cpp/malformed_test.cpp
 and tests/js/malformed.test.mjs replay the table natively and in wasm under the limits
-max_tensor_bytes = 1 GiB, max_run_bytes = 2 GiB, max_elements = 2^30 (the wasm defaults).
+max_tensor_bytes = 1 GiB, max_run_bytes = 2 GiB, max_elements = 2^30 (the wasm defaults) and
+max_loop_iterations = 2^16.
 The 'lazy' cases need their folder arranged by the test (weights.bin a directory, a symlink out
 of the folder, ...), which the tests do in a scratch folder.
 
@@ -153,6 +154,21 @@ case("range_zero_delta", "run", "RuntimeError", "delta cannot be 0",
      op("Range", [i64("a", 0), i64("b", 10), i64("d", 0)], "rg", TensorProto.INT64))
 case("reshape_wraps_to_zero", "run", "ResourceError", "the target shape overflows int64",
      op("Reshape", [f32("x", np.zeros((0,))), i64("s", [2**32, 2**32])], "rs"))
+
+def runaway_loop():
+    """Loop(M = 2^62, cond = true) over a body that keeps cond true: a hang without a cap."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Neg", ["s"], ["s_out"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []),
+                 vi("s", TensorProto.FLOAT, [1])],
+        [vi("c_out", TensorProto.BOOL, []), vi("s_out", TensorProto.FLOAT, [1])])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    n = helper.make_node("Loop", ["m", "cond", "s0"], ["y"], name="spin", body=body)
+    return model([n], [out()], [i64("m", 2**62), cond, f32("s0", [1.0])])
+
+
+case("loop_runaway", "run", "ResourceError", "past 65536 iterations", runaway_loop())
 
 # ---- graphs that are wrong ----
 case("unknown_op", "run", "UnsupportedError", "no implementation",
