@@ -187,8 +187,16 @@ Node* Lowerer::constant_node(const LVal& v) {
   auto it = constants_.find(v.constant_path);
   if (it != constants_.end()) return it->second;
   // Same path as in the ONNX module (initializer names are usually PyTorch's own parameter
-  // names); a path a converted module now owns gets a suffix.
+  // names); a path a converted module now owns gets a suffix. A tensor that would land inside a
+  // converted module (nn.MultiheadAttention's in_proj_bias once its MatMul became the Linear at
+  // `layers.0.self_attn`) becomes a root attribute instead: torch.nn.Linear owns exactly
+  // weight and bias.
   std::string path = v.constant_path;
+  for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
+    if (used_paths_.count(path.substr(0, dot))) {
+      std::replace(path.begin(), path.end(), '.', '_');
+      break;
+    }
   const std::string base = path;
   for (int k = 1;; ++k) {
     const char kind = root_->attr_kind(path);

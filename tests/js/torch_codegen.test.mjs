@@ -79,6 +79,24 @@ test('lowerToTorch: every zoo model runs in PyTorch with onnxruntime-node output
   }
 }, 240_000);
 
+// The 8-bit zoo models (models/quantize.py): lowered and packaged. Their weights must each land
+// where torch.nn allows (nn.MultiheadAttention's in_proj_bias once collided with the Linear its
+// MatMul became). Their numbers are not compared: emulated int8 in float can round one
+// quantization step apart from onnxruntime's integer kernels.
+const quantDir = path.join(zooDir, 'quantized');
+const quantized = fs.existsSync(quantDir) ? fs.readdirSync(quantDir).filter((f) => f.endsWith('.onnx')).sort() : [];
+
+(quantized.length ? test : test.skip)('lowerToTorch + toFolder: every quantized zoo model', () => {
+  for (const file of quantized) {
+    const gm = loadONNX(fs.readFileSync(path.join(quantDir, file)));
+    const torchGm = lowerToTorch(gm);
+    expect(torchGm.code).not.toContain('onnx.');
+    expect(Object.keys(toFolder(torchGm, 'Net')).sort()).toEqual(['__init__.py', 'module.py', 'state_dict.pt']);
+    torchGm.delete();
+    gm.delete();
+  }
+}, 120_000);
+
 // Every single-op model of tests/onnx_ops (onnxruntime's outputs in test_data_set_0): lowered,
 // packaged and run in PyTorch. The cases that do not pass are listed, each with its reason, in
 // tests/torch_codegen/onnx_ops_expected.txt: a case that newly fails fails the test, and one that
