@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-30}"
 build=build/sanitize
-if [ ! -f "$build/CMakeCache.txt" ]; then
+if [ ! -f "$build/build.ninja" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DFXWASM_SANITIZE=ON -DFXWASM_FUZZ=ON -DFXWASM_WITH_TORCH=OFF >/dev/null
 fi
