@@ -180,7 +180,21 @@ val gm_to_onnx(double id, bool embed_external, double default_opset, double opse
     if (default_opset > 0) opts.default_opset = static_cast<int64_t>(default_opset);
     if (opset > 0) opts.opset = static_cast<int64_t>(opset);
     if (!gelu.empty()) opts.gelu = fx::onnx::gelu_export_from_name(gelu);
-    return bytes_to_js(fx::onnx::export_model(*gm_entry(id).gm, opts));
+    // Straight into a JS Uint8Array, piece by piece: the wasm heap never holds the serialized
+    // model (its weights go from the tensors to the array).
+    val out = val::null();
+    size_t at = 0;
+    fx::onnx::export_model_to(
+        *gm_entry(id).gm,
+        fx::onnx::ByteSink{
+            [&](size_t total) { out = val::global("Uint8Array").new_(static_cast<double>(total)); },
+            [&](const uint8_t* p, size_t n) {
+              out.call<void>("set", val(emscripten::typed_memory_view(n, p)),
+                             static_cast<double>(at));
+              at += n;
+            }},
+        opts);
+    return out;
   });
 }
 

@@ -157,6 +157,18 @@ struct ExportOptions {
 /// fx::Error(Unsupported) naming a node that has no ONNX form (call_module, torch.* targets...).
 std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& options = {});
 
+/// Where export_model_to writes: `begin` is told the total size first, then `write` gets the
+/// bytes in order, in pieces.
+struct ByteSink {
+  std::function<void(size_t total)> begin;
+  std::function<void(const uint8_t* data, size_t size)> write;
+};
+/// export_model's bytes, written to `sink`: the main graph's weights go from the tensors (or
+/// their external files) straight to the sink, never into a ModelProto or one output buffer, so
+/// exporting needs little memory beyond the model itself (wasm's toONNX writes into a JS array).
+void export_model_to(const GraphModule& gm, const ByteSink& sink,
+                     const ExportOptions& options = {});
+
 /// The ONNX element type number (TensorProto.DataType) of a dtype, and back. Throws
 /// fx::Error(Unsupported) for types ONNX lacks or we do not represent.
 int32_t onnx_elem_type(Dtype dtype);

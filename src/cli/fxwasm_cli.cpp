@@ -7,6 +7,7 @@
 //   fxwasm-cli --sample ...      the torch.fx docs' MyModule, built through the C++ API
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -324,7 +325,25 @@ int main(int argc, char** argv) {
       std::cout << std::fixed << std::setprecision(2) << "run: " << ms << " ms\n";
     }
     if (!out_path.empty()) {
-      write_file(out_path, fx::onnx::export_model(*gm, export_options));
+      // Streamed to the file: the weights go from the tensors to disk, never via one buffer.
+      // A failed export leaves no partial file behind.
+      std::ofstream file(out_path, std::ios::binary);
+      try {
+        if (!file) throw fx::Error(fx::ErrorKind::Value, "cannot write '" + out_path + "'");
+        fx::onnx::export_model_to(*gm,
+                                  fx::onnx::ByteSink{[](size_t) {},
+                                                     [&](const uint8_t* p, size_t n) {
+                                                       file.write(reinterpret_cast<const char*>(p),
+                                                                  static_cast<std::streamsize>(n));
+                                                     }},
+                                  export_options);
+        file.close();
+        if (!file) throw fx::Error(fx::ErrorKind::Value, "cannot write '" + out_path + "'");
+      } catch (...) {
+        file.close();
+        std::remove(out_path.c_str());
+        throw;
+      }
       std::cerr << "wrote " << out_path << "\n";
     }
     if (!torch_dir.empty()) {

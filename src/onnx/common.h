@@ -11,8 +11,20 @@ namespace fx::onnx {
 /// Decodes a TensorProto (raw_data, typed fields or external data). `what` names it in errors.
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
                          const ExternalDataReader& reader);
-/// Encodes `t`; external tensors stay references unless `embed_external`.
-void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* p,
-                     bool embed_external);
+/// Encodes `t`; external tensors stay references unless `embed_external`. With `defer_raw`, the
+/// raw_data is left out (the caller writes it when serializing, see DeferredWeight); returns
+/// whether it was.
+bool tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* p,
+                     bool embed_external, bool defer_raw = false);
+
+/// An initializer of the main graph whose raw_data the exporter left out: serialize_model
+/// writes `tensor`'s bytes there.
+struct DeferredWeight {
+  ::onnx::TensorProto* proto;
+  const Tensor* tensor;
+};
+/// `model`'s serialization, with each deferred weight's bytes in its raw_data (serialize.cpp).
+void serialize_model(::onnx::ModelProto& model, const std::vector<DeferredWeight>& deferred,
+                     const ByteSink& sink);
 
 }  // namespace fx::onnx

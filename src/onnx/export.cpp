@@ -139,9 +139,11 @@ class Exporter {
               tensor_to_proto(*t, tn ? *tn : std::string(), a->mutable_t(),
                               options_.embed_external_data);
             } else {
-              tensor_to_proto(*t, name, out->add_initializer(), options_.embed_external_data);
-              if (const std::string* d = meta_string(n->meta(), kDoc))
-                out->mutable_initializer(out->initializer_size() - 1)->set_doc_string(*d);
+              ::onnx::TensorProto* init = out->add_initializer();
+              // The main graph's weights are written from the tensor when serializing.
+              if (tensor_to_proto(*t, name, init, options_.embed_external_data, out == main_graph))
+                deferred.push_back({init, t});
+              if (const std::string* d = meta_string(n->meta(), kDoc)) init->set_doc_string(*d);
               if (initializer_inputs.count(name)) {
                 auto* vi = out->add_input();
                 vi->set_name(name);
@@ -240,6 +242,9 @@ class Exporter {
   // RoiAlign nodes of a model older than opset 16, whose default coordinate_transformation_mode
   // changed in 16: made explicit if the opset is raised past it.
   std::vector<::onnx::NodeProto*> old_roi_aligns;
+  // The model's own graph (not a body), and its initializers left without raw_data.
+  ::onnx::GraphProto* main_graph = nullptr;
+  std::vector<DeferredWeight> deferred;
 
  private:
   static bool is_graph_output(const Node* n, const std::vector<Node*>& outs) {
@@ -644,6 +649,22 @@ class Exporter {
 }  // namespace
 
 std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& options) {
+  std::vector<uint8_t> out;
+  size_t at = 0;
+  export_model_to(gm,
+                  ByteSink{[&](size_t total) { out.resize(total); },
+                           [&](const uint8_t* p, size_t n) {
+                             if (n > out.size() - at)
+                               throw Error(ErrorKind::Internal,
+                                           "export: more bytes than announced");
+                             std::memcpy(out.data() + at, p, n);
+                             at += n;
+                           }},
+                  options);
+  return out;
+}
+
+void export_model_to(const GraphModule& gm, const ByteSink& sink, const ExportOptions& options) {
   ::onnx::ModelProto model;
   const Kwargs& meta = gm.meta();
   const Argument* ir = meta.find(kIrVersion);
@@ -687,6 +708,7 @@ std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& op
     exporter.opset = options.opset;
     exporter.pinned = true;
   }
+  exporter.main_graph = model.mutable_graph();
   exporter.export_graph(gm, model.mutable_graph(), "main_graph");
   const int64_t opset = std::max(exporter.opset, exporter.required_opset);
   if (opset >= 16)
@@ -722,10 +744,7 @@ std::vector<uint8_t> export_model(const GraphModule& gm, const ExportOptions& op
     o->set_domain("");
     o->set_version(opset);
   }
-  std::vector<uint8_t> out(model.ByteSizeLong());
-  if (!out.empty() && !model.SerializeToArray(out.data(), static_cast<int>(out.size())))
-    throw Error(ErrorKind::Internal, "protobuf failed to serialize the model");
-  return out;
+  serialize_model(model, exporter.deferred, sink);
 }
 
 }  // namespace fx::onnx

@@ -261,8 +261,8 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
   return t;
 }
 
-void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* p,
-                     bool embed_external) {
+bool tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* p,
+                     bool embed_external, bool defer_raw) {
   p->Clear();
   if (!name.empty()) p->set_name(name);
   p->set_data_type(onnx_elem_type(t.dtype));
@@ -277,13 +277,15 @@ void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorPro
     add("location", t.external->location);
     add("offset", std::to_string(t.external->offset));
     add("length", std::to_string(static_cast<int64_t>(t.nbytes())));
-    return;
+    return false;
   }
   Bytes b = t.bytes();
   if (!b)
     throw Error(ErrorKind::Value,
                 "tensor '" + name + "' (" + t.describe() + ") has no data to export");
+  if (defer_raw) return true;
   p->set_raw_data(b->data(), b->size());
+  return false;
 }
 
 Tensor tensor_from_proto_bytes(const uint8_t* data, size_t size, std::string* name) {

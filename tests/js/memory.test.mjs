@@ -97,3 +97,33 @@ test('the FinalizationRegistry frees graphs that were never deleted', () => {
   expect(r.stderr).toBe('');
   expect(r.stdout).toBe('300 0\n');
 });
+
+test('toONNX streams the weights out: the wasm heap does not grow, and deleting frees the model', () => {
+  // A fresh instance, so the heap's size is this model's doing: loading holds the weights once;
+  // exporting writes them from the tensors into the JS array, never into a second wasm buffer.
+  const index = new URL('../../wasm/index.mjs', import.meta.url).href;
+  const model = new URL('../../models/zoo/resnet18.onnx', import.meta.url);
+  const script = `
+    import fs from 'node:fs';
+    import { init } from ${JSON.stringify(index)};
+    const fx = await init();
+    const bytes = fs.readFileSync(new URL(${JSON.stringify(model.href)}));
+    const gm = fx.loadONNX(bytes);
+    const loaded = fx.heapSize();
+    const out = gm.toONNX();
+    const grown = fx.heapSize() - loaded;
+    const again = fx.loadONNX(out);
+    const same = again.code === gm.code && again.toONNX().length === out.length;
+    again.delete();
+    gm.delete();
+    console.log(JSON.stringify({ file: bytes.length, loaded, grown, out: out.length, same, used: fx.heapUsed() }));
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  const m = JSON.parse(r.stdout);
+  expect(m.same).toBe(true);
+  expect(Math.abs(m.out - m.file)).toBeLessThan(m.file * 0.01);
+  expect(m.grown).toBeLessThanOrEqual(1 << 20);
+  expect(m.loaded).toBeLessThanOrEqual(2 * m.file);
+  expect(m.used).toBeLessThanOrEqual(1 << 20);
+});
