@@ -1,41 +1,79 @@
-// The playground page: talks to web/worker.mjs (which owns the wasm module), draws the graph
-// with dagre's layered layout, and shows code, graph text, table, pass pipeline and runs.
-import dagre from './vendor/dagre.esm.js';
-import { zipSync } from './vendor/fflate.mjs';
+// The playground page: talks to web/worker.mjs (which owns the wasm module and the model) and to
+// web/layout_worker.mjs (dagre), draws the graph with web/graph_view.mjs, and shows code, graph
+// text, table, pass pipeline with per-step diffs, runs, the node inspector and model properties.
+// Nothing heavy runs on the main thread: imports, passes and runs in one worker, layout in another.
+import { zipSync } from 'fflate';
+import { GraphView, kindOf } from './graph_view.mjs';
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT_PIPELINE = new Set(['dce', 'cse', 'fold', 'fuse-conv-bn']);
 
-// ---- worker RPC ----------------------------------------------------------------------------
-const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
-let nextId = 1;
-const pending = new Map();
-worker.onmessage = (e) => {
-  const m = e.data;
-  if (m.type === 'progress') return setStatus(m.text + '…');
-  const p = pending.get(m.id);
-  pending.delete(m.id);
-  if (m.ok) p.resolve(m.result);
-  else p.reject(Object.assign(new Error(m.error.message), { kind: m.error.kind }));
-};
-function call(type, args = {}, transfer = []) {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    worker.postMessage({ id, type, ...args }, transfer);
-  });
-}
-
-// ---- status ----------------------------------------------------------------------------------
+// ---- status and progress -----------------------------------------------------------------------
 function setStatus(text, error = false) {
+  if (document.body.dataset.failed) return;  // a dead worker stays reported
   $('status').textContent = text;
   $('status').classList.toggle('error', error);
 }
+function setProgress(fraction) {
+  const p = $('progress');
+  p.hidden = fraction == null;
+  if (fraction === undefined || fraction === null) return;
+  if (Number.isFinite(fraction)) p.value = fraction;
+  else p.removeAttribute('value');  // indeterminate
+}
+/** Reports a failure the page cannot recover from by itself (the worker died, a module failed). */
+function fatal(text) {
+  setStatus(text, true);
+  setProgress(null);
+  document.body.dataset.failed = 'true';
+}
+window.addEventListener('unhandledrejection', (e) => setStatus(`${e.reason?.kind ?? 'Error'}: ${e.reason?.message ?? e.reason}`, true));
+
+// ---- workers -----------------------------------------------------------------------------------
+function rpc(worker, what, onMessage = () => {}) {
+  let nextId = 1;
+  const pending = new Map();
+  worker.onmessage = (e) => {
+    const m = e.data;
+    if (m.id === undefined) return onMessage(m);
+    const p = pending.get(m.id);
+    pending.delete(m.id);
+    if (m.ok) p.resolve(m.result ?? m);
+    else p.reject(Object.assign(new Error(m.error?.message ?? m.message), { kind: m.error?.kind ?? 'Error' }));
+  };
+  // A worker that fails to load (a missing file, a syntax error) fires 'error' with no message id.
+  // It is dead from then on: every call, pending or later, fails with that reason.
+  let dead = null;
+  worker.onerror = (e) => {
+    e.preventDefault?.();
+    dead = `the ${what} failed to start: ${e.message || 'its script could not be loaded'}`;
+    fatal(dead);
+    for (const p of pending.values()) p.reject(Object.assign(new Error(dead), { kind: 'RuntimeError' }));
+    pending.clear();
+  };
+  return (type, args = {}, transfer = []) => {
+    const id = nextId++;
+    if (dead) return Promise.reject(Object.assign(new Error(dead), { kind: 'RuntimeError' }));
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, type, ...args }, transfer);
+    });
+  };
+}
+const call = rpc(new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' }), 'model worker', (m) => {
+  if (m.type === 'progress') {
+    setStatus(m.text + '…');
+    if (m.fraction !== undefined) setProgress(m.fraction);
+  }
+});
+const layoutCall = rpc(new Worker(new URL('./layout_worker.mjs', import.meta.url), { type: 'module' }), 'layout worker');
+
 // Event handlers: the failure is already shown in the status line by busy().
 const quietly = (f) => (...args) => f(...args).catch(() => {});
 
 async function busy(what, f) {
   setStatus(what + '…');
+  setProgress(Infinity);
   document.body.setAttribute('aria-busy', 'true');
   try {
     return await f();
@@ -43,133 +81,360 @@ async function busy(what, f) {
     setStatus(`${e.kind ?? 'Error'}: ${e.message}`, true);
     throw e;
   } finally {
+    setProgress(null);
     document.body.removeAttribute('aria-busy');
   }
 }
 
-// ---- views -----------------------------------------------------------------------------------
-let current = null;
+// ---- the drawn graph: weights folded into their consumers, shapes on edges ----------------------
+const fmtShape = (s) => (Array.isArray(s) ? (s.length ? s.join('×') : 'scalar') : '');
+const shortTarget = (t) => String(t).replace(/^onnx\./, '').replace(/^torch\.(nn\.functional\.)?/, '');
+const clip = (s, n = 38) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
 
-function show(snap, added = new Set()) {
+/**
+ * What the view draws from the worker's light node list: get_attr nodes (weights, constants) are
+ * folded into each node that uses them; an edge carries its source's shape. `ownerOf` maps every
+ * name (folded ones too) to the drawn node that shows it.
+ */
+function buildDrawn(nodes) {
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const folded = new Set(nodes.filter((n) => n.op === 'get_attr').map((n) => n.name));
+  const drawn = [];
+  const edges = [];
+  const ownerOf = new Map();
+  for (const n of nodes) {
+    if (folded.has(n.name)) continue;
+    ownerOf.set(n.name, n.name);
+    const weights = n.inputs.filter((i) => folded.has(i)).map((i) => byName.get(i));
+    for (const w of weights) if (!ownerOf.has(w.name)) ownerOf.set(w.name, n.name);
+    const title = n.op === 'call_function' || n.op === 'call_method' ? shortTarget(n.target) : n.op === 'call_module' ? `${n.target} (module)` : n.op === 'placeholder' ? `input ${fmtShape(n.shape)}` : n.op;
+    const lines = [clip(n.name), ...weights.slice(0, 3).map((w) => clip(`▪ ${w.name} ${fmtShape(w.shape)}`))];
+    if (weights.length > 3) lines.push(`▪ +${weights.length - 3} more`);
+    const width = Math.min(320, Math.max(90, 7 * Math.max(title.length, ...lines.map((l) => l.length)) + 18));
+    drawn.push({ id: n.name, title: clip(title), lines, kind: kindOf(n.op, n.target), width, height: 24 + 13 * lines.length });
+    for (const i of n.inputs) if (!folded.has(i) && byName.has(i)) edges.push({ from: i, to: n.name, label: fmtShape(byName.get(i).shape) });
+  }
+  // A weight nobody draws (e.g. only the output uses it) stays visible as its own node.
+  for (const n of nodes) {
+    if (!folded.has(n.name) || ownerOf.has(n.name)) continue;
+    ownerOf.set(n.name, n.name);
+    drawn.push({ id: n.name, title: 'weight', lines: [clip(`${n.name} ${fmtShape(n.shape)}`)], kind: 'other', width: 220, height: 37 });
+  }
+  return { drawn, edges, ownerOf };
+}
+
+let layoutSeq = 0;
+/** Lays the drawn graph out in the layout worker; resolves to the view's graph (or null if stale). */
+async function layout({ drawn, edges }) {
+  const seq = ++layoutSeq;
+  $('layout-status').textContent = `laying out ${drawn.length} nodes…`;
+  const r = await layoutCall('layout', { nodes: drawn.map(({ id, width, height }) => ({ id, width, height })), edges: edges.map((e) => [e.from, e.to]) });
+  if (seq !== layoutSeq) return null;
+  $('layout-status').textContent = '';
+  const labels = new Map(edges.map((e) => [`${e.from}\u0000${e.to}`, e.label]));
+  const nodes = drawn.map((n) => ({ ...n, x: r.nodes[n.id][0], y: r.nodes[n.id][1] }));
+  const out = r.edges.map((e) => {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (let i = 0; i < e.points.length; i += 2) {
+      x0 = Math.min(x0, e.points[i]);
+      x1 = Math.max(x1, e.points[i]);
+      y0 = Math.min(y0, e.points[i + 1]);
+      y1 = Math.max(y1, e.points[i + 1]);
+    }
+    return { ...e, label: labels.get(`${e.from}\u0000${e.to}`), bbox: [x0 - 40, y0, x1 + 60, y1] };
+  });
+  return { nodes, edges: out, width: r.width, height: r.height };
+}
+
+const view = new GraphView($('graph-pane'), (id) => selectNode(id, { from: 'graph' }));
+$('fit').addEventListener('click', () => view.fit());
+$('zoom-in').addEventListener('click', () => {
+  const { w, h } = view.size();
+  view.zoomAt(1.25, w / 2, h / 2);
+});
+$('zoom-out').addEventListener('click', () => {
+  const { w, h } = view.size();
+  view.zoomAt(0.8, w / 2, h / 2);
+});
+
+// ---- views -------------------------------------------------------------------------------------
+let current = null;   // the worker's snapshot of the current module
+let drawnInfo = null; // buildDrawn() of it
+let steps = null;     // the last pass run's steps
+
+function renderCode(code) {
+  const box = $('code');
+  box.replaceChildren();
+  const frag = document.createDocumentFragment();
+  const lineOf = new Map();
+  code.split('\n').forEach((line, i) => {
+    const div = document.createElement('div');
+    div.className = 'line';
+    div.dataset.line = String(i + 1);
+    div.textContent = line || ' ';
+    const m = /^\s+([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(line) ?? (/^\s+return\b/.test(line) ? [null, 'output'] : null);
+    if (m && !lineOf.has(m[1])) {
+      lineOf.set(m[1], div);
+      div.dataset.for = m[1];
+    }
+    frag.append(div);
+  });
+  box.append(frag);
+  return lineOf;
+}
+let codeLines = new Map();
+$('code').addEventListener('click', (e) => {
+  const line = e.target.closest('.line');
+  if (line?.dataset.for) selectNode(line.dataset.for, { from: 'code' });
+});
+
+function renderProperties(p) {
+  const rows = [
+    ['opset', p.opset],
+    ['producer', p.producer || '—'],
+    ['IR version', p.irVersion || '—'],
+    ['graph', p.graphName || '—'],
+    ['inputs', p.inputs.map((i) => `${i.name}: ${i.dtype ?? '?'}[${(i.shape ?? []).join(', ')}]`).join('\n')],
+    ['outputs', p.outputs.join(', ') || '—'],
+    ['nodes', String(p.nodes)],
+    ['parameters', `${p.parameters.toLocaleString('en')} (${(p.parameterBytes / 1e6).toFixed(2)} MB)`],
+  ];
+  const t = document.createElement('table');
+  t.className = 'props';
+  for (const [k, v] of rows) {
+    const tr = t.insertRow();
+    tr.dataset.prop = k;
+    tr.insertCell().textContent = k;
+    const td = tr.insertCell();
+    td.textContent = v;
+    td.className = 'mono';
+  }
+  $('properties').replaceChildren(t);
+}
+
+async function show(snap) {
   current = snap;
-  $('code').textContent = snap.code;
+  steps = null;
+  codeLines = renderCode(snap.code);
   $('graph-text').textContent = snap.graph;
   $('tabular').textContent = snap.tabular;
-  drawGraph(snap.nodes, added);
+  renderProperties(snap.properties);
+  $('inspector').replaceChildren(Object.assign(document.createElement('p'), { className: 'note', textContent: 'Click a node in the graph or a line of the code.' }));
+  drawnInfo = buildDrawn(snap.nodes);
+  const graph = await layout(drawnInfo);
+  if (!graph || current !== snap) return;
+  view.setMarks(new Map());
+  view.setGraph(graph);
+  view.select(null);
   const gaps = snap.coverage.length ? ` · ${snap.coverage.length} node(s) cannot run` : '';
   setStatus(`${snap.name}: ${snap.nodes.length} nodes${gaps}`);
   document.body.dataset.loaded = snap.name;
 }
 
-const SVG = 'http://www.w3.org/2000/svg';
-const view = { x: 0, y: 0, w: 1000, h: 1000 };
-
-function drawGraph(nodes, added) {
-  const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 28, marginx: 10, marginy: 10 });
-  g.setDefaultEdgeLabel(() => ({}));
-  for (const n of nodes) {
-    const label = n.op === 'call_function' ? `${n.name} = ${n.target}` : `${n.name} (${n.op})`;
-    g.setNode(n.name, { label, width: Math.max(60, 7 * label.length + 16), height: 26, op: n.op });
+// ---- selection and the inspector ---------------------------------------------------------------
+let inspectSeq = 0;
+async function selectNode(name, { from } = {}) {
+  if (!name || !drawnInfo) {
+    view.select(null);
+    return;
   }
-  for (const n of nodes) for (const i of n.inputs) if (g.hasNode(i)) g.setEdge(i, n.name);
-  dagre.layout(g);
-
-  const svg = $('graph');
-  svg.replaceChildren();
-  const root = document.createElementNS(SVG, 'g');
-  for (const e of g.edges()) {
-    const pts = g.edge(e).points;
-    const path = document.createElementNS(SVG, 'path');
-    path.setAttribute('class', 'edge');
-    path.setAttribute('d', 'M' + pts.map((p) => `${p.x},${p.y}`).join('L'));
-    root.append(path);
+  const drawnId = drawnInfo.ownerOf.get(name) ?? name;
+  view.select(drawnId);
+  if (from !== 'graph') view.centerOn(drawnId);
+  for (const l of $('code').querySelectorAll('.line.selected')) l.classList.remove('selected');
+  const line = codeLines.get(name);
+  if (line) {
+    line.classList.add('selected');
+    if (from !== 'code') line.scrollIntoView({ block: 'center' });
   }
-  for (const id of g.nodes()) {
-    const n = g.node(id);
-    const el = document.createElementNS(SVG, 'g');
-    el.setAttribute('class', `node ${n.op}${added.has(id) ? ' added' : ''}`);
-    el.dataset.name = id;
-    el.setAttribute('transform', `translate(${n.x - n.width / 2},${n.y - n.height / 2})`);
-    const rect = document.createElementNS(SVG, 'rect');
-    rect.setAttribute('width', n.width);
-    rect.setAttribute('height', n.height);
-    const text = document.createElementNS(SVG, 'text');
-    text.setAttribute('x', 8);
-    text.setAttribute('y', 17);
-    text.textContent = n.label;
-    const title = document.createElementNS(SVG, 'title');
-    title.textContent = n.label;
-    el.append(rect, text, title);
-    root.append(el);
+  document.body.dataset.selected = name;
+  const seq = ++inspectSeq;
+  let info;
+  try {
+    info = await call('inspect', { node: name });
+  } catch (e) {
+    if (seq === inspectSeq) $('inspector').textContent = `${e.kind}: ${e.message}`;
+    return;
   }
-  svg.append(root);
-  const { width, height } = g.graph();
-  Object.assign(view, { x: 0, y: 0, w: Math.max(width, 200), h: Math.max(height, 200) });
-  svg.setAttribute('viewBox', `${view.x} ${view.y} ${view.w} ${view.h}`);
+  if (seq !== inspectSeq) return;
+  const snapNode = current.nodes.find((n) => n.name === name);
+  const shapeOf = (n) => {
+    const s = current.nodes.find((x) => x.name === n);
+    return s?.shape ? `${s.dtype ?? ''}[${s.shape.join(', ')}]` : '?';
+  };
+  const rows = [
+    ['name', info.name],
+    ['op', info.op],
+    ['target', info.target],
+    ['args', info.args],
+    ['kwargs', info.kwargs],
+    ['output', snapNode?.shape ? `${snapNode.dtype ?? ''}[${snapNode.shape.join(', ')}]` : 'unknown (shapes need a run)'],
+    ['inputs', info.inputs.map((i) => `${i}: ${shapeOf(i)}`).join('\n') || '—'],
+    ['users', info.users.join(', ') || '—'],
+    ['code', line ? `line ${line.dataset.line}: ${line.textContent.trim()}` : '—'],
+    ...info.weights.map((w) => [`weight ${w.node}`, `${w.target}: ${w.dtype}[${w.shape.join(', ')}]\nfirst values: ${w.head.map((v) => +v.toPrecision(5)).join(', ')}`]),
+    ...info.meta.map(([k, v]) => [`meta.${k}`, v]),
+  ];
+  const t = document.createElement('table');
+  t.className = 'props';
+  for (const [k, v] of rows) {
+    const tr = t.insertRow();
+    tr.dataset.field = k;
+    tr.insertCell().textContent = k;
+    const td = tr.insertCell();
+    td.className = 'mono';
+    td.textContent = v;
+  }
+  $('inspector').replaceChildren(t);
+  if (from) selectTab('node', false);
 }
 
-// Pan and zoom by rewriting the viewBox.
-{
-  const svg = $('graph');
-  svg.addEventListener('wheel', (e) => {
+// ---- search ------------------------------------------------------------------------------------
+let matches = [];
+let matchIndex = -1;
+function search(step) {
+  const q = $('search').value.trim().toLowerCase();
+  if (!current || !q) {
+    matches = [];
+    $('search-count').textContent = '';
+    return;
+  }
+  if (step === 0 || matches.query !== q) {
+    // By FX name, ONNX node name, target or opcode; '.' and '_' match each other (module paths).
+    const norm = (s) => s.toLowerCase().replace(/[._/]/g, '_');
+    const nq = norm(q);
+    matches = current.nodes
+      .filter((n) => norm(n.name).includes(nq) || (n.onnxName && norm(n.onnxName).includes(nq)) || n.target.toLowerCase().includes(q) || n.op.toLowerCase() === q)
+      .map((n) => n.name);
+    matches.query = q;
+    matchIndex = -1;
+  }
+  if (!matches.length) {
+    $('search-count').textContent = 'no match';
+    return;
+  }
+  matchIndex = (matchIndex + (step < 0 ? -1 : 1) + matches.length) % matches.length;
+  $('search-count').textContent = `${matchIndex + 1} of ${matches.length}`;
+  selectNode(matches[matchIndex], { from: 'search' });
+}
+$('search').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter') {
     e.preventDefault();
-    const k = e.deltaY > 0 ? 1.15 : 1 / 1.15;
-    const r = svg.getBoundingClientRect();
-    const fx = view.x + ((e.clientX - r.left) / r.width) * view.w, fy = view.y + ((e.clientY - r.top) / r.height) * view.h;
-    Object.assign(view, { x: fx - (fx - view.x) * k, y: fy - (fy - view.y) * k, w: view.w * k, h: view.h * k });
-    svg.setAttribute('viewBox', `${view.x} ${view.y} ${view.w} ${view.h}`);
-  }, { passive: false });
-  let drag = null;
-  svg.addEventListener('pointerdown', (e) => { drag = { x: e.clientX, y: e.clientY }; svg.setPointerCapture(e.pointerId); });
-  svg.addEventListener('pointerup', () => { drag = null; });
-  svg.addEventListener('pointermove', (e) => {
-    if (!drag) return;
-    const r = svg.getBoundingClientRect();
-    view.x -= ((e.clientX - drag.x) / r.width) * view.w;
-    view.y -= ((e.clientY - drag.y) / r.height) * view.h;
-    drag = { x: e.clientX, y: e.clientY };
-    svg.setAttribute('viewBox', `${view.x} ${view.y} ${view.w} ${view.h}`);
-  });
-}
+    search(e.shiftKey ? -1 : 1);
+  } else if (e.key === 'Escape') $('search').blur();
+});
+$('search').addEventListener('input', () => {
+  matches = [];
+  $('search-count').textContent = '';
+});
+$('search-next').addEventListener('click', () => search(1));
+$('search-prev').addEventListener('click', () => search(-1));
 
-// ---- tabs ------------------------------------------------------------------------------------
+// ---- tabs ----------------------------------------------------------------------------------------
 function selectTab(name) {
   for (const b of document.querySelectorAll('nav button')) b.setAttribute('aria-selected', String(b.dataset.tab === name));
   for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== `tab-${name}`;
 }
 for (const b of document.querySelectorAll('nav button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
 
-// ---- opening models --------------------------------------------------------------------------
-async function open(bytes, fileName) {
-  const snap = await busy(`opening ${fileName}`, () => call('load', { bytes, fileName }, [bytes]));
-  show(snap);
+// ---- opening models ------------------------------------------------------------------------------
+/** Opens a model: bytes of the .onnx plus its external-data files ({name: Blob}). */
+async function open(bytes, fileName, externalFiles = {}) {
+  delete document.body.dataset.loaded;
+  const snap = await busy(`opening ${fileName}`, async () => {
+    try {
+      return await call('load', { bytes, fileName, externalFiles }, [bytes]);
+    } catch (e) {
+      e.message = `${fileName}: ${e.message}`;
+      throw e;
+    }
+  });
   $('pass-report').tBodies[0].replaceChildren();
+  $('pass-verdict').textContent = '';
   $('run-result').textContent = '';
+  await show(snap);
 }
 
-async function openUrl(url) {
+/** Fetches a URL with a progress bar (the download is most of the wait for large models). */
+async function fetchWithProgress(url) {
   const r = await fetch(url);
-  if (!r.ok) throw new Error(`cannot fetch ${url}: ${r.status}`);
-  await open(await r.arrayBuffer(), url.split('/').pop());
+  if (!r.ok) throw Object.assign(new Error(`cannot fetch ${url}: HTTP ${r.status}`), { kind: 'IOError' });
+  const total = Number(r.headers.get('Content-Length')) || 0;
+  if (!r.body || !total) return r.arrayBuffer();
+  const out = new Uint8Array(total);
+  let got = 0;
+  const reader = r.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (got + value.length > out.length) return new Blob([out.subarray(0, got), value, await new Response(reader.readable ?? null).arrayBuffer()]).arrayBuffer();
+    out.set(value, got);
+    got += value.length;
+    setProgress(got / total);
+    setStatus(`reading ${url.split('/').pop()}: ${(got / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB…`);
+  }
+  return out.buffer.slice(0, got);
 }
 
-$('file').addEventListener('change', quietly(async (e) => {
-  const f = e.target.files[0];
-  if (f) await open(await f.arrayBuffer(), f.name);
-}));
+async function openUrl(path) {
+  const name = path.split('/').pop();
+  let bytes;
+  try {
+    bytes = await busy(`reading ${name}`, () => fetchWithProgress(new URL(`models/${path}`, location.href).href));
+  } catch (e) {
+    return;
+  }
+  await open(bytes, name).catch(() => {});
+}
+
+/** Files chosen or dropped together: the .onnx model and its external-data files. */
+async function openFiles(files) {
+  const list = [...files];
+  const model = list.find((f) => /\.onnx$/i.test(f.name)) ?? list[0];
+  if (!model) return;
+  const externalFiles = Object.fromEntries(list.filter((f) => f !== model).map((f) => [f.name, f]));
+  setProgress(Infinity);
+  const bytes = await model.arrayBuffer();
+  await open(bytes, model.name, externalFiles);
+}
+
+$('file').addEventListener('change', quietly(async (e) => openFiles(e.target.files)));
 const drop = $('drop');
-drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('dragging'); });
+drop.addEventListener('dragover', (e) => {
+  e.preventDefault();
+  drop.classList.add('dragging');
+});
 drop.addEventListener('dragleave', () => drop.classList.remove('dragging'));
 drop.addEventListener('drop', (e) => {
   e.preventDefault();
   drop.classList.remove('dragging');
-  const f = e.dataTransfer.files[0];
-  if (f) quietly(async () => open(await f.arrayBuffer(), f.name))();
+  quietly(openFiles)(e.dataTransfer.files);
 });
 
-// ---- passes ----------------------------------------------------------------------------------
-// The list comes from the worker, which reads the C++ pass registry (fx.passInfo()).
+// The model picker: the sample and the zoo, from models/index.json (written by the build).
+$('model-picker').addEventListener('change', (e) => {
+  if (!e.target.value) return;
+  history.replaceState(null, '', `#model=${e.target.value}`);
+  openUrl(e.target.value);
+});
+async function fillPicker() {
+  const picker = $('model-picker');
+  try {
+    const r = await fetch(new URL('models/index.json', location.href));
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    const models = await r.json();
+    picker.replaceChildren(...models.map((m) => {
+      const o = document.createElement('option');
+      o.value = m.path;
+      o.textContent = m.bytes ? `${m.label} (${(m.bytes / 1e6).toFixed(1)} MB)` : m.label;
+      return o;
+    }));
+  } catch (e) {
+    picker.replaceChildren(Object.assign(document.createElement('option'), { value: 'sample.onnx', textContent: 'sample' }));
+  }
+}
+
+// ---- passes: a pipeline run step by step, each step's diff drawable ------------------------------
 call('passInfo').then((passes) => {
   for (const { name, description } of passes) {
     const label = document.createElement('label');
@@ -179,35 +444,77 @@ call('passInfo').then((passes) => {
     label.append(box, ` ${name}`);
     $('pass-list').append(label);
   }
-}, (e) => setStatus(`${e.kind ?? 'Error'}: ${e.message}`, true));
+}, (e) => fatal(`${e.kind ?? 'Error'}: ${e.message}`));
+
+const fmtBytes = (b) => (b >= 1e6 ? `${(b / 1e6).toFixed(2)} MB` : `${(b / 1e3).toFixed(1)} KB`);
+const fmtDiff = (d) => (d === undefined ? '—' : d.toExponential(2));
+/** A difference that means a pass changed the numbers (float32 noise is far below). */
+const BROKE = 1e-3;
+
 $('pass-form').addEventListener('submit', (e) => e.preventDefault());
 $('pass-form').addEventListener('submit', quietly(async () => {
   const names = [...document.querySelectorAll('input[name=pass]:checked')].map((i) => i.value);
-  const { reports, snapshot } = await busy('running passes', () => call('passes', { names, check: $('check').checked }));
+  const r = await busy('running passes', () => call('passes', { names, check: $('check').checked }));
   const body = $('pass-report').tBodies[0];
   body.replaceChildren();
-  const added = new Set();
-  for (const r of reports) {
+  let broke = null;
+  r.steps.forEach((s, k) => {
     const tr = body.insertRow();
-    tr.dataset.pass = r.pass;
-    const cells = [
-      r.pass,
-      `${r.nodesBefore} → ${r.nodesAfter}${r.modified ? '' : ' (unchanged)'}`,
-      r.removed.join(', '),
-      r.added.join(', '),
-      r.maxAbsDiff === undefined ? '—' : r.maxAbsDiff.toExponential(2),
-    ];
-    cells.forEach((c, k) => {
-      const td = tr.insertCell();
-      td.textContent = c;
-      if (k === 2 || k === 3) td.className = 'names';
-    });
-    for (const a of r.added) added.add(a);
-  }
-  show(snapshot, added);
+    tr.dataset.pass = s.pass;
+    tr.dataset.step = String(k);
+    tr.tabIndex = 0;
+    const cells = k === 0
+      ? [s.pass, String(s.nodes.length), fmtBytes(s.weightBytes), '', '', '', '']
+      : [
+        s.pass,
+        `${s.nodesBefore} → ${s.nodesAfter}${s.modified ? '' : ' (unchanged)'}`,
+        fmtBytes(s.weightBytes),
+        `${s.ms.toFixed(1)} ms`,
+        s.runError ?? fmtDiff(s.maxAbsDiff),
+        fmtDiff(s.maxRelDiff),
+        `−${s.removed.length} +${s.added.length} ~${s.changed.length}`,
+      ];
+    cells.forEach((c) => (tr.insertCell().textContent = c));
+    if (!broke && k > 0 && (s.runError || s.maxAbsDiff > BROKE)) broke = s.pass;
+  });
+  $('pass-verdict').textContent = !$('check').checked ? '' : broke ? `The numbers changed first at pass ${broke}.` : 'Every step keeps the outputs (max |Δ| ≤ 1e-3).';
+  $('pass-verdict').classList.toggle('error', Boolean(broke));
+  await show(r.snapshot);
+  steps = r.steps;
 }));
 
-// ---- run -------------------------------------------------------------------------------------
+/** Draws step k's change: the graph after it plus the nodes it removed, coloured. */
+async function showStep(k) {
+  if (!steps || k < 1) return;
+  const s = steps[k];
+  const before = steps[k - 1].nodes;
+  const removed = before.filter((n) => s.removed.includes(n.name));
+  const union = [...s.nodes, ...removed];
+  const info = buildDrawn(union);
+  const graph = await layout(info);
+  if (!graph) return;
+  const marks = new Map();
+  const mark = (names, kind) => {
+    for (const n of names) {
+      const id = info.ownerOf.get(n);
+      if (id && !(marks.get(id) === 'removed' || marks.get(id) === 'added')) marks.set(id, kind);
+    }
+  };
+  mark(s.removed, 'removed');
+  mark(s.added, 'added');
+  mark(s.changed, 'changed');
+  view.setMarks(marks);
+  view.setGraph(graph);
+  for (const tr of $('pass-report').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.step === String(k));
+  document.body.dataset.step = s.pass;
+  setStatus(`step ${s.pass}: ${s.removed.length} removed, ${s.added.length} added, ${s.changed.length} changed`);
+}
+$('pass-report').addEventListener('click', (e) => {
+  const tr = e.target.closest('tr[data-step]');
+  if (tr) quietly(showStep)(Number(tr.dataset.step));
+});
+
+// ---- run -------------------------------------------------------------------------------------------
 $('run').addEventListener('click', quietly(async () => {
   const r = await busy('running', () => call('run'));
   const lines = [`time: ${r.ms.toFixed(1)} ms   inputs: ${r.inputs.map((i) => `${i.dtype}[${i.shape}]`).join(', ')}`];
@@ -221,7 +528,7 @@ $('run').addEventListener('click', quietly(async () => {
   setStatus(`ran ${current.name} in ${r.ms.toFixed(1)} ms`);
 }));
 
-// ---- downloads, reset, keyboard ---------------------------------------------------------------
+// ---- downloads, reset, keyboard ---------------------------------------------------------------------
 function download(data, fileName, type) {
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([data], { type }));
@@ -246,13 +553,27 @@ $('download-torch').addEventListener('click', quietly(async () => {
 }));
 $('reset').addEventListener('click', quietly(async () => show(await busy('resetting', () => call('reset')))));
 document.addEventListener('keydown', (e) => {
-  if (e.target.closest('input, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
-  if (e.key >= '1' && e.key <= '5') selectTab(document.querySelectorAll('nav button')[Number(e.key) - 1].dataset.tab);
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'f') {
+    e.preventDefault();
+    $('search').focus();
+    $('search').select();
+    return;
+  }
+  if (e.target.closest('input, textarea, select') || e.ctrlKey || e.metaKey || e.altKey) return;
+  const tabs = document.querySelectorAll('nav button');
+  if (e.key >= '1' && e.key <= String(tabs.length)) selectTab(tabs[Number(e.key) - 1].dataset.tab);
   else if (e.key === 'o') $('file').click();
   else if (e.key === 'r') $('reset').click();
   else if (e.key === 'd') $('download-onnx').click();
+  else if (e.key === 'f') view.fit();
+  else if (e.key === '+' || e.key === '=') $('zoom-in').click();
+  else if (e.key === '-') $('zoom-out').click();
 });
 
-// ---- start: the model named in the URL hash (#model=zoo/resnet18.onnx) or the sample ------------
+// ---- start: the model named in the URL hash (#model=zoo/resnet18.onnx) or the sample ---------------
+document.body.dataset.ready = 'true';
 const model = new URLSearchParams(location.hash.slice(1)).get('model') ?? 'sample.onnx';
-busy(`opening ${model}`, () => openUrl(new URL(`../models/${model}`, location.href).href)).catch(() => {});
+fillPicker().then(() => {
+  $('model-picker').value = model;
+});
+openUrl(model);

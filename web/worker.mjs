@@ -1,25 +1,86 @@
 // The playground's Web Worker: owns the wasm module and the model, so long imports, passes and
 // runs never block the page. Messages in: {id, type, ...}; out: {id, ok, result | error} plus
 // {type: 'progress', text} while working.
-import { init, FxError } from '../wasm/index.mjs';
+import { init, FxError, Node } from '../wasm/index.mjs';
 import { randomInputs, outputNames } from '../wasm/inputs.mjs';
+// Vite emits fx.wasm as an asset and gives its URL (relative to the built site).
+import wasmUrl from '../dist/fx.wasm?url';
 
 let fx = null;
 let original = null;  // bytes of the model as opened (the "before" side of comparisons)
+let external = null;  // its external-data files, by name
 let gm = null;        // the current, possibly transformed, module
 let name = '';
 
-const progress = (text) => postMessage({ type: 'progress', text });
+const progress = (text, fraction) => postMessage({ type: 'progress', text, fraction });
+const start = () => (fx ? Promise.resolve(fx) : init({ locateFile: () => wasmUrl }).then((api) => (fx = api)));
 
-/** What the page shows of a module: texts, and nodes with their inputs for the graph view. */
+const ITEM_BYTES = { float32: 4, float64: 8, float16: 2, bfloat16: 2, int64: 8, int32: 4, int16: 2, int8: 1, uint8: 1, bool: 1, uint16: 2, uint32: 4, uint64: 8, complex64: 8, complex128: 16 };
+const numel = (shape) => shape.reduce((a, b) => a * Number(b), 1);
+/** JSON of FX values (BigInt as numbers, Node handles by name), for the inspector. */
+const show = (v) => JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? Number(x) : x instanceof Node ? `%${x.name}` : x));
+const dtypeName = (d) => (d == null ? undefined : String(d.name ?? d).replace(/^torch\./, ''));
+
+/** Shapes on every node from one run on seeded inputs (ShapeProp); models that cannot run keep none. */
+function propagateShapes(m) {
+  try {
+    m.shapeProp(randomInputs(m, 0));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Parameters referenced by get_attr nodes: count and bytes (what an export writes). */
+function weightStats(m, params) {
+  let count = 0, bytes = 0;
+  for (const n of m.graph.nodes) {
+    if (n.op !== 'get_attr') continue;
+    const p = params.get(String(n.target));
+    if (!p) continue;
+    count += numel(p.shape);
+    bytes += numel(p.shape) * (ITEM_BYTES[p.dtype] ?? 4);
+  }
+  return { count, bytes };
+}
+
+/** The light per-node view the page draws and diffs. */
+function lightNodes(m, params, withShapes) {
+  return m.graph.nodes.map((n) => {
+    const out = {
+      name: n.name,
+      op: n.op,
+      target: n.op === 'output' ? 'output' : String(n.target),
+      inputs: n.allInputNodes.map((i) => i.name),
+      text: n.formatNode(),
+    };
+    // The ONNX node's own name (e.g. "/encoder/layers.20/attn/Softmax"): search finds it too.
+    const onnxName = n.getMeta(fx.onnxMetaKeys.name);
+    if (typeof onnxName === 'string' && onnxName !== n.name) out.onnxName = onnxName;
+    if (withShapes) {
+      const tm = n.getMeta('tensor_meta');
+      if (tm && Array.isArray(tm.shape)) Object.assign(out, { shape: tm.shape.map(Number), dtype: dtypeName(tm.dtype) });
+    }
+    if (n.op === 'get_attr') {
+      const p = params.get(String(n.target));
+      if (p) Object.assign(out, { shape: p.shape.map(Number), dtype: p.dtype, weight: true });
+    }
+    if (n.op === 'placeholder') {
+      const t = n.getMeta(fx.onnxMetaKeys.type);
+      if (t?.shape && !out.shape) Object.assign(out, { shape: t.shape.map((d) => (typeof d === 'bigint' ? Number(d) : d)), dtype: dtypeName(t.dtype) });
+    }
+    return out;
+  });
+}
+
+/** What the page shows of a module: texts, nodes with inputs and shapes, model properties. */
 function snapshot(m) {
-  const nodes = m.graph.nodes.map((n) => ({
-    name: n.name,
-    op: n.op,
-    target: n.op === 'output' ? 'output' : String(n.target),
-    inputs: n.allInputNodes.map((i) => i.name),
-    users: n.users.length,
-  }));
+  const params = new Map(m.namedParameters().concat(m.namedBuffers()));
+  const withShapes = propagateShapes(m);
+  const nodes = lightNodes(m, params, withShapes);
+  const meta = m.meta;
+  const k = fx.onnxMetaKeys;
+  const weights = weightStats(m, params);
   return {
     name,
     code: m.code,
@@ -28,83 +89,146 @@ function snapshot(m) {
     readable: m.printReadable(),
     nodes,
     coverage: m.coverage(),
+    properties: {
+      opset: show(meta[k.opsetImport] ?? {}),
+      producer: [meta[k.producerName], meta[k.producerVersion]].filter(Boolean).join(' '),
+      irVersion: meta[k.irVersion] == null ? '' : String(meta[k.irVersion]),
+      graphName: meta[k.graphName] ?? '',
+      inputs: nodes.filter((n) => n.op === 'placeholder').map((n) => ({ name: n.name, dtype: n.dtype, shape: n.shape })),
+      outputs: outputNames(m),
+      parameters: weights.count,
+      parameterBytes: weights.bytes,
+      nodes: nodes.length,
+    },
   };
 }
 
-function summary(t) {
-  let sum = 0, abs = 0, min = Infinity, max = -Infinity;
-  for (const v of t.data) {
-    const x = Number(v);
-    sum += x;
-    abs += Math.abs(x);
-    min = Math.min(min, x);
-    max = Math.max(max, x);
-  }
-  return { dtype: t.dtype, shape: t.shape, sum, absSum: abs, min, max, head: Array.from(t.data.slice(0, 8), Number) };
+function decodeHead(bytes, dtype, count) {
+  const C = { float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array, int16: Int16Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array }[dtype];
+  if (!C || !bytes) return [];
+  const n = Math.min(count, Math.floor(bytes.byteLength / C.BYTES_PER_ELEMENT));
+  return Array.from(new C(bytes.buffer, bytes.byteOffset, n), Number);
+}
+
+function maxDiffs(a, b) {
+  let abs = 0, rel = 0;
+  a.forEach((o, k) => {
+    const p = b[k];
+    if (!p?.data || !o?.data) return;
+    for (let i = 0; i < o.data.length; i++) {
+      const x = Number(o.data[i]), y = Number(p.data[i]);
+      const d = Math.abs(x - y);
+      if (!(d <= abs)) abs = d;  // NaN counts as a difference
+      const r = d / Math.max(Math.abs(x), 1e-6);
+      if (!(r <= rel)) rel = r;
+    }
+  });
+  return { abs, rel };
 }
 
 const handlers = {
   /** The pass registry's passes ({name, description}), for the page's pipeline. */
   async passInfo() {
-    fx ??= await init();
-    return fx.passInfo();
+    return (await start()).passInfo();
   },
 
-  async load({ bytes, fileName }) {
-    progress('loading the wasm module');
-    fx ??= await init();
-    progress(`importing ${fileName} (${(bytes.byteLength / 1e6).toFixed(1)} MB)`);
-    const next = fx.loadONNX(new Uint8Array(bytes));
+  async load({ bytes, fileName, externalFiles }) {
+    progress('loading the wasm module', 0.1);
+    await start();
+    progress(`importing ${fileName} (${(bytes.byteLength / 1e6).toFixed(1)} MB)`, 0.3);
+    const ext = externalFiles && Object.keys(externalFiles).length ? new Map(Object.entries(externalFiles)) : null;
+    const next = fx.loadONNX(new Uint8Array(bytes), ext ? { externalData: ext } : {});
     gm?.delete();
     gm = next;
     original = new Uint8Array(bytes);
+    external = ext;
     name = fileName;
+    progress('propagating shapes', 0.7);
     return snapshot(gm);
   },
 
-  /** Runs passes one by one; for each: nodes before/after, removed/added names, max difference. */
+  /** Everything the inspector shows of one node. */
+  inspect({ node }) {
+    const n = gm.graph.nodes.find((x) => x.name === node);
+    if (!n) throw new FxError('KeyError', `no node named '${node}' in the current graph`);
+    const out = {
+      name: n.name,
+      op: n.op,
+      target: n.op === 'output' ? 'output' : String(n.target),
+      text: n.formatNode(),
+      args: show(n.args),
+      kwargs: show(n.kwargs),
+      meta: Object.entries(n.meta).map(([key, v]) => [key, show(v).slice(0, 400)]),
+      users: n.users.map((u) => u.name),
+      inputs: n.allInputNodes.map((i) => i.name),
+      weights: [],
+    };
+    for (const i of [n, ...n.allInputNodes]) {
+      if (i.op !== 'get_attr') continue;
+      const target = String(i.target);
+      const info = new Map(gm.namedParameters().concat(gm.namedBuffers())).get(target);
+      if (!info) continue;
+      out.weights.push({ node: i.name, target, dtype: info.dtype, shape: info.shape.map(Number), head: decodeHead(gm.getTensorData(target), info.dtype, 8) });
+    }
+    return out;
+  },
+
+  /**
+   * Runs passes one at a time. Per step: nodes before/after, removed/added/changed names, weight
+   * bytes, time, and max abs/rel difference of the outputs against the model as opened; plus the
+   * light node list after the step, so the page can draw any step's diff.
+   */
   passes({ names, check }) {
     const inputs = check ? randomInputs(gm, 1) : null;
-    const reports = [];
-    for (const pass of names) {
-      progress(`pass ${pass}`);
-      const before = new Set(gm.graph.nodes.map((n) => n.name));
-      const outsBefore = inputs ? gm.run(inputs) : null;
-      const [r] = fx.runPasses(gm, [pass], inputs ? { checkEquivalence: inputs } : {});
-      const after = new Set(gm.graph.nodes.map((n) => n.name));
-      const report = {
+    const reference = inputs ? gm.run(inputs) : null;
+    const params = () => new Map(gm.namedParameters().concat(gm.namedBuffers()));
+    let before = lightNodes(gm, params(), false);
+    const steps = [{ pass: '(as opened)', nodes: before, weightBytes: weightStats(gm, params()).bytes }];
+    names.forEach((pass, k) => {
+      progress(`pass ${pass}`, (k + 0.5) / names.length);
+      const t0 = performance.now();
+      const [r] = fx.runPasses(gm, [pass], {});
+      const ms = performance.now() - t0;
+      const p = params();
+      const after = lightNodes(gm, p, false);
+      const was = new Map(before.map((n) => [n.name, n.text]));
+      const now = new Set(after.map((n) => n.name));
+      const step = {
         pass,
+        ms,
         modified: r.modified,
         nodesBefore: r.nodesBefore,
         nodesAfter: r.nodesAfter,
-        removed: [...before].filter((n) => !after.has(n)),
-        added: [...after].filter((n) => !before.has(n)),
+        removed: before.filter((n) => !now.has(n.name)).map((n) => n.name),
+        added: after.filter((n) => !was.has(n.name)).map((n) => n.name),
+        changed: after.filter((n) => was.has(n.name) && was.get(n.name) !== n.text).map((n) => n.name),
+        weightBytes: weightStats(gm, p).bytes,
+        nodes: after,
       };
       if (inputs) {
-        const outsAfter = gm.run(inputs);
-        let abs = 0;
-        outsBefore.forEach((o, k) => {
-          for (let i = 0; i < o.data.length; i++) abs = Math.max(abs, Math.abs(Number(o.data[i]) - Number(outsAfter[k].data[i])));
-        });
-        report.maxAbsDiff = abs;
+        try {
+          Object.assign(step, { maxAbsDiff: 0, maxRelDiff: 0 }, (({ abs, rel }) => ({ maxAbsDiff: abs, maxRelDiff: rel }))(maxDiffs(reference, gm.run(inputs))));
+        } catch (e) {
+          step.runError = `${e.kind ?? 'Error'}: ${e.message}`;
+        }
       }
-      reports.push(report);
-    }
-    return { reports, snapshot: snapshot(gm) };
+      steps.push(step);
+      before = after;
+    });
+    return { steps, snapshot: snapshot(gm) };
   },
 
   /** Runs the current module and the module as opened on the same seeded inputs. */
   run() {
     const inputs = randomInputs(gm, 0);
     progress('running the current graph');
-    let t0 = performance.now();
+    const t0 = performance.now();
     const after = gm.run(inputs);
     const ms = performance.now() - t0;
     progress('running the graph as opened');
-    const first = fx.loadONNX(original);
+    const first = fx.loadONNX(original, external ? { externalData: external } : {});
     let before;
     try {
-      t0 = performance.now();
       before = first.run(inputs);
     } finally {
       first.delete();
@@ -114,16 +238,21 @@ const handlers = {
       ms,
       inputs: inputs.map((t) => ({ dtype: t.dtype, shape: t.shape })),
       outputs: after.map((t, k) => {
-        let diff = 0;
-        for (let i = 0; i < t.data.length; i++) diff = Math.max(diff, Math.abs(Number(t.data[i]) - Number(before[k].data[i])));
-        return { name: names[k] ?? `output_${k}`, ...summary(t), maxAbsDiffVsOpened: diff };
+        const { abs } = maxDiffs([t], [before[k]]);
+        let sum = 0, min = Infinity, max = -Infinity;
+        for (const v of t.data) {
+          const x = Number(v);
+          sum += x;
+          min = Math.min(min, x);
+          max = Math.max(max, x);
+        }
+        return { name: names[k] ?? `output_${k}`, dtype: t.dtype, shape: t.shape, sum, min, max, head: Array.from(t.data.slice(0, 8), Number), maxAbsDiffVsOpened: abs };
       }),
     };
   },
 
   exportOnnx() {
-    const bytes = gm.toONNX();
-    return { bytes };
+    return { bytes: gm.toONNX() };
   },
 
   // The current graph as a PyTorch package ({ files: { 'module.py': Uint8Array, ... } }),
@@ -132,10 +261,9 @@ const handlers = {
     return { files: fx.torchPackage(gm, className) };
   },
 
-
   reset() {
     gm?.delete();
-    gm = fx.loadONNX(original);
+    gm = fx.loadONNX(original, external ? { externalData: external } : {});
     return snapshot(gm);
   },
 };

@@ -1,0 +1,366 @@
+// The graph view: draws a laid-out graph (positions from web/layout_worker.mjs) with a transform
+// the view controls (screen = world * k + t), so pan follows the mouse exactly and zoom keeps the
+// point under the cursor. Only what is on screen is in the DOM: nodes and edges entering the
+// viewport are created, those leaving it removed. Zoomed out on a large graph (too many nodes on
+// screen to be readable or cheap as DOM), the view switches to a canvas. A minimap shows the
+// whole graph and the viewport; dragging in it moves the view.
+//
+// Every node drawn as SVG is a <g data-node="<fx node name>">.
+
+const SVG = 'http://www.w3.org/2000/svg';
+/** Above this many nodes on screen, or below this zoom, the canvas draws instead of the DOM. */
+const MAX_DOM_NODES = 400;
+const MIN_DOM_ZOOM = 0.3;
+
+function el(name, attrs = {}, parent = null) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  parent?.append(e);
+  return e;
+}
+
+/** Colours of node kinds, shared by the SVG (via CSS classes) and the canvas. */
+export const KIND_COLOURS = {
+  input: ['#e9f7ef', '#59a77a'],
+  output: ['#fdf2e3', '#d09a3c'],
+  conv: ['#e7eefc', '#4f74c8'],
+  linear: ['#eee8fb', '#7a5cc8'],
+  act: ['#fbeaea', '#c25555'],
+  norm: ['#e8f6f7', '#3d9ca3'],
+  pool: ['#eaf4e4', '#6c9c4a'],
+  math: ['#f3f3f3', '#888'],
+  shape: ['#fff8e1', '#b59a3a'],
+  other: ['#eef2fb', '#7d93c4'],
+};
+
+/** The kind (colour) of a node from its op and target. */
+export function kindOf(op, target) {
+  if (op === 'placeholder') return 'input';
+  if (op === 'output') return 'output';
+  const t = String(target).toLowerCase().replace(/^.*\./, '');
+  if (/conv/.test(t)) return 'conv';
+  if (/matmul|gemm|linear|einsum/.test(t)) return 'linear';
+  if (/relu|gelu|sigmoid|tanh|softmax|silu|swish|elu|clip|hardswish|softplus|erf/.test(t)) return 'act';
+  if (/norm/.test(t)) return 'norm';
+  if (/pool/.test(t)) return 'pool';
+  if (/^(add|sub|mul|div|pow|sqrt|neg|exp|log|reciprocal|abs|sum|mean|reduce.*)$/.test(t)) return 'math';
+  if (/reshape|transpose|concat|cat|slice|gather|flatten|squeeze|unsqueeze|split|shape|expand|permute|view|getitem|tile|pad|resize/.test(t)) return 'shape';
+  return 'other';
+}
+
+export class GraphView {
+  /**
+   * @param pane the positioned element holding the view
+   * @param onSelect called with a node id (or null) when the user clicks
+   */
+  constructor(pane, onSelect) {
+    this.pane = pane;
+    this.onSelect = onSelect;
+    this.canvas = Object.assign(document.createElement('canvas'), { className: 'graph-canvas' });
+    this.svg = el('svg', { id: 'graph', role: 'img', 'aria-label': 'graph view' });
+    const defs = el('defs', {}, this.svg);
+    const marker = el('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '10', refY: '5', markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse' }, defs);
+    el('path', { d: 'M0,0L10,5L0,10z', class: 'arrowhead' }, marker);
+    this.root = el('g', { class: 'viewport' }, this.svg);
+    this.edgeLayer = el('g', { class: 'edges' }, this.root);
+    this.nodeLayer = el('g', { class: 'nodes' }, this.root);
+    this.minimap = Object.assign(document.createElement('canvas'), { className: 'minimap', width: 200, height: 140 });
+    this.minimap.setAttribute('aria-label', 'minimap');
+    pane.prepend(this.canvas, this.svg);
+    pane.append(this.minimap);
+    this.k = 1;
+    this.tx = 0;
+    this.ty = 0;
+    this.graph = null;
+    this.drawnNodes = new Map();
+    this.drawnEdges = new Map();
+    this.marks = new Map();
+    this.selected = null;
+    this.mode = 'svg';
+    this.frame = 0;
+    this.bindInput();
+    new ResizeObserver(() => this.schedule()).observe(pane);
+  }
+
+  /**
+   * Shows a laid-out graph: {nodes: [{id, title, lines, kind, width, height, x, y}],
+   * edges: [{from, to, points, label}], width, height}.
+   */
+  setGraph(graph) {
+    this.graph = graph;
+    this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
+    this.clearDom();
+    this.renderMinimapBase();
+    this.openOnInputs();
+  }
+
+  /** Marks nodes (id -> 'added' | 'removed' | 'changed'), e.g. a pass step's diff. */
+  setMarks(marks) {
+    this.marks = marks;
+    this.clearDom();
+    this.schedule();
+  }
+
+  clearDom() {
+    this.edgeLayer.replaceChildren();
+    this.nodeLayer.replaceChildren();
+    this.drawnNodes.clear();
+    this.drawnEdges.clear();
+  }
+
+  size() {
+    const r = this.pane.getBoundingClientRect();
+    return { w: Math.max(1, r.width), h: Math.max(1, r.height) };
+  }
+
+  /** The whole graph in view (never magnified beyond 1.5). */
+  fit() {
+    if (!this.graph) return;
+    const { w, h } = this.size();
+    const k = Math.min(1.5, (w - 20) / this.graph.width, (h - 20) / this.graph.height);
+    this.setTransform(k, (w - this.graph.width * k) / 2, (h - this.graph.height * k) / 2);
+  }
+
+  /** A readable zoom (1) on the graph's inputs, or the whole graph if it fits at that zoom. */
+  openOnInputs() {
+    const { w, h } = this.size();
+    const g = this.graph;
+    if (g.width <= w && g.height <= h) return this.fit();
+    const inputs = g.nodes.filter((n) => n.kind === 'input');
+    const first = inputs.length ? inputs : g.nodes.slice(0, 1);
+    const cx = first.reduce((s, n) => s + n.x, 0) / Math.max(1, first.length);
+    const top = Math.min(...first.map((n) => n.y - n.height / 2));
+    this.setTransform(1, w / 2 - cx, 30 - top);
+  }
+
+  /** Centres node `id` at a readable zoom. */
+  centerOn(id) {
+    const n = this.byId?.get(id);
+    if (!n) return;
+    const { w, h } = this.size();
+    const k = Math.max(this.k, 1);
+    this.setTransform(k, w / 2 - n.x * k, h / 2 - n.y * k);
+  }
+
+  select(id) {
+    this.selected = id;
+    for (const [nid, e] of this.drawnNodes) e.classList.toggle('selected', nid === id);
+    this.schedule();
+  }
+
+  zoomAt(factor, cx, cy) {
+    const k = Math.min(4, Math.max(0.01, this.k * factor));
+    const f = k / this.k;
+    this.setTransform(k, cx - (cx - this.tx) * f, cy - (cy - this.ty) * f);
+  }
+
+  setTransform(k, tx, ty) {
+    Object.assign(this, { k, tx, ty });
+    this.root.setAttribute('transform', `translate(${tx},${ty}) scale(${k})`);
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.render();
+    });
+  }
+
+  /** The visible world rectangle, with a margin so panning does not show pop-in. */
+  viewRect(margin = 80) {
+    const { w, h } = this.size();
+    const m = margin / this.k;
+    return { x0: -this.tx / this.k - m, y0: -this.ty / this.k - m, x1: (w - this.tx) / this.k + m, y1: (h - this.ty) / this.k + m };
+  }
+
+  render() {
+    if (!this.graph) return;
+    const v = this.viewRect();
+    const inView = (x0, y0, x1, y1) => x1 >= v.x0 && x0 <= v.x1 && y1 >= v.y0 && y0 <= v.y1;
+    const nodes = this.graph.nodes.filter((n) => inView(n.x - n.width / 2, n.y - n.height / 2, n.x + n.width / 2, n.y + n.height / 2));
+    const mode = this.k < MIN_DOM_ZOOM || nodes.length > MAX_DOM_NODES ? 'canvas' : 'svg';
+    if (mode !== this.mode) {
+      this.mode = mode;
+      this.pane.dataset.mode = mode;
+      if (mode === 'canvas') this.clearDom();
+    }
+    if (mode === 'canvas') this.renderCanvas(v);
+    else {
+      this.canvas.width = this.canvas.width;  // clears it
+      this.renderDom(nodes, v, inView);
+    }
+    this.renderMinimap();
+  }
+
+  renderDom(nodes, v, inView) {
+    const keep = new Set(nodes.map((n) => n.id));
+    for (const [id, e] of this.drawnNodes) if (!keep.has(id)) (e.remove(), this.drawnNodes.delete(id));
+    for (const n of nodes) if (!this.drawnNodes.has(n.id)) this.drawnNodes.set(n.id, this.makeNode(n));
+    const edges = new Set();
+    for (const e of this.graph.edges) {
+      if (!inView(e.bbox[0], e.bbox[1], e.bbox[2], e.bbox[3])) continue;
+      const key = `${e.from}\u0000${e.to}`;
+      edges.add(key);
+      if (!this.drawnEdges.has(key)) this.drawnEdges.set(key, this.makeEdge(e));
+    }
+    for (const [key, e] of this.drawnEdges) if (!edges.has(key)) (e.remove(), this.drawnEdges.delete(key));
+  }
+
+  makeNode(n) {
+    const mark = this.marks.get(n.id);
+    const g = el('g', { class: `node ${n.kind}${mark ? ' ' + mark : ''}${n.id === this.selected ? ' selected' : ''}`, transform: `translate(${n.x - n.width / 2},${n.y - n.height / 2})` });
+    g.dataset.node = n.id;
+    el('rect', { width: n.width, height: n.height, rx: 5 }, g);
+    const t = el('text', { x: 8, y: 16, class: 'title' }, g);
+    t.textContent = n.title;
+    n.lines.forEach((line, i) => {
+      const s = el('text', { x: 8, y: 31 + 13 * i, class: i === 0 ? 'name' : 'weight' }, g);
+      s.textContent = line;
+    });
+    el('title', {}, g).textContent = [n.title, ...n.lines].join('\n');
+    this.nodeLayer.append(g);
+    return g;
+  }
+
+  makeEdge(e) {
+    const mark = this.marks.get(e.to) === 'removed' || this.marks.get(e.from) === 'removed' ? ' removed' : '';
+    const g = el('g', { class: `edge${mark}` });
+    const p = e.points;
+    let d = `M${p[0]},${p[1]}`;
+    for (let i = 2; i < p.length; i += 2) d += `L${p[i]},${p[i + 1]}`;
+    el('path', { d, 'marker-end': 'url(#arrow)' }, g);
+    if (e.label) {
+      // The label sits beside the edge's first bend below its source.
+      const i = Math.min(2, p.length - 2);
+      const t = el('text', { x: p[i] + 5, y: (p[1] + p[i + 1]) / 2 + 4, class: 'edge-label' }, g);
+      t.textContent = e.label;
+    }
+    this.edgeLayer.append(g);
+    return g;
+  }
+
+  renderCanvas(v) {
+    const { w, h } = this.size();
+    const dpr = window.devicePixelRatio || 1;
+    const c = this.canvas;
+    if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) Object.assign(c, { width: Math.round(w * dpr), height: Math.round(h * dpr) });
+    const ctx = c.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.setTransform(dpr * this.k, 0, 0, dpr * this.k, dpr * this.tx, dpr * this.ty);
+    ctx.strokeStyle = '#aaa';
+    ctx.lineWidth = 1 / this.k;
+    ctx.beginPath();
+    for (const e of this.graph.edges) {
+      const b = e.bbox;
+      if (b[2] < v.x0 || b[0] > v.x1 || b[3] < v.y0 || b[1] > v.y1) continue;
+      ctx.moveTo(e.points[0], e.points[1]);
+      for (let i = 2; i < e.points.length; i += 2) ctx.lineTo(e.points[i], e.points[i + 1]);
+    }
+    ctx.stroke();
+    const showText = this.k >= 0.15;
+    for (const n of this.graph.nodes) {
+      const x = n.x - n.width / 2, y = n.y - n.height / 2;
+      if (x + n.width < v.x0 || x > v.x1 || y + n.height < v.y0 || y > v.y1) continue;
+      const [fill, stroke] = KIND_COLOURS[n.kind];
+      const mark = this.marks.get(n.id);
+      ctx.fillStyle = mark === 'added' ? '#c8f0d4' : mark === 'removed' ? '#f8d0d0' : mark === 'changed' ? '#fbe3b0' : fill;
+      ctx.strokeStyle = n.id === this.selected ? '#e0a000' : stroke;
+      ctx.lineWidth = (n.id === this.selected ? 3 : 1) / this.k;
+      ctx.fillRect(x, y, n.width, n.height);
+      ctx.strokeRect(x, y, n.width, n.height);
+      if (showText) {
+        ctx.fillStyle = '#222';
+        ctx.font = '12px sans-serif';
+        ctx.fillText(n.title, x + 8, y + 16);
+      }
+    }
+  }
+
+  renderMinimapBase() {
+    const g = this.graph;
+    const mm = this.minimap;
+    this.mmScale = Math.min(mm.width / g.width, mm.height / g.height);
+    this.mmBase = document.createElement('canvas');
+    Object.assign(this.mmBase, { width: mm.width, height: mm.height });
+    const ctx = this.mmBase.getContext('2d');
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, mm.width, mm.height);
+    const s = this.mmScale;
+    for (const n of g.nodes) {
+      ctx.fillStyle = KIND_COLOURS[n.kind][1];
+      ctx.fillRect((n.x - n.width / 2) * s, (n.y - n.height / 2) * s, Math.max(1, n.width * s), Math.max(1, n.height * s));
+    }
+  }
+
+  renderMinimap() {
+    const ctx = this.minimap.getContext('2d');
+    ctx.drawImage(this.mmBase, 0, 0);
+    const v = this.viewRect(0);
+    const s = this.mmScale;
+    ctx.strokeStyle = '#d33';
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(v.x0 * s, v.y0 * s, (v.x1 - v.x0) * s, (v.y1 - v.y0) * s);
+  }
+
+  /** The node under a screen point (relative to the pane), or null. */
+  hit(sx, sy) {
+    const x = (sx - this.tx) / this.k, y = (sy - this.ty) / this.k;
+    for (const n of this.graph?.nodes ?? []) if (Math.abs(x - n.x) <= n.width / 2 && Math.abs(y - n.y) <= n.height / 2) return n.id;
+    return null;
+  }
+
+  bindInput() {
+    const pane = this.pane;
+    const local = (e) => {
+      const r = pane.getBoundingClientRect();
+      return [e.clientX - r.left, e.clientY - r.top];
+    };
+    pane.addEventListener('wheel', (e) => {
+      if (e.target === this.minimap) return;
+      e.preventDefault();
+      const [x, y] = local(e);
+      this.zoomAt(Math.exp(-e.deltaY * 0.0015), x, y);
+    }, { passive: false });
+    let drag = null;
+    const surface = [this.svg, this.canvas];
+    for (const s of surface) {
+      s.addEventListener('pointerdown', (e) => {
+        drag = { x: e.clientX, y: e.clientY, moved: 0 };
+        s.setPointerCapture(e.pointerId);
+        pane.classList.add('panning');
+      });
+      s.addEventListener('pointermove', (e) => {
+        if (!drag) return;
+        const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+        drag = { x: e.clientX, y: e.clientY, moved: drag.moved + Math.abs(dx) + Math.abs(dy) };
+        this.setTransform(this.k, this.tx + dx, this.ty + dy);
+      });
+      s.addEventListener('pointerup', (e) => {
+        pane.classList.remove('panning');
+        if (drag && drag.moved < 4) {
+          const [x, y] = local(e);
+          this.onSelect?.(this.hit(x, y));
+        }
+        drag = null;
+      });
+    }
+    // The minimap: press or drag to centre the view there.
+    let mmDrag = false;
+    const moveTo = (e) => {
+      const r = this.minimap.getBoundingClientRect();
+      const wx = (e.clientX - r.left) / this.mmScale, wy = (e.clientY - r.top) / this.mmScale;
+      const { w, h } = this.size();
+      this.setTransform(this.k, w / 2 - wx * this.k, h / 2 - wy * this.k);
+    };
+    this.minimap.addEventListener('pointerdown', (e) => {
+      mmDrag = true;
+      this.minimap.setPointerCapture(e.pointerId);
+      moveTo(e);
+    });
+    this.minimap.addEventListener('pointermove', (e) => mmDrag && moveTo(e));
+    this.minimap.addEventListener('pointerup', () => (mmDrag = false));
+  }
+}
