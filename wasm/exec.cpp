@@ -34,6 +34,23 @@ fx::exec::Value tensor_from_js(const val& v, const std::string& where) {
                                         std::to_string(d) + ", not a non-negative integer");
     shape.push_back(static_cast<int64_t>(d));
   }
+  if (dtype == fx::Dtype::String) {  // data: an array of JS strings, one per element
+    const int64_t n = fx::checked_numel(shape, where);
+    const val data = v["data"];
+    if (!data.isArray() || data["length"].as<double>() != static_cast<double>(n))
+      throw Error(ErrorKind::Value, where + ": a string tensor of " + std::to_string(n) +
+                                        " elements needs an array of as many strings as data");
+    auto strings = std::make_shared<std::vector<std::string>>();
+    strings->reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const val s = data[static_cast<unsigned>(i)];
+      if (!s.isString())
+        throw Error(ErrorKind::Type, where + ": element " + std::to_string(i) +
+                                         " of a string tensor is not a string");
+      strings->push_back(s.as<std::string>());
+    }
+    return fx::exec::Value::from_strings(std::move(shape), std::move(strings));
+  }
   // Sizes in checked 64-bit arithmetic, compared before allocating: a size_t product would
   // wrap in wasm32 ([2^30 + 1] float32 would need "4" bytes).
   const int64_t need = fx::checked_nbytes(dtype, shape, where);
@@ -57,6 +74,12 @@ val tensor_to_js(const fx::exec::Value& v) {
   val shape = val::array();
   for (int64_t d : v.shape()) shape.call<void>("push", static_cast<double>(d));
   o.set("shape", shape);
+  if (v.dtype() == fx::Dtype::String) {  // an array of JS strings (UTF-8 decoded)
+    val strings = val::array();
+    for (const std::string& s : v.strings()) strings.call<void>("push", val(s));
+    o.set("strings", strings);
+    return o;
+  }
   o.set("bytes",
         val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())).call<val>("slice"));
   return o;

@@ -573,18 +573,21 @@ export class GraphModule {
 }
 
 /** Element types of tensors crossing into `run`. */
-export type TensorDtype = 'float32' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool';
+export type TensorDtype = 'float32' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool' | 'string';
 
-/** A tensor given to {@link GraphModule.run}; `dtype` defaults from the typed array's type. */
+/**
+ * A tensor given to {@link GraphModule.run}; `dtype` defaults from the typed array's type. A
+ * string tensor's data is an array of strings (dtype `'string'`), as in onnxruntime-web.
+ */
 export interface TensorInput {
-  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
+  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
   shape: number[];
   dtype?: TensorDtype;
 }
 
-/** A tensor returned by {@link GraphModule.run} (the data is a copy). */
+/** A tensor returned by {@link GraphModule.run} (the data is a copy; strings for dtype `'string'`). */
 export interface Tensor {
-  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
+  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
   shape: number[];
   dtype: TensorDtype;
 }

@@ -23,6 +23,11 @@ const dtypeArrays = {
 };
 
 function encodeTensor(t, what, i) {
+  // A string tensor: data is an array of strings (as in onnxruntime-web), dtype 'string'.
+  if (t != null && Array.isArray(t.data) && Array.isArray(t.shape) && (t.dtype ?? 'string') === 'string') {
+    if (!t.data.every((s) => typeof s === 'string')) throw typeError(`${what}: input ${i}: a string tensor's data must be an array of strings`);
+    return { dtype: 'string', shape: Array.from(t.shape), data: Array.from(t.data) };
+  }
   if (t == null || !ArrayBuffer.isView(t.data) || !Array.isArray(t.shape))
     throw typeError(`${what}: input ${i} must be { data: TypedArray, shape: number[], dtype? }`);
   const inferred = typedArrayDtypes.find(([C]) => t.data instanceof C)?.[1];
@@ -62,6 +67,7 @@ export function valueFromWasm(v) {
 }
 
 export function tensorFromWasm(t) {
+  if (t.dtype === 'string') return { dtype: 'string', shape: Array.from(t.shape), data: Array.from(t.strings) };
   const C = dtypeArrays[t.dtype];
   const bytes = t.bytes;
   const data = C ? new C(bytes.buffer, bytes.byteOffset, bytes.byteLength / C.BYTES_PER_ELEMENT) : bytes;

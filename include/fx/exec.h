@@ -50,6 +50,9 @@ class Value {
                     std::shared_ptr<const std::vector<uint8_t>> bytes);
   /// From an attribute-tree tensor; throws fx::Error(Value) if it has no data.
   static Value from_tensor(const Tensor& t, const std::string& what);
+  /// A string tensor (dtype String) of `shape` over `strings` (one per element; checked).
+  static Value from_strings(std::vector<int64_t> shape,
+                            std::shared_ptr<const std::vector<std::string>> strings);
   /// 0-d or 1-d helpers for tests and shape arithmetic.
   static Value scalar_f32(float v);
   static Value from_f32(std::vector<int64_t> shape, const std::vector<float>& data);
@@ -62,7 +65,12 @@ class Value {
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t numel() const;
   size_t nbytes() const { return nbytes_; }
-  bool defined() const { return data_ != nullptr || kind_ != ValueKind::Tensor; }
+  bool defined() const {
+    return data_ != nullptr || strings_ != nullptr || kind_ != ValueKind::Tensor;
+  }
+  /// A string tensor's elements (row-major); throws fx::Error(Type) for other values. String
+  /// tensors hold no bytes: only the ops that say so take them (the executor checks).
+  const std::vector<std::string>& strings() const;
   /// A sequence's elements; an optional's element (none when empty); empty for a tensor.
   const std::vector<Value>& elements() const;
   /// An optional that holds a value.
@@ -102,7 +110,8 @@ class Value {
   std::shared_ptr<const uint8_t> arena_;               // a range of the executor's arena
   const uint8_t* data_ = nullptr;
   size_t nbytes_ = 0;
-  std::shared_ptr<const std::vector<Value>> elements_;  // a sequence's or optional's
+  std::shared_ptr<const std::vector<Value>> elements_;       // a sequence's or optional's
+  std::shared_ptr<const std::vector<std::string>> strings_;  // a string tensor's
 };
 
 /// A new value of `shape` whose elements the op will all write (contents unspecified). Values of

@@ -42,6 +42,8 @@ struct Tensor {
   bool requires_grad = false;
   /// Set when the bytes live outside the model (see ExternalData); shared by copies.
   std::shared_ptr<const ExternalData> external;
+  /// A string tensor's elements (dtype String, row-major; `data` stays null).
+  std::shared_ptr<const std::vector<std::string>> strings;
 
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
@@ -51,7 +53,7 @@ struct Tensor {
   /// fx::Error(Parse) if the reader returns the wrong number of bytes.
   Bytes bytes() const;
   /// Whether bytes() can return data (loaded, or external with a reader).
-  bool has_data() const { return data || (external && external->read); }
+  bool has_data() const { return data || strings || (external && external->read); }
   /// "float32[3, 4]".
   std::string describe() const;
 };

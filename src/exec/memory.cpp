@@ -197,6 +197,7 @@ void Value::recycle() {
   bytes_.reset();
   arena_.reset();
   elements_.reset();
+  strings_.reset();
   data_ = nullptr;
   nbytes_ = 0;
 }

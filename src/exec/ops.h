@@ -42,6 +42,12 @@ void register_builtin(const std::string& target, OpFn fn);
 /// an op that may take sequence/optional inputs; the executor gives every other op tensors only.
 void register_value_op(const std::string& target, OpFn fn);
 void register_sequence_ops();
+/// String tensors (ops_string.cpp): StringNormalizer; Cast to and from STRING.
+void register_string_ops();
+Value cast_strings(const OpCall& c, const Value& v, Dtype dtype);
+/// Marks an op as taking string tensors; the executor gives every other op none.
+void mark_takes_strings(const std::string& target);
+bool takes_strings(const Node& n);
 /// Whether n's op was registered with register_value_op.
 bool takes_non_tensors(const Node& n);
 /// Sub-tensor `index` of x along `axis` (that axis removed), and tensors of one shape stacked on

@@ -42,6 +42,7 @@ To convert_element(From x) {
 // float32.
 Value cast_to(const OpCall& c, const Value& v, Dtype dtype) {
   if (v.dtype() == dtype) return v;
+  if (v.dtype() == Dtype::String || dtype == Dtype::String) return cast_strings(c, v, dtype);
   if (is_half(v.dtype())) return cast_to(c, widen_half(c, v), dtype);
   if (is_half(dtype)) return narrow_half(c, cast_to(c, v, Dtype::Float32), dtype);
   Value out = new_value(dtype, v.shape());
@@ -313,14 +314,13 @@ void softmax(OpCall& c, bool log) {
 }
 
 const Dtype* onnx_dtype(int64_t code) {
-  // TensorProto.DataType codes (string, complex: not tensors the executor holds).
+  // TensorProto.DataType codes (complex: not tensors the executor holds).
   static const Dtype kTypes[] = {Dtype::Float32, Dtype::UInt8,   Dtype::Int8,    Dtype::UInt16,
                                  Dtype::Int16,   Dtype::Int32,   Dtype::Int64,   Dtype::String,
                                  Dtype::Bool,    Dtype::Float16, Dtype::Float64, Dtype::UInt32,
                                  Dtype::UInt64,  Dtype::String,  Dtype::String,  Dtype::BFloat16};
-  if (code < 1 || code > 16) return nullptr;
-  const Dtype* d = &kTypes[code - 1];
-  return *d == Dtype::String ? nullptr : d;
+  if (code < 1 || code > 16 || code == 14 || code == 15) return nullptr;  // not complex
+  return &kTypes[code - 1];
 }
 
 }  // namespace

@@ -165,6 +165,7 @@ Registry& registry() {
     register_select_ops();
     register_detection_ops();
     register_feature_ops();
+    register_string_ops();
     register_sequence_ops();  // last: its Identity takes sequences and optionals too
   });
   return raw_registry();

@@ -276,6 +276,9 @@ class Runner {
       if (v && !v->is_tensor() && !takes_non_tensors(*n))  // a sequence or optional: few ops
         node_error(*n, "input " + std::to_string(k - s.args_begin) + " is " + v->describe() +
                            "; the op takes tensors");
+      if (v && v->dtype() == Dtype::String && v->is_tensor() && !takes_strings(*n))
+        node_error(*n, "input " + std::to_string(k - s.args_begin) + " is " + v->describe() +
+                           "; the op does not take string tensors");
       call.inputs.push_back(v);
     }
     const Tensor* bias = s.bias;

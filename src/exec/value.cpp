@@ -53,7 +53,29 @@ Value Value::wrap(Dtype dtype, std::vector<int64_t> shape,
   return v;
 }
 
+Value Value::from_strings(std::vector<int64_t> shape,
+                          std::shared_ptr<const std::vector<std::string>> strings) {
+  const int64_t n = checked_numel(shape, "a string tensor");
+  if (!strings || static_cast<int64_t>(strings->size()) != n)
+    throw Error(ErrorKind::Value, "a string tensor of " + std::to_string(n) + " elements got " +
+                                      std::to_string(strings ? strings->size() : 0) + " strings");
+  Value v;
+  v.dtype_ = Dtype::String;
+  v.shape_ = std::move(shape);
+  v.strings_ = std::move(strings);
+  return v;
+}
+
+const std::vector<std::string>& Value::strings() const {
+  if (!strings_) throw Error(ErrorKind::Type, describe() + " is not a string tensor");
+  return *strings_;
+}
+
 Value Value::from_tensor(const Tensor& t, const std::string& what) {
+  if (t.dtype == Dtype::String) {
+    if (!t.strings) throw Error(ErrorKind::Value, what + " has no data (" + t.describe() + ")");
+    return from_strings(t.shape, t.strings);
+  }
   Bytes b;
   try {
     b = t.bytes();
@@ -144,6 +166,10 @@ Tensor Value::to_tensor() const {
   Tensor t;
   t.dtype = dtype_;
   t.shape = shape_;
+  if (strings_) {
+    t.strings = strings_;
+    return t;
+  }
   // (A computed value's arena range is copied: tensors hold whole byte vectors.)
   t.data = bytes_ ? bytes_ : std::make_shared<const std::vector<uint8_t>>(data_, data_ + nbytes_);
   return t;

@@ -105,8 +105,6 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
                          const ExternalDataReader& reader) {
   Tensor t;
   t.dtype = dtype_from_onnx(p.data_type(), what);
-  if (t.dtype == Dtype::String)
-    throw Error(ErrorKind::Unsupported, what + ": string tensors are not supported");
   for (int i = 0; i < p.dims_size(); ++i) {
     const int64_t d = p.dims(i);
     if (d < 0)
@@ -118,6 +116,17 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what,
   // shape must neither wrap around nor allocate.
   const auto numel = static_cast<uint64_t>(checked_numel(t.shape, what));
   const auto nbytes = static_cast<size_t>(checked_nbytes(t.dtype, t.shape, what));
+
+  if (t.dtype == Dtype::String) {  // string_data: one bytes field per element
+    if (p.has_data_location() && p.data_location() == ::onnx::TensorProto::EXTERNAL)
+      throw Error(ErrorKind::Unsupported, what + ": string tensors in external data");
+    if (static_cast<uint64_t>(p.string_data_size()) != numel)
+      throw Error(ErrorKind::Parse, what + ": " + std::to_string(p.string_data_size()) +
+                                        " strings for " + std::to_string(numel) + " elements");
+    t.strings = std::make_shared<const std::vector<std::string>>(p.string_data().begin(),
+                                                                 p.string_data().end());
+    return t;
+  }
 
   if (p.has_data_location() && p.data_location() == ::onnx::TensorProto::EXTERNAL) {
     auto ext = std::make_shared<ExternalData>();
@@ -277,6 +286,13 @@ bool tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorPro
     add("location", t.external->location);
     add("offset", std::to_string(t.external->offset));
     add("length", std::to_string(static_cast<int64_t>(t.nbytes())));
+    return false;
+  }
+  if (t.dtype == Dtype::String) {
+    if (!t.strings)
+      throw Error(ErrorKind::Value,
+                  "tensor '" + name + "' (" + t.describe() + ") has no data to export");
+    for (const std::string& s : *t.strings) p->add_string_data(s);
     return false;
   }
   Bytes b = t.bytes();

@@ -228,6 +228,8 @@ void cast(Lowerer& L, const Node& n) {
   LVal x = L.in(n, 0);
   const Dtype to =
       onnx::dtype_from_onnx(static_cast<int32_t>(L.attr_int(n, "to", 1)), "Cast attribute 'to'");
+  if (to == Dtype::String || (x.kind == Kind::Tensor && L.dtype(x) == Dtype::String))
+    L.unsupported(n, "PyTorch has no string tensors");
   if ((x.kind == Kind::Ints || x.kind == Kind::Scalar) &&
       (to == Dtype::Int64 || to == Dtype::Int32)) {
     L.set(n, x);

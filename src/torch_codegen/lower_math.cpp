@@ -63,6 +63,8 @@ void bit_shift(Lowerer& L, const Node& n) {
 
 void cast_like(Lowerer& L, const Node& n) {
   const Dtype to = L.dtype(L.in(n, 1));
+  if (to == Dtype::String || L.dtype(L.in(n, 0)) == Dtype::String)
+    L.unsupported(n, "PyTorch has no string tensors");
   L.set(n, L.tensor(L.method("to", {L.as_tensor(L.in(n, 0)), to}), n));
 }
 

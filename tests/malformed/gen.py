@@ -56,12 +56,12 @@ def raw(name, elem, dims, data):
     return t
 
 
-def string_tensor():
+def string_tensor(dims=(1,), count=1):
     t = TensorProto()
     t.name = "w"
     t.data_type = TensorProto.STRING
-    t.dims.append(1)
-    t.string_data.append(b"x")
+    t.dims.extend(dims)
+    t.string_data.extend([b"x"] * count)
     return t
 
 
@@ -104,8 +104,11 @@ case("init_short_typed_field", "load", "ParseError", "float_data has 2 values",
      identity_of(short_field()))
 case("init_negative_dim", "load", "ParseError", "is negative",
      identity_of(raw("w", TensorProto.FLOAT, [-4], b"")))
-case("init_string_tensor", "load", "UnsupportedError", "string tensors",
-     identity_of(string_tensor(), TensorProto.STRING))
+case("init_string_count", "load", "ParseError", "1 strings for 3 elements",
+     identity_of(string_tensor((3,), 1), TensorProto.STRING))
+case("string_into_add", "run", "RuntimeError", "does not take string tensors",
+     model([helper.make_node("Add", ["w", "w"], ["y"], name="add")], [out("y", TensorProto.STRING)],
+           [string_tensor()]))
 case("init_undefined_type", "load", "UnsupportedError", "element type 0",
      identity_of(raw("w", 0, [1], b"\0" * 4)))
 c = helper.make_node("Constant", [], ["y"], name="big",

@@ -133,7 +133,14 @@ std::string compare(const fx::exec::Value& want, const fx::exec::Value& got, dou
        << ": " << float_element(got, first) << ", expected " << float_element(want, first) << ")";
     return os.str();
   }
-  if (want.dtype() == fx::Dtype::String) return "string tensors are not compared yet";
+  if (want.dtype() == fx::Dtype::String) {  // exactly, element by element
+    const auto& w = want.strings();
+    const auto& g = got.strings();
+    for (size_t i = 0; i < w.size(); ++i)
+      if (w[i] != g[i])
+        return "element " + std::to_string(i) + ": '" + g[i] + "', expected '" + w[i] + "'";
+    return {};
+  }
   if (want.nbytes() != got.nbytes() ||
       (n > 0 && std::memcmp(want.data<uint8_t>(), got.data<uint8_t>(), want.nbytes()) != 0))
     return "values differ";
