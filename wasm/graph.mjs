@@ -63,6 +63,11 @@ export class Graph {
     return idsToNodes(this, ck(M.graphNodes(this._gid)));
   }
 
+  /** `for (const n of graph)`: the nodes in order (a snapshot, so erasing while iterating is safe). */
+  [Symbol.iterator]() {
+    return this.nodes[Symbol.iterator]();
+  }
+
   get size() {
     return ck(M.graphSize(this._gid));
   }

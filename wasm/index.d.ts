@@ -260,9 +260,11 @@ export interface PythonCode {
  * (or use `using g = new fx.Graph()`); a FinalizationRegistry frees forgotten graphs eventually.
  * Once a {@link GraphModule} takes it over, the module owns it.
  */
-export class Graph {
+export class Graph implements Iterable<Node> {
   /** An empty graph. Requires `await init()` first. */
   constructor();
+  /** `for (const n of graph)`: the nodes in order (a snapshot: erasing while iterating is safe). */
+  [Symbol.iterator](): Iterator<Node>;
   /** The nodes in order (handles). */
   readonly nodes: Node[];
   /** Number of nodes (`len(graph.nodes)`). */
@@ -371,12 +373,17 @@ export class Node {
   get type(): string | null;
   /** Sets the type annotation (null removes it). */
   set type(value: string | null | undefined);
-  /** Positional arguments (a copy; assign or use {@link Node.setArgs} to change them). */
-  get args(): FxValue[];
+  /**
+   * Positional arguments, frozen like torch.fx's immutable tuple (`n.args[0] = x` throws): assign
+   * a new array, or use {@link Node.setArgs}, {@link Node.updateArg} or {@link Node.replaceInputWith}.
+   */
+  get args(): readonly FxValue[];
   /** Replaces all positional arguments, like {@link Node.setArgs}. */
-  set args(value: FxValue[]);
-  /** Keyword arguments (a copy; assign or use {@link Node.setKwargs} to change them). */
-  get kwargs(): { [key: string]: FxValue };
+  set args(value: readonly FxValue[]);
+  /** Keyword arguments, frozen (assign a new object, or use {@link Node.setKwargs} / {@link Node.updateKwarg}). */
+  get kwargs(): { readonly [key: string]: FxValue };
+  /** The node's name: `JSON.stringify` of a node, or of args holding nodes, gives names. */
+  toJSON(): string;
   /** Replaces all keyword arguments, like {@link Node.setKwargs}. */
   set kwargs(value: FxKwargs);
   /** The nodes that use this node, in the order they started using it. */
@@ -412,7 +419,7 @@ export class Node {
   /** Sets keyword argument `key` (appended if new). */
   updateKwarg(key: string, arg: FxValue): void;
   /** Replaces all positional arguments. */
-  setArgs(args: FxValue[]): void;
+  setArgs(args: readonly FxValue[]): void;
   /** Replaces all keyword arguments. */
   setKwargs(kwargs: FxKwargs): void;
   /** `node.meta[key]`, or undefined if absent. */
@@ -1018,8 +1025,9 @@ export interface Fx {
 }
 
 /**
- * Loads the wasm module (once; later calls return the same promise and ignore their options)
- * and resolves to the API object. Under Node the `.wasm` is read from the package's `dist/`;
+ * Loads the wasm module (once; later calls return the same promise) and resolves to the API
+ * object. Options apply on the first call only: a later call with different options rejects with
+ * an FxError (ValueError) rather than ignoring them; use `setLimits` to change limits later. Under Node the `.wasm` is read from the package's `dist/`;
  * in browsers it is fetched next to `dist/fx.mjs` unless `locateFile` / `wasmBinary` say otherwise.
  */
 export function init(options?: InitOptions): Promise<Fx>;

@@ -147,12 +147,39 @@ async function load(options) {
  */
 export function init(options = {}) {
   if (!initPromise) {
-    initPromise = load(options ?? {}).catch((e) => {
+    firstOptions = options ?? {};
+    initPromise = load(firstOptions).catch((e) => {
       initPromise = null;
       throw e;
     });
+  } else if (!sameOptions(firstOptions, options ?? {})) {
+    // Silently ignoring them would run with other limits or another wasm than asked for.
+    return Promise.reject(
+      new FxError('ValueError', 'init(options): fxwasm is already initialised with other options; they apply only on the ' +
+        'first init() (call init() without options to get the API, and setLimits() to change limits)'),
+    );
   }
   return initPromise;
+}
+
+let firstOptions = null;
+
+/**
+ * Whether a later init()'s options ask for nothing different: none given, or the same values. A
+ * function counts as the same when its source is (a fresh `() => url` closure per call is
+ * common); wasm bytes when their size is; limits when they are equal.
+ */
+function sameOptions(first, later) {
+  const keys = Object.keys(later).filter((k) => later[k] !== undefined);
+  return keys.every((k) => {
+    const a = first[k];
+    const b = later[k];
+    if (a === b) return true;
+    if (k === 'limits') return JSON.stringify(a ?? null) === JSON.stringify(b);
+    if (typeof a === 'function' && typeof b === 'function') return String(a) === String(b);
+    if (a != null && b != null && a.byteLength !== undefined) return a.byteLength === b.byteLength;
+    return false;
+  });
 }
 
 export default init;

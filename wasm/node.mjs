@@ -4,6 +4,19 @@ import { FxError, typeError } from './errors.mjs';
 import { M, PRIVATE, NODE_HANDLE, ck, inspectSymbol } from './runtime.mjs';
 import { enc, encArgs, encKwargs, decode, plainObject } from './codec.mjs';
 
+/** Arrays and plain objects frozen all the way down (nodes and Fx value objects are left as they are). */
+function frozen(v) {
+  if (Array.isArray(v)) {
+    for (const x of v) frozen(x);
+    return Object.freeze(v);
+  }
+  if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    for (const x of Object.values(v)) frozen(x);
+    return Object.freeze(v);
+  }
+  return v;
+}
+
 export function idsToNodes(graph, ids) {
   const out = new Array(ids.length);
   for (let i = 0; i < ids.length; i++) out[i] = graph._node(ids[i]);
@@ -69,14 +82,24 @@ export class Node {
     M.nodeSetType(this.graph._gid, this.id, optString(t, 'type'));
     ck();
   }
+  /**
+   * The positional arguments, frozen like torch.fx's immutable tuple: `n.args[0] = x` throws
+   * instead of changing a copy. Assign a new array (`n.args = [x, ...n.args.slice(1)]`) or use
+   * replaceInputWith / updateArg.
+   */
   get args() {
-    return decode(ck(M.nodeArgs(this.graph._gid, this.id)), this.graph);
+    return frozen(decode(ck(M.nodeArgs(this.graph._gid, this.id)), this.graph));
   }
   set args(args) {
     this.setArgs(args);
   }
+  /** The keyword arguments, frozen (see {@link Node.args}); assign a new object to change them. */
   get kwargs() {
-    return plainObject(decode(ck(M.nodeKwargs(this.graph._gid, this.id)), this.graph));
+    return frozen(plainObject(decode(ck(M.nodeKwargs(this.graph._gid, this.id)), this.graph)));
+  }
+  /** JSON.stringify(node) (and of args holding nodes) gives the node's name, as torch.fx prints it. */
+  toJSON() {
+    return this.name;
   }
   set kwargs(kwargs) {
     this.setKwargs(kwargs);
