@@ -69,6 +69,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmMatchPattern", &gm_match_pattern);
   function("gmReplacePattern", &gm_replace_pattern);
   function("heapUsed", &heap_used);
+  function("releaseCachedMemory", &release_cached_memory);
   function("liveHandles", &live_handles);
 
   function("graphNew", &graph_new);

@@ -229,4 +229,6 @@ val gm_value_kinds(double id) {
 
 double heap_used() { return static_cast<double>(mallinfo().uordblks); }
 
+void release_cached_memory() { fx::exec::release_cached_memory(); }
+
 }  // namespace fxwasm

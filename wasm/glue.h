@@ -112,6 +112,8 @@ std::vector<fx::exec::Value> values_from_js(const val& inputs);
 val value_to_js(const fx::exec::Value& v);
 /// Bytes currently allocated by malloc (mallinfo().uordblks): for leak tests.
 double heap_used();
+/// fx::exec::release_cached_memory(): the executor's arena, packed weights and plans.
+void release_cached_memory();
 
 // passes.cpp: the pass manager and the subgraph rewriter.
 val pass_info();

@@ -4,6 +4,8 @@ import { M, PRIVATE, ck, requireModule, liveGraphs, finalizer, disposeSymbol } f
 import { MAX_DEPTH, enc, decode, plainObject } from './codec.mjs';
 import { Graph, pythonCodeResult } from './graph.mjs';
 import { encodeTensors, encodeValues, valueFromWasm } from './tensors.mjs';
+import { Node } from './node.mjs';
+import { onnxMetaKeys } from './onnx.mjs';
 
 function bytesOf(data, where) {
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -158,18 +160,73 @@ export class GraphModule {
   }
 
   /**
-   * Runs the graph on fxwasm's kernels (onnx.* nodes). `inputs`: one tensor per placeholder,
-   * `{ data: TypedArray, shape: number[], dtype?: string }`. `options.probe`: node names whose
-   * values to return too. Resolves nothing asynchronously: the run is synchronous.
+   * The names `run(feeds)` takes: each placeholder's target, which for an imported model is the
+   * ONNX graph input's name (as onnxruntime's `session.inputNames`).
+   */
+  get inputNames() {
+    return this.graph.nodes.filter((n) => n.op === 'placeholder').map((n) => String(n.target));
+  }
+
+  /**
+   * The names `run(feeds)` returns its outputs under: the ONNX graph output names of an imported
+   * model (as onnxruntime's `session.outputNames`), else the returned nodes' names.
+   */
+  get outputNames() {
+    const out = this.graph.outputNode;
+    if (!out) return [];
+    const onnx = out.meta[onnxMetaKeys.outputs];
+    const arg = out.args[0];
+    const returned = Array.isArray(arg) ? arg : [arg];
+    if (Array.isArray(onnx) && onnx.length === returned.length) return onnx.map(String);
+    return returned.map((a, i) => (a instanceof Node ? a.name : `output_${i}`));
+  }
+
+  /**
+   * Runs the graph on fxwasm's kernels (onnx.* nodes). `inputs`: one tensor per placeholder, in
+   * order, `{ data: TypedArray, shape: number[], dtype?: string }` (or onnxruntime's
+   * `{ data, dims, type }`, e.g. an `ort.Tensor`); or, as onnxruntime's `session.run(feeds)`, an
+   * object keyed by {@link GraphModule.inputNames}, in which case the outputs come back as an
+   * object keyed by {@link GraphModule.outputNames}. `options.probe`: node names whose values to
+   * return too. The run is synchronous (see runAsync).
    */
   run(inputs, options = {}) {
     const probe = options?.probe ?? [];
     if (!Array.isArray(probe) || probe.some((p) => typeof p !== 'string'))
       throw typeError('run: options.probe must be an array of node names');
-    const r = ck(M.gmRun(this._id, encodeValues(inputs, 'run'), Array.from(probe)));
-    const outputs = Array.from(r.outputs, valueFromWasm);
+    const byName = inputs !== null && typeof inputs === 'object' && !Array.isArray(inputs);
+    const positional = byName ? this._feedsInOrder(inputs) : inputs;
+    const r = ck(M.gmRun(this._id, encodeValues(positional, 'run'), Array.from(probe)));
+    let outputs = Array.from(r.outputs, valueFromWasm);
+    if (byName) {
+      const names = this.outputNames;
+      outputs = Object.fromEntries(outputs.map((v, i) => [names[i] ?? `output_${i}`, v]));
+    }
     if (options?.probe === undefined) return outputs;
     return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, valueFromWasm(p)])) };
+  }
+
+  /**
+   * {@link GraphModule.run}, as a Promise: it yields to the event loop first (so a page can paint
+   * a "running…" state), then runs. For runs that must not block at all, run in a worker.
+   */
+  async runAsync(inputs, options = {}) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    return this.run(inputs, options);
+  }
+
+  /** feeds keyed by input name -> the positional list, naming unknown and missing names. */
+  _feedsInOrder(feeds) {
+    const names = this.inputNames;
+    const unknown = Object.keys(feeds).filter((k) => !names.includes(k));
+    const missing = names.filter((n) => !(n in feeds));
+    if (unknown.length || missing.length)
+      throw new FxError(
+        'ValueError',
+        `run: ${[unknown.length ? `unknown input(s) ${unknown.map((k) => `'${k}'`).join(', ')}` : '', missing.length ? `missing input(s) ${missing.map((k) => `'${k}'`).join(', ')}` : '']
+          .filter(Boolean)
+          .join('; ')} (the model's inputs are ${names.map((k) => `'${k}'`).join(', ') || 'none'})`,
+      );
+    return names.map((n) => feeds[n]);
   }
 
   /**

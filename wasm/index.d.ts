@@ -552,6 +552,20 @@ export class GraphModule {
   run(inputs: TensorInput[], options: { probe: string[] }): { outputs: Tensor[]; probes: Record<string, Tensor> };
   run(inputs: RunInput[], options: { probe: string[] }): { outputs: RunValue[]; probes: Record<string, RunValue> };
   /**
+   * onnxruntime's form: `feeds` keyed by {@link GraphModule.inputNames} (tensors may be
+   * `ort.Tensor`s or `{ data, dims, type }`); the outputs come back keyed by
+   * {@link GraphModule.outputNames}. Unknown or missing names: FxError (ValueError) naming them.
+   */
+  run(feeds: Record<string, RunInput>): Record<string, RunValue>;
+  /** {@link GraphModule.run} as a Promise: yields to the event loop once, then runs (on this thread). */
+  runAsync(inputs: TensorInput[]): Promise<Tensor[]>;
+  runAsync(inputs: RunInput[]): Promise<RunValue[]>;
+  runAsync(feeds: Record<string, RunInput>): Promise<Record<string, RunValue>>;
+  /** The names run(feeds) takes: the placeholders' targets (an imported model's ONNX input names). */
+  readonly inputNames: string[];
+  /** The names run(feeds) returns: an imported model's ONNX output names, else the returned nodes' names. */
+  readonly outputNames: string[];
+  /**
    * The kind of each graph input and output from its ONNX type (what {@link valueFromONNX}
    * needs to read its test data).
    */
@@ -586,10 +600,19 @@ export type TensorDtype = 'float32' | 'float64' | 'int64' | 'int32' | 'int16' | 
  * A tensor given to {@link GraphModule.run}; `dtype` defaults from the typed array's type. A
  * string tensor's data is an array of strings (dtype `'string'`), as in onnxruntime-web.
  */
-export interface TensorInput {
+export type TensorInput =
+  | {
+      data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
+      shape: number[];
+      dtype?: TensorDtype;
+    }
+  | OrtTensorLike;
+
+/** onnxruntime's tensor fields (an `ort.Tensor` fits): `dims` and `type` for `shape` and `dtype`. */
+export interface OrtTensorLike {
   data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
-  shape: number[];
-  dtype?: TensorDtype;
+  dims: readonly number[];
+  type: TensorDtype;
 }
 
 /** A tensor returned by {@link GraphModule.run} (the data is a copy; strings for dtype `'string'`). */
@@ -597,6 +620,10 @@ export interface Tensor {
   data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
   shape: number[];
   dtype: TensorDtype;
+  /** `shape` under onnxruntime's name (non-enumerable): `new ort.Tensor(t.type, t.data, t.dims)`. */
+  readonly dims: number[];
+  /** `dtype` under onnxruntime's name (non-enumerable). */
+  readonly type: TensorDtype;
 }
 
 /** What an ONNX value is: a tensor, a sequence of tensors, or an optional (empty or holding one). */
@@ -1022,6 +1049,12 @@ export interface Fx {
   heapSize(): number;
   /** Number of live graphs and graph modules held by the wasm module (for leak checks). */
   liveHandles(): number;
+  /**
+   * Gives the executor's caches back to the allocator: its arena, buffer pool, packed weights,
+   * plans and kernel scratch (they are kept between runs for speed). After deleting every model,
+   * this returns the heap to within about 1 MB of what it was before loading.
+   */
+  releaseCachedMemory(): void;
 }
 
 /**

@@ -134,6 +134,7 @@ async function load(options) {
     setLimits,
     limits: () => ck(M.getLimits()),
     heapUsed: () => M.heapUsed(),
+    releaseCachedMemory: () => M.releaseCachedMemory(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),
   });

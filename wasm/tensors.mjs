@@ -23,6 +23,8 @@ const dtypeArrays = {
 };
 
 function encodeTensor(t, what, i) {
+  // onnxruntime's tensors ({ data, dims, type }, e.g. an ort.Tensor) are taken as they are.
+  if (t != null && t.shape === undefined && Array.isArray(t.dims)) t = { data: t.data, shape: t.dims, dtype: t.type };
   // A string tensor: data is an array of strings (as in onnxruntime-web), dtype 'string'.
   if (t != null && Array.isArray(t.data) && Array.isArray(t.shape) && (t.dtype ?? 'string') === 'string') {
     if (!t.data.every((s) => typeof s === 'string')) throw typeError(`${what}: input ${i}: a string tensor's data must be an array of strings`);
@@ -67,9 +69,20 @@ export function valueFromWasm(v) {
 }
 
 export function tensorFromWasm(t) {
-  if (t.dtype === 'string') return { dtype: 'string', shape: Array.from(t.shape), data: Array.from(t.strings) };
+  if (t.dtype === 'string') return withOrtNames({ dtype: 'string', shape: Array.from(t.shape), data: Array.from(t.strings) });
   const C = dtypeArrays[t.dtype];
   const bytes = t.bytes;
   const data = C ? new C(bytes.buffer, bytes.byteOffset, bytes.byteLength / C.BYTES_PER_ELEMENT) : bytes;
-  return { dtype: t.dtype, shape: Array.from(t.shape), data };
+  return withOrtNames({ dtype: t.dtype, shape: Array.from(t.shape), data });
+}
+
+/**
+ * onnxruntime's names for the same fields, `dims` and `type` (non-enumerable getters, so the
+ * tensor still prints and compares as { dtype, shape, data }): `new ort.Tensor(t.type, t.data, t.dims)`.
+ */
+function withOrtNames(t) {
+  return Object.defineProperties(t, {
+    dims: { get() { return this.shape; }, enumerable: false },
+    type: { get() { return this.dtype; }, enumerable: false },
+  });
 }

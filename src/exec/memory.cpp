@@ -10,6 +10,7 @@
 #include "exec/plan.h"
 #include "fx/exec.h"
 #include "fx/limits.h"
+#include "kernels/scratch.h"
 
 namespace fx::exec {
 
@@ -162,6 +163,7 @@ void release_cached_memory() {
   arena().trim();
   release_constant_cache();
   release_plans();
+  kernels::release_scratch();
 }
 
 Value new_value(Dtype dtype, std::vector<int64_t> shape) {

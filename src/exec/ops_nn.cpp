@@ -8,6 +8,7 @@
 #include "kernels/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/scratch.h"
 #include "kernels/tensor_ops.h"
 
 namespace fx::exec {
@@ -129,7 +130,7 @@ void conv(OpCall& c) {
   // A following Relu/Clip the executor fused into this node is applied as results are stored.
   fused_clamp(c, p.clamp_lo, p.clamp_hi);
   // The im2col buffer is reused across calls (grown, never value-initialised again).
-  thread_local std::vector<float> scratch;
+  std::vector<float>& scratch = kernels::scratch(kernels::Scratch::Exec);
   const size_t need = static_cast<size_t>(kernels::conv2d_scratch_size(p));
   if (scratch.size() < need) scratch.resize(need);
   // Constant weights are packed for the GEMM once, not on every run.

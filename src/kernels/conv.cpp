@@ -1,6 +1,7 @@
 // Convolution as im2col + SGEMM (per image and group), with a direct path for depthwise
 // convolutions (MobileNet, EfficientNet) and a GEMM-only path for unpadded 1x1 stride-1 ones.
 #include "kernels/conv.h"
+#include "kernels/scratch.h"
 
 #include <algorithm>
 #include <cstring>
@@ -139,7 +140,7 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
   auto splat_v = [](float x) __attribute__((always_inline)) { return V{} + x; };
   const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
-  thread_local std::vector<float> zero_row;
+  std::vector<float>& zero_row = scratch(Scratch::ConvZeroRow);
   zero_row.assign(static_cast<size_t>(p.W + 2 * L + 8), 0.0f);
   // Interior columns: every tap inside the row, and (for the vector loads) the `lanes` or
   // 2 * `lanes` floats read from the last tap's start too. L lanes from v_lo to v_hi, then four
@@ -257,7 +258,8 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
   const int64_t Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 3, HW = p.H * p.W;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
-  thread_local std::vector<float> P, T;
+  std::vector<float>& P = scratch(Scratch::ConvP);
+  std::vector<float>& T = scratch(Scratch::ConvT);
   // Zeroed once per call: every block writes the same interior cells (all L lanes of each, or
   // its first `lanes` in a partial last block, whose other lanes are never stored), so the
   // padding stays zero. (Zeroing per block was 10 MB of memset per MobileNetV2 run.)
@@ -677,7 +679,7 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
   // (a NaN must win wherever it is in the window, and vector max instructions drop it).
   constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
   const int64_t OH = p.out_h(), OW = p.out_w();
-  thread_local std::vector<float> vrow;
+  std::vector<float>& vrow = scratch(Scratch::ConvRow);
   vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
   const float* vrow_end = vrow.data() + vrow.size();
   for (int64_t nc = 0; nc < p.N * p.C; ++nc) {

@@ -6,6 +6,7 @@
 // (checked at run time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds
 // replaces it, and a 6 x 32 kernel on zmm registers where AVX-512F is there.
 #include "kernels/gemm.h"
+#include "kernels/scratch.h"
 #include "kernels/simd.h"
 
 #include <algorithm>
@@ -507,7 +508,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   if (M == 1 && !trans_a) {
     // A row vector times B: no packing (which would cost as much as the product itself).
     // C[j] = alpha * sum_k A[k] * op(B)[k, j] (+ beta * C[j] + bias[0], clamped).
-    thread_local std::vector<float> acc;
+    std::vector<float>& acc = scratch(Scratch::GemmAcc);
     acc.assign(static_cast<size_t>(N), 0.0f);
     if (trans_b) {  // B is N x K: one dot product per output, along contiguous rows
       for (int64_t j = 0; j < N; ++j) {
@@ -546,7 +547,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   if (packed_a && packed_a->transposed_) {
     // C^T = op(B)^T op(A)^T (N x M) into a buffer, with op(A)^T the packed right operand; then
     // C from its transpose, with beta, the bias and the clamp.
-    thread_local std::vector<float> t_buf;
+    std::vector<float>& t_buf = scratch(Scratch::GemmTranspose);
     t_buf.resize(static_cast<size_t>(N * M));
     float* T = t_buf.data();
     GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, nullptr,
@@ -567,7 +568,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   const MicroKernel kernel = select_kernel(nr_width);
   // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
   // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
-  thread_local std::vector<float> packed_a_buf, packed_b_buf;
+  std::vector<float>& packed_a_buf = scratch(Scratch::GemmPackedA);
+  std::vector<float>& packed_b_buf = scratch(Scratch::GemmPackedB);
   float* a_buf = packed_a ? nullptr : aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
   float* b_buf =
       packed_b ? nullptr

@@ -21,7 +21,7 @@ import init, {
   passInfo,
   onnxMetaKeys,
 } from 'fxwasm';
-import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys } from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue } from 'fxwasm';
 
 export async function main(): Promise<string> {
   const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
@@ -132,6 +132,16 @@ export async function main(): Promise<string> {
 export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   const outs: Tensor[] = gm.run([{ data: new Float32Array(4), shape: [2, 2] }]);
   const probed = gm.run([{ data: new Float32Array(4), shape: [2, 2], dtype: 'float32' }], { probe: ['relu'] });
+  // onnxruntime's conventions: feeds by name, { data, dims, type }, dims/type on outputs.
+  const byName: Record<string, RunValue> = gm.run({ [gm.inputNames[0]]: { data: new Float32Array(4), dims: [2, 2], type: 'float32' } });
+  const outName: string = gm.outputNames[0];
+  const dims: number[] = outs[0].dims;
+  const later: Promise<Tensor[]> = gm.runAsync([{ data: new Float32Array(4), shape: [2, 2] }]);
+  const words: Tensor[] = gm.run([{ data: ['a', 'b'], shape: [2], dtype: 'string' }]);
+  fx.releaseCachedMemory();
+  for (const n of gm.graph) void n.name;
+  const frozenArgs: readonly FxValue[] = gm.graph.nodes[0].args;
+  void [byName, outName, dims, later, words, frozenArgs];
   const gaps: CoverageGap[] = gm.coverage();
   const reports = fx.runPasses(gm, ['fold', 'dce'], { checkEquivalence: [{ data: new Float32Array(4), shape: [4] }] });
   const matches = fx.replacePattern(gm, new fx.Graph(), new fx.Graph());
