@@ -42,11 +42,28 @@ let initPromise = null;
 /** The API object init() resolves to. */
 let api = null;
 
+/**
+ * Node's built-in modules, imported by a specifier bundlers do not follow: a browser bundle of the
+ * package then contains no `node:` import at all (this code only runs under Node).
+ */
+function importNode(name) {
+  const specifier = ['node', name].join(':');
+  return import(/* webpackIgnore: true */ /* @vite-ignore */ specifier);
+}
+
+/**
+ * Where browsers fetch fx.wasm: next to dist/fx.mjs, written as `new URL(..., import.meta.url)`,
+ * which Vite and webpack 5 recognise, so a bundle ships the file and rewrites the URL.
+ */
+function defaultWasmUrl() {
+  return new URL('../dist/fx.wasm', import.meta.url).href;
+}
+
 async function readNodeWasm(options) {
-  const fs = await import(/* webpackIgnore: true */ 'node:fs/promises');
+  const fs = await importNode('fs/promises');
   let where = new URL('../dist/fx.wasm', import.meta.url);
   if (typeof options.locateFile === 'function') {
-    const dir = new URL('../dist/', import.meta.url);
+    const dir = new URL(/* @vite-ignore */ '../dist/', import.meta.url);
     const p = options.locateFile('fx.wasm', dir.protocol === 'file:' ? decodeURIComponent(dir.pathname) : dir.href);
     where = p instanceof URL || /^file:/.test(p) ? new URL(p) : p;
   }
@@ -67,7 +84,11 @@ async function load(options) {
     }
   } else if (typeof options.locateFile === 'function') {
     moduleOptions.locateFile = options.locateFile;
+  } else {
+    moduleOptions.locateFile = (name) => (name === 'fx.wasm' ? defaultWasmUrl() : name);
   }
+  // What the browser fetches, for the error if it cannot.
+  const wasmUrl = moduleOptions.wasmBinary ? null : moduleOptions.locateFile?.('fx.wasm', new URL(/* @vite-ignore */ '../dist/', import.meta.url).href);
   let pending;
   if (isNode) {
     // The 3.1.6 loader reads __dirname (undefined in ES modules) and installs process-wide
@@ -77,7 +98,7 @@ async function load(options) {
       unhandledRejection: process.listeners('unhandledRejection'),
     };
     const hadDirname = Object.prototype.hasOwnProperty.call(globalThis, '__dirname');
-    if (!hadDirname) globalThis.__dirname = decodeURIComponent(new URL('../dist/', import.meta.url).pathname);
+    if (!hadDirname) globalThis.__dirname = decodeURIComponent(new URL(/* @vite-ignore */ '../dist/', import.meta.url).pathname);
     try {
       pending = createFxModule(moduleOptions);
     } finally {
@@ -88,8 +109,22 @@ async function load(options) {
   } else {
     pending = createFxModule(moduleOptions);
   }
-  const module = await pending;
-  setModule(module, isNode ? await import(/* webpackIgnore: true */ 'node:fs') : null);
+  let module;
+  try {
+    module = await pending;
+  } catch (e) {
+    // Emscripten's own words ("both async and sync fetching of the wasm failed") name neither
+    // the URL nor the way out.
+    const why = e instanceof Error ? e.message : String(e);
+    throw new FxError(
+      'RuntimeError',
+      wasmUrl
+        ? `cannot load fx.wasm from ${wasmUrl} (${why}). Serve dist/fx.wasm from the package there, or tell init() ` +
+            'where it is: init({ locateFile: (name) => url }) or init({ wasmBinary: bytes })'
+        : `cannot instantiate fx.wasm (${why}): is wasmBinary the package's dist/fx.wasm?`,
+    );
+  }
+  setModule(module, isNode ? await importNode('fs') : null);
   loadPassRegistry();
   loadOnnxMetaKeys();
   if (options.limits != null) setLimits(options.limits);

@@ -18,7 +18,8 @@ if (typeof process == 'object' && typeof process.versions == 'object' &&
   Module['instantiateWasm'] = function(imports, receiveInstance) {
     var url = Module['locateFile'] ? Module['locateFile']('fx.wasm', __dirname + '/')
                                    : new URL('fx.wasm', EMSCRIPTEN$IMPORT$META.url);
-    import('node:fs/promises')
+    // (A specifier bundlers do not follow: browser bundles carry no node: import.)
+    import(/* webpackIgnore: true */ /* @vite-ignore */ ['node', 'fs/promises'].join(':'))
         .then(function(fs) { return fs.readFile(url); })
         .then(function(bytes) { return WebAssembly.instantiate(bytes, imports); })
         .then(function(result) { receiveInstance(result.instance, result.module); },

@@ -1,0 +1,110 @@
+// The package in a browser app built by bundlers, as a web developer uses it: `npm pack`, install
+// the tarball into an empty app, bundle `import { init } from 'fxwasm'` with esbuild and Vite for
+// the browser with nothing marked external, and run the bundles in Debian's Chromium. Vite ships
+// fx.wasm by itself (the package finds it with new URL(..., import.meta.url)); esbuild does not
+// copy assets, and then init() fails with an FxError naming the URL and locateFile, and works once
+// locateFile points at the file.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const tmp = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'fxwasm-bundlers-'));
+const app = path.join(tmp, 'app');
+let server, browser, base;
+
+function run(cmd, args, cwd) {
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout + r.stderr;
+}
+
+const MAIN = `
+import { init } from 'fxwasm';
+const wasm = new URLSearchParams(location.search).get('wasm');
+try {
+  const fx = await init(wasm ? { locateFile: () => wasm } : {});
+  const bytes = new Uint8Array(await (await fetch('./sample.onnx')).arrayBuffer());
+  const gm = fx.loadONNX(bytes);
+  const [y] = gm.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
+  window.result = { shape: y.shape, data: Array.from(y.data) };
+} catch (e) {
+  window.result = { error: (e.kind ?? e.name) + ': ' + e.message };
+}
+`;
+
+beforeAll(async () => {
+  const tgz = run('npm', ['pack', '--silent', '--pack-destination', tmp], REPO).trim().split('\n').pop();
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+  run('npm', ['install', '--offline', '--no-audit', '--no-fund', path.join(tmp, tgz)], app);
+  fs.writeFileSync(path.join(app, 'main.mjs'), MAIN);
+  fs.writeFileSync(path.join(app, 'index.html'), '<!doctype html><html><body><script type="module" src="./main.mjs"></script></body></html>\n');
+  // esbuild for the browser, nothing external.
+  run(path.join(REPO, 'node_modules/.bin/esbuild'), ['main.mjs', '--bundle', '--platform=browser', '--format=esm', '--outdir=out-esbuild'], app);
+  fs.writeFileSync(path.join(app, 'out-esbuild/index.html'), '<!doctype html><html><body><script type="module" src="./main.js"></script></body></html>\n');
+  // Vite's production build.
+  run(path.join(REPO, 'node_modules/.bin/vite'), ['build', '--base', './', '--outDir', 'out-vite', '--emptyOutDir', '--logLevel', 'error'], app);
+  for (const out of ['out-esbuild', 'out-vite']) fs.copyFileSync(path.join(REPO, 'models/sample.onnx'), path.join(app, out, 'sample.onnx'));
+  const types = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
+  server = http.createServer((req, res) => {
+    const file = path.join(app, decodeURIComponent(req.url.split('?')[0]).replace(/\/$/, '/index.html'));
+    if (!file.startsWith(app) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) return res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+}, 180000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((r) => server?.close(r));
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Opens a page of the app and returns what main.mjs left in window.result. */
+async function open(url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(base + url);
+  await page.waitForFunction(() => window.result !== undefined, null, { timeout: 60000 });
+  const result = await page.evaluate(() => window.result);
+  await page.close();
+  expect(errors).toEqual([]);
+  return result;
+}
+
+/** The same run in Node, straight from the repository. */
+async function expected() {
+  const { init } = await import('../../wasm/index.mjs');
+  const fx = await init();
+  const gm = fx.loadONNX(fs.readFileSync(path.join(REPO, 'models/sample.onnx')));
+  const [y] = gm.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
+  gm.delete();
+  return { shape: y.shape, data: Array.from(y.data) };
+}
+
+test('the browser bundles carry no node: import and no require of Node modules', () => {
+  for (const file of [path.join(app, 'out-esbuild/main.js'), ...fs.readdirSync(path.join(app, 'out-vite/assets')).filter((f) => f.endsWith('.js')).map((f) => path.join(app, 'out-vite/assets', f))]) {
+    const js = fs.readFileSync(file, 'utf8');
+    expect(js).not.toMatch(/from\s*["']node:|import\(\s*["']node:/);
+  }
+});
+
+test('Vite: the bundle ships fx.wasm and runs the sample as Node does', async () => {
+  expect(fs.readdirSync(path.join(app, 'out-vite/assets')).some((f) => /^fx-.*\.wasm$/.test(f))).toBe(true);
+  expect(await open('out-vite/')).toEqual(await expected());
+}, 90000);
+
+test('esbuild: without the wasm next to it, init() names the URL and locateFile; with locateFile it runs', async () => {
+  const missing = await open('out-esbuild/');
+  expect(missing.error).toMatch(/^RuntimeError: cannot load fx\.wasm from http:\/\/127\.0\.0\.1:\d+\/dist\/fx\.wasm .*locateFile.*wasmBinary/);
+  expect(await open('out-esbuild/?wasm=/node_modules/fxwasm/dist/fx.wasm')).toEqual(await expected());
+}, 90000);
