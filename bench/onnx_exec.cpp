@@ -4,7 +4,7 @@
 // uniform in [-1, 1)), so the output checksum can be compared with onnxruntime's.
 //
 //   onnx_exec MODEL.onnx --input float32:1,3,224,224 [--input ...] [--runs 10] [--min-ms 20]
-//             [--warmup 2] [--warmup-ms 2000] [--profile] [--profile-json FILE]
+//             [--warmup 2] [--warmup-ms 2000] [--threads N] [--profile] [--profile-json FILE]
 //
 // Timing: after the warm-up (at least --warmup runs and --warmup-ms, so that V8 has tiered up
 // the wasm code), each repetition runs the model k times back to back (k chosen so that a
@@ -235,6 +235,8 @@ int main(int argc, char** argv) {
       min_ms = std::atof(next().c_str());
     else if (a == "--warmup-ms")
       warmup_ms = std::atof(next().c_str());
+    else if (a == "--threads")
+      fx::exec::set_num_threads(std::atoi(next().c_str()));
     else if (a == "--profile")
       profile = true;
     else if (a == "--profile-json")

@@ -187,6 +187,13 @@ struct RunResult {
   std::vector<std::pair<std::string, Value>> probes;
 };
 
+/// Threads the kernels split large products over (1, the default, runs on the caller only; 0
+/// takes the hardware's count). Results are bit-identical for any count: threads split the
+/// output by columns, and every element keeps its reduction order. Natively only: the wasm build
+/// has one thread.
+void set_num_threads(int n);
+int num_threads();
+
 /// Frees the arena memory the executor keeps for reuse between runs (the parts no value holds),
 /// the weights it packed for its kernels and its plans (this thread's).
 void release_cached_memory();

@@ -46,7 +46,7 @@ std::unique_ptr<fx::GraphModule> sample_module() {
     for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
     auto bytes = std::make_shared<std::vector<uint8_t>>(v.size() * sizeof(float));
     std::memcpy(bytes->data(), v.data(), bytes->size());
-    return fx::Tensor{fx::Dtype::Float32, std::move(shape), bytes, true, nullptr};
+    return fx::Tensor{fx::Dtype::Float32, std::move(shape), bytes, true, nullptr, nullptr};
   };
   fx::Module root("MyModule");
   root.register_parameter("param", weights({3, 4}));
@@ -80,6 +80,7 @@ int usage(std::ostream& os, int code) {
         "  --max-memory SIZE     refuse any tensor, and a run's computed values, over SIZE\n"
         "                        bytes (suffix K, M, G; default: from physical memory)\n"
         "  --max-loop-iterations N  refuse a Loop that runs past N iterations (default 2^20)\n"
+        "  --threads N           threads for the kernels (default 1; 0: every core)\n"
         "  --opset-check MODE    an opset newer than fxwasm knows: warn (default) or error\n";
   return code;
 }
@@ -205,6 +206,15 @@ int main(int argc, char** argv) {
       fx::Limits l = fx::limits();
       l.max_tensor_bytes = l.max_run_bytes = static_cast<int64_t>(n) << shift;
       fx::set_limits(l);
+    } else if (a == "--threads") {
+      const std::string v = value("--threads");
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || n < 0 || n > 256 || (end && *end)) {
+        std::cerr << "fxwasm-cli: --threads takes a count from 0 to 256, got '" << v << "'\n";
+        return 2;
+      }
+      fx::exec::set_num_threads(static_cast<int>(n));
     } else if (a == "--max-loop-iterations") {
       const std::string v = value("--max-loop-iterations");
       char* end = nullptr;

@@ -11,6 +11,7 @@
 #include "fx/exec.h"
 #include "fx/limits.h"
 #include "kernels/scratch.h"
+#include "kernels/thread_pool.h"
 
 namespace fx::exec {
 
@@ -157,6 +158,9 @@ BufferPool& pool() {
   return p;
 }
 }  // namespace
+
+void set_num_threads(int n) { kernels::set_num_threads(n); }
+int num_threads() { return kernels::num_threads(); }
 
 void release_cached_memory() {
   pool().free.clear();

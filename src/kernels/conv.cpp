@@ -2,6 +2,7 @@
 // convolutions (MobileNet, EfficientNet) and a GEMM-only path for unpadded 1x1 stride-1 ones.
 #include "kernels/conv.h"
 #include "kernels/scratch.h"
+#include "kernels/thread_pool.h"
 
 #include <algorithm>
 #include <cstring>
@@ -363,8 +364,30 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
 }
 
+void depthwise_serial(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out);
+
+// Channels split across threads in blocks of 16 (whole vector groups: a channel takes the same
+// code path, so the same bits, however the channels are split).
 void depthwise(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
                float* out) {
+  const int64_t OHW = p.out_h() * p.out_w();
+  const double work =
+      static_cast<double>(p.C) * static_cast<double>(OHW) * static_cast<double>(p.KH * p.KW);
+  if (p.N != 1 || num_threads() < 2 || work < 2e5 || p.C < 32)
+    return depthwise_serial(p, in, weight, bias, out);
+  const int64_t blocks = (p.C + 15) / 16;
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    const int64_t cb = b0 * 16, ce = std::min(p.C, b1 * 16);
+    Conv2dParams q = p;
+    q.C = q.M = q.group = ce - cb;
+    depthwise_serial(q, in + cb * p.H * p.W, weight + cb * p.KH * p.KW, bias ? bias + cb : nullptr,
+                     out + cb * OHW);
+  });
+}
+
+void depthwise_serial(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out) {
   if (p.KH == 3 && p.KW == 3 && p.dilation_h == 1 && p.dilation_w == 1 &&
       (p.stride_w == 1 || p.stride_w == 2))
     return depthwise3x3(p, in, weight, bias, out);
@@ -459,11 +482,26 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
       // Unfolded and multiplied a band of output pixels at a time, so that the band's columns
       // are still in the cache when the GEMM reads them.
       const int64_t band = im2col_band(kdim, OHW);
-      for (int64_t q0 = 0; q0 < OHW; q0 += band) {
-        const int64_t q1 = std::min(OHW, q0 + band);
-        im2col(p, x, cg, q0, q1, scratch);
-        sgemm(false, false, mg, q1 - q0, kdim, 1.0f, w, kdim, scratch, q1 - q0, 0.0f, y + q0, OHW,
-              &ep, pw);
+      const int64_t bands = (OHW + band - 1) / band;
+      auto run_bands = [&](int64_t b0, int64_t b1, float* cols) {
+        for (int64_t q0 = b0 * band; q0 < std::min(OHW, b1 * band); q0 += band) {
+          const int64_t q1 = std::min(OHW, q0 + band);
+          im2col(p, x, cg, q0, q1, cols);
+          sgemm(false, false, mg, q1 - q0, kdim, 1.0f, w, kdim, cols, q1 - q0, 0.0f, y + q0, OHW,
+                &ep, pw);
+        }
+      };
+      if (bands > 1 && num_threads() > 1) {
+        // Bands on threads, each unfolding into its own buffer (the band's GEMM then runs on
+        // that thread alone); a band's result does not depend on which thread made it.
+        parallel_for(bands, 1, [&](int64_t b0, int64_t b1) {
+          std::vector<float>& cols = kernels::scratch(Scratch::Im2col);
+          if (cols.size() < static_cast<size_t>(kdim * band))
+            cols.resize(static_cast<size_t>(kdim * band));
+          run_bands(b0, b1, cols.data());
+        });
+      } else {
+        run_bands(0, bands, scratch);
       }
     }
   }

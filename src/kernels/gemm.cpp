@@ -8,6 +8,7 @@
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
+#include "kernels/thread_pool.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -22,6 +23,11 @@
 namespace fx::kernels {
 
 namespace {
+
+// A product is split across threads from this many flops (about 10 us on one core), each thread
+// taking at least this many columns.
+constexpr double kParallelMinFlops = 1e6;
+constexpr int64_t kParallelMinColumns = 64;
 
 // Rows of a micro-tile. V8 allocates wasm SIMD values to x64's 16 xmm registers: a 6x8 tile (12
 // accumulators + 2 B vectors + 1 splat) spills there and runs at half speed (26 vs 49 GFLOP/s
@@ -566,48 +572,65 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                        const PackedOperand* packed_a, const PackedOperand* packed_b) {
   int64_t nr_width = NR;
   const MicroKernel kernel = select_kernel(nr_width);
-  // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
-  // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
-  std::vector<float>& packed_a_buf = scratch(Scratch::GemmPackedA);
-  std::vector<float>& packed_b_buf = scratch(Scratch::GemmPackedB);
-  float* a_buf = packed_a ? nullptr : aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
-  float* b_buf =
-      packed_b ? nullptr
-               : aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
-  for (int64_t j0 = 0; j0 < N; j0 += NC) {
-    const int64_t nc = std::min(NC, N - j0);
-    for (int64_t k0 = 0; k0 < K; k0 += KC) {
-      const int64_t kc = std::min(KC, K - k0);
-      const bool first = k0 == 0;
-      const bool last = k0 + kc >= K;
-      // With few rows of A, a packed B panel would serve only a few micro-tiles and packing it
-      // costs a quarter of the multiply-adds: a row-major B is then read in place (its rows
-      // ldb apart), and only a last, partial panel is packed (zero-padded to the width).
-      const bool direct_b = !packed_b && !trans_b && M <= kDirectBMaxRows;
-      const int64_t full = direct_b ? nc / nr_width * nr_width : 0;
-      const float* b_block = packed_b ? packed_b->block(k0, kc, j0) : b_buf;
-      if (!packed_b && !direct_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
-      if (direct_b && full < nc)
-        pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf);
-      for (int64_t i0 = 0; i0 < M; i0 += MC) {
-        const int64_t mc = std::min(MC, M - i0);
-        const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
-        if (!packed_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
-        for (int64_t jr = 0; jr < nc; jr += nr_width) {
-          const bool in_place = jr < full;
-          const float* bp = in_place   ? B + k0 * ldb + j0 + jr
-                            : direct_b ? b_buf
-                                       : b_block + (jr / nr_width) * kc * nr_width;
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const float* ap = a_block + (ir / MR) * kc * MR;
-            const Store st{first, last,  bias ? bias + i0 + ir : nullptr, lo,
-                           hi,    clamp, in_place ? ldb : nr_width};
-            kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
-                   std::min(MR, mc - ir), std::min(nr_width, nc - jr));
+  // Columns [jb, je) of C, on this thread: threads split C by whole panels of nr_width columns,
+  // and every element keeps its K order, so any split gives the bits one thread gives.
+  auto columns = [&](int64_t jb, int64_t je) {
+    // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
+    // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
+    std::vector<float>& packed_a_buf = scratch(Scratch::GemmPackedA);
+    std::vector<float>& packed_b_buf = scratch(Scratch::GemmPackedB);
+    float* a_buf =
+        packed_a ? nullptr : aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
+    float* b_buf =
+        packed_b ? nullptr
+                 : aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
+    for (int64_t j0 = jb; j0 < je; j0 += NC) {
+      const int64_t nc = std::min(NC, je - j0);
+      for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int64_t kc = std::min(KC, K - k0);
+        const bool first = k0 == 0;
+        const bool last = k0 + kc >= K;
+        // With few rows of A, a packed B panel would serve only a few micro-tiles and packing it
+        // costs a quarter of the multiply-adds: a row-major B is then read in place (its rows
+        // ldb apart), and only a last, partial panel is packed (zero-padded to the width).
+        const bool direct_b = !packed_b && !trans_b && M <= kDirectBMaxRows;
+        const int64_t full = direct_b ? nc / nr_width * nr_width : 0;
+        const float* b_block = packed_b ? packed_b->block(k0, kc, j0) : b_buf;
+        if (!packed_b && !direct_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
+        if (direct_b && full < nc)
+          pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf);
+        for (int64_t i0 = 0; i0 < M; i0 += MC) {
+          const int64_t mc = std::min(MC, M - i0);
+          const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
+          if (!packed_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
+          for (int64_t jr = 0; jr < nc; jr += nr_width) {
+            const bool in_place = jr < full;
+            const float* bp = in_place   ? B + k0 * ldb + j0 + jr
+                              : direct_b ? b_buf
+                                         : b_block + (jr / nr_width) * kc * nr_width;
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const float* ap = a_block + (ir / MR) * kc * MR;
+              const Store st{first, last,  bias ? bias + i0 + ir : nullptr, lo,
+                             hi,    clamp, in_place ? ldb : nr_width};
+              kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
+                     std::min(MR, mc - ir), std::min(nr_width, nc - jr));
+            }
           }
         }
       }
     }
+  };
+  const int64_t panels = (N + nr_width - 1) / nr_width;
+  const double flops =
+      2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  if (num_threads() > 1 && panels > 1 && flops >= kParallelMinFlops) {
+    // At least kParallelMinColumns columns a thread (waking a thread costs a few microseconds).
+    const int64_t grain = std::max<int64_t>(1, kParallelMinColumns / nr_width);
+    parallel_for(panels, grain, [&](int64_t p0, int64_t p1) {
+      columns(p0 * nr_width, std::min(N, p1 * nr_width));
+    });
+  } else {
+    columns(0, N);
   }
 }
 

@@ -19,6 +19,7 @@ enum class Scratch {
   ConvP,
   ConvT,
   ConvRow,
+  Im2col,
   Exec,  // for the executor's own ops (src/exec)
   kCount,
 };

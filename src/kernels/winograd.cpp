@@ -15,6 +15,7 @@
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
+#include "kernels/thread_pool.h"
 
 namespace fx::kernels {
 
@@ -88,100 +89,108 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
     float* y = out + n * M * OH * OW;
     // Each plane: zero rows above and below the image, zero margins left and right of its rows.
     const int64_t right = Wp - p.pad_left - p.W;
-    for (int64_t c = 0; c < C; ++c) {
-      float* plane = &padded[static_cast<size_t>(c * Hp * Wp)];
-      std::fill(plane, plane + p.pad_top * Wp, 0.0f);
-      for (int64_t ih = 0; ih < p.H; ++ih) {
-        float* row = plane + (ih + p.pad_top) * Wp;
-        std::fill(row, row + p.pad_left, 0.0f);
-        std::memcpy(row + p.pad_left, x + (c * p.H + ih) * p.W,
-                    static_cast<size_t>(p.W) * sizeof(float));
-        std::fill(row + p.pad_left + p.W, row + p.pad_left + p.W + right, 0.0f);
+    // Channels, the 16 products and output channels on threads: each writes its own part.
+    const int64_t grain = std::max<int64_t>(1, 4096 / (Hp * Wp));
+    parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        float* plane = &padded[static_cast<size_t>(c * Hp * Wp)];
+        std::fill(plane, plane + p.pad_top * Wp, 0.0f);
+        for (int64_t ih = 0; ih < p.H; ++ih) {
+          float* row = plane + (ih + p.pad_top) * Wp;
+          std::fill(row, row + p.pad_left, 0.0f);
+          std::memcpy(row + p.pad_left, x + (c * p.H + ih) * p.W,
+                      static_cast<size_t>(p.W) * sizeof(float));
+          std::fill(row + p.pad_left + p.W, row + p.pad_left + p.W + right, 0.0f);
+        }
+        std::fill(plane + (p.pad_top + p.H) * Wp, plane + Hp * Wp, 0.0f);
       }
-      std::fill(plane + (p.pad_top + p.H) * Wp, plane + Hp * Wp, 0.0f);
-    }
 
-    // V[xi][c][t] = (B^T d B)[xi] for the patch d of tile t.
-    for (int64_t c = 0; c < C; ++c) {
-      const float* plane = &padded[static_cast<size_t>(c * Hp * Wp)];
-      float* vc = &V[static_cast<size_t>(c * ld)];
-      for (int64_t ty = 0; ty < TH; ++ty) {
-        const float* r[4];
-        for (int i = 0; i < 4; ++i) r[i] = plane + (2 * ty + i) * Wp;
-        for (int64_t tx = 0; tx < TWp; tx += 4) {
-          v4f t1[4][4];  // B^T d, four tiles per lane
-          v4f d[4][4];
-          for (int i = 0; i < 4; ++i) {
-            const float* q = r[i] + 2 * tx;
-            d[i][0] = even(q);
-            d[i][1] = odd(q);
-            d[i][2] = even(q + 2);
-            d[i][3] = odd(q + 2);
-          }
-          for (int j = 0; j < 4; ++j) {
-            t1[0][j] = d[0][j] - d[2][j];
-            t1[1][j] = d[1][j] + d[2][j];
-            t1[2][j] = d[2][j] - d[1][j];
-            t1[3][j] = d[1][j] - d[3][j];
-          }
-          float* dst = vc + ty * TW + tx;
-          const int64_t step = C * ld;  // from V[xi] to V[xi + 1]
-          for (int i = 0; i < 4; ++i) {
-            store4(dst + (i * 4 + 0) * step, t1[i][0] - t1[i][2]);
-            store4(dst + (i * 4 + 1) * step, t1[i][1] + t1[i][2]);
-            store4(dst + (i * 4 + 2) * step, t1[i][2] - t1[i][1]);
-            store4(dst + (i * 4 + 3) * step, t1[i][1] - t1[i][3]);
+      // V[xi][c][t] = (B^T d B)[xi] for the patch d of tile t.
+      for (int64_t c = c0; c < c1; ++c) {
+        const float* plane = &padded[static_cast<size_t>(c * Hp * Wp)];
+        float* vc = &V[static_cast<size_t>(c * ld)];
+        for (int64_t ty = 0; ty < TH; ++ty) {
+          const float* r[4];
+          for (int i = 0; i < 4; ++i) r[i] = plane + (2 * ty + i) * Wp;
+          for (int64_t tx = 0; tx < TWp; tx += 4) {
+            v4f t1[4][4];  // B^T d, four tiles per lane
+            v4f d[4][4];
+            for (int i = 0; i < 4; ++i) {
+              const float* q = r[i] + 2 * tx;
+              d[i][0] = even(q);
+              d[i][1] = odd(q);
+              d[i][2] = even(q + 2);
+              d[i][3] = odd(q + 2);
+            }
+            for (int j = 0; j < 4; ++j) {
+              t1[0][j] = d[0][j] - d[2][j];
+              t1[1][j] = d[1][j] + d[2][j];
+              t1[2][j] = d[2][j] - d[1][j];
+              t1[3][j] = d[1][j] - d[3][j];
+            }
+            float* dst = vc + ty * TW + tx;
+            const int64_t step = C * ld;  // from V[xi] to V[xi + 1]
+            for (int i = 0; i < 4; ++i) {
+              store4(dst + (i * 4 + 0) * step, t1[i][0] - t1[i][2]);
+              store4(dst + (i * 4 + 1) * step, t1[i][1] + t1[i][2]);
+              store4(dst + (i * 4 + 2) * step, t1[i][2] - t1[i][1]);
+              store4(dst + (i * 4 + 3) * step, t1[i][1] - t1[i][3]);
+            }
           }
         }
       }
-    }
+    });
 
-    for (int64_t xi = 0; xi < 16; ++xi)
-      sgemm(false, false, M, T, C, 1.0f, nullptr, C, &V[static_cast<size_t>(xi * C * ld)], ld, 0.0f,
-            &Mout[static_cast<size_t>(xi * M * ld)], ld, nullptr, &U[xi]);
+    parallel_for(16, 1, [&](int64_t x0, int64_t x1) {
+      for (int64_t xi = x0; xi < x1; ++xi)
+        sgemm(false, false, M, T, C, 1.0f, nullptr, C, &V[static_cast<size_t>(xi * C * ld)], ld,
+              0.0f, &Mout[static_cast<size_t>(xi * M * ld)], ld, nullptr, &U[xi]);
+    });
 
     // Y = A^T m A per tile, plus bias, clamped, into the output rows 2 ty and 2 ty + 1.
-    for (int64_t m = 0; m < M; ++m) {
-      const v4f b = splat(bias ? bias[m] : 0.0f);
-      const float* mm = &Mout[static_cast<size_t>(m * ld)];
-      const int64_t step = M * ld;
-      float* ym = y + m * OH * OW;
-      for (int64_t ty = 0; ty < TH; ++ty) {
-        for (int64_t tx = 0; tx < TW; tx += 4) {
-          const float* src = mm + ty * TW + tx;
-          v4f s[2][4];  // A^T m
-          for (int j = 0; j < 4; ++j) {
-            const v4f m0 = load4(src + (0 * 4 + j) * step), m1 = load4(src + (1 * 4 + j) * step),
-                      m2 = load4(src + (2 * 4 + j) * step), m3 = load4(src + (3 * 4 + j) * step);
-            s[0][j] = m0 + m1 + m2;
-            s[1][j] = m1 - m2 - m3;
-          }
-          for (int i = 0; i < 2; ++i) {
-            const int64_t oh = 2 * ty + i;
-            if (oh >= OH) break;
-            v4f y0 = s[i][0] + s[i][1] + s[i][2] + b;  // column 2 tx
-            v4f y1 = s[i][1] - s[i][2] - s[i][3] + b;  // column 2 tx + 1
-            if (clamp) {
-              y0 = y0 < lo ? lo : (y0 > hi ? hi : y0);
-              y1 = y1 < lo ? lo : (y1 > hi ? hi : y1);
+    parallel_for(M, std::max<int64_t>(1, 4096 / (OH * OW)), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        const v4f b = splat(bias ? bias[m] : 0.0f);
+        const float* mm = &Mout[static_cast<size_t>(m * ld)];
+        const int64_t step = M * ld;
+        float* ym = y + m * OH * OW;
+        for (int64_t ty = 0; ty < TH; ++ty) {
+          for (int64_t tx = 0; tx < TW; tx += 4) {
+            const float* src = mm + ty * TW + tx;
+            v4f s[2][4];  // A^T m
+            for (int j = 0; j < 4; ++j) {
+              const v4f m0 = load4(src + (0 * 4 + j) * step), m1 = load4(src + (1 * 4 + j) * step),
+                        m2 = load4(src + (2 * 4 + j) * step), m3 = load4(src + (3 * 4 + j) * step);
+              s[0][j] = m0 + m1 + m2;
+              s[1][j] = m1 - m2 - m3;
             }
-            const v4f a = __builtin_shufflevector(y0, y1, 0, 4, 1, 5);
-            const v4f c = __builtin_shufflevector(y0, y1, 2, 6, 3, 7);
-            float* row = ym + oh * OW + 2 * tx;
-            const int64_t left = OW - 2 * tx;
-            if (left >= 8) {
-              store4(row, a);
-              store4(row + 4, c);
-            } else {
-              float tmp[8];
-              store4(tmp, a);
-              store4(tmp + 4, c);
-              std::memcpy(row, tmp, static_cast<size_t>(left) * sizeof(float));
+            for (int i = 0; i < 2; ++i) {
+              const int64_t oh = 2 * ty + i;
+              if (oh >= OH) break;
+              v4f y0 = s[i][0] + s[i][1] + s[i][2] + b;  // column 2 tx
+              v4f y1 = s[i][1] - s[i][2] - s[i][3] + b;  // column 2 tx + 1
+              if (clamp) {
+                y0 = y0 < lo ? lo : (y0 > hi ? hi : y0);
+                y1 = y1 < lo ? lo : (y1 > hi ? hi : y1);
+              }
+              const v4f a = __builtin_shufflevector(y0, y1, 0, 4, 1, 5);
+              const v4f c = __builtin_shufflevector(y0, y1, 2, 6, 3, 7);
+              float* row = ym + oh * OW + 2 * tx;
+              const int64_t left = OW - 2 * tx;
+              if (left >= 8) {
+                store4(row, a);
+                store4(row + 4, c);
+              } else {
+                float tmp[8];
+                store4(tmp, a);
+                store4(tmp + 4, c);
+                std::memcpy(row, tmp, static_cast<size_t>(left) * sizeof(float));
+              }
             }
           }
         }
       }
-    }
+    });
   }
 }
 

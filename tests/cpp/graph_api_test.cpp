@@ -366,7 +366,7 @@ TEST(GraphModule, SubmoduleManagementFollowsTorchFx) {
   root.add_module("b", b);
   root.add_module("unused", std::make_shared<fx::Module>("ReLU"));
   root.child("a")->register_parameter(
-      "weight", fx::Tensor{fx::Dtype::Float32, {2, 2}, nullptr, true, nullptr});
+      "weight", fx::Tensor{fx::Dtype::Float32, {2, 2}, nullptr, true, nullptr, nullptr});
   fx::GraphModule gm(&root, std::move(g), "M");
 
   auto module_names = [&] {
@@ -406,7 +406,8 @@ TEST(GraphModule, ConstructionFailsWhenRootLacksATarget) {
   // The graph was not taken: fix the root and try again with the same graph.
   ASSERT_NE(g, nullptr);
   auto sub = std::make_shared<fx::Module>();
-  sub->register_parameter("w", fx::Tensor{fx::Dtype::Float32, {1}, nullptr, true, nullptr});
+  sub->register_parameter("w",
+                          fx::Tensor{fx::Dtype::Float32, {1}, nullptr, true, nullptr, nullptr});
   root.add_module("sub", sub);
   fx::GraphModule gm(&root, std::move(g));
   EXPECT_EQ(g, nullptr);

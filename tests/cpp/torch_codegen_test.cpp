@@ -40,7 +40,7 @@ template <typename T>
 fx::Tensor make(fx::Dtype dtype, std::vector<int64_t> shape, const std::vector<T>& v) {
   auto bytes = std::make_shared<std::vector<uint8_t>>(v.size() * sizeof(T));
   if (!v.empty()) std::memcpy(bytes->data(), v.data(), bytes->size());
-  return fx::Tensor{dtype, std::move(shape), bytes, false, nullptr};
+  return fx::Tensor{dtype, std::move(shape), bytes, false, nullptr, nullptr};
 }
 
 fx::Tensor f32(std::vector<int64_t> shape, uint32_t seed) {
@@ -391,7 +391,7 @@ void expect_error(F&& f, fx::ErrorKind kind, const std::string& needle) {
 
 TEST(TorchCodegenStateDict, Errors) {
   const fx::Tensor ok = f32({2}, 3);
-  fx::Tensor no_data{fx::Dtype::Float32, {2, 2}, nullptr, false, nullptr};
+  fx::Tensor no_data{fx::Dtype::Float32, {2, 2}, nullptr, false, nullptr, nullptr};
   expect_error(
       [&] {
         tc::save_state_dict({{"a", &ok}, {"layer.w", &no_data}});
@@ -419,7 +419,7 @@ TEST(TorchCodegenStateDict, Errors) {
       },
       fx::ErrorKind::Unsupported, "`u16` has dtype uint16");
   fx::Tensor huge{
-      fx::Dtype::Float64, {int64_t{1} << 40, int64_t{1} << 30}, nullptr, false, nullptr};
+      fx::Dtype::Float64, {int64_t{1} << 40, int64_t{1} << 30}, nullptr, false, nullptr, nullptr};
   expect_error(
       [&] {
         tc::save_state_dict({{"huge", &huge}});
@@ -699,7 +699,8 @@ TEST(TorchCodegenToFolder, Errors) {
     fx::Node* x = g->placeholder("x");
     g->output(g->call_function(fx::fn("operator.add"), {x, g->get_attr("w")}));
     auto root = std::make_shared<fx::Module>();
-    root->register_parameter("w", fx::Tensor{fx::Dtype::Float32, {2}, nullptr, false, nullptr});
+    root->register_parameter("w",
+                             fx::Tensor{fx::Dtype::Float32, {2}, nullptr, false, nullptr, nullptr});
     fx::GraphModule gm(root.get(), std::move(g));
     expect_error([&] { tc::to_folder(gm); }, fx::ErrorKind::Value, "`w` (float32[2]) has no data");
   }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Thread scaling of the native executor beside onnxruntime-node, from the same run: each model at
+# 1 and 2 threads (fxwasm: fx::exec::set_num_threads via bench_onnx_exec --threads; onnxruntime:
+# intraOpNumThreads via scripts/ort_run.mjs --threads), interleaved, ROUNDS rounds, medians of
+# the rounds' medians (bench/README.md: this host's speed drifts 20-40 % over seconds).
+#
+#   bench/run_threads.sh            ROUNDS=3 RUNS=7 MODELS=resnet18,mobilenet_v2,squeezenet1_1,transformer_encoder
+#
+# Prints one table: per model and thread count, fxwasm ms, onnxruntime ms, fxwasm/onnxruntime,
+# and each side's speed-up from 1 to 2 threads. Results are bit-identical across thread counts
+# (tests/cpp/threads_test.cpp); the wasm build has one thread (no pthreads build yet).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROUNDS="${ROUNDS:-3}"
+RUNS="${RUNS:-7}"
+MODELS="${MODELS:-resnet18,mobilenet_v2,squeezenet1_1,transformer_encoder}"
+log() { echo "[threads] $*" >&2; }
+[ -f build/native/build.ninja ] || bash scripts/build.sh native
+cmake --build build/native --target bench_onnx_exec >/dev/null
+IFS=, read -r -a models <<<"$MODELS"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+input_flags() {
+  node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+           console.log(s.inputs.map(i => `--input ${i.dtype}:${i.shape.map(d => typeof d === "number" ? d : 1).join(",")}`).join(" "))' \
+    "models/zoo/$1.json"
+}
+log "$(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
+  for m in "${models[@]}"; do
+    for t in 1 2; do
+      log "round $round/$ROUNDS $m threads=$t"
+      # shellcheck disable=SC2046
+      build/native/bench_onnx_exec "models/zoo/$m.onnx" $(input_flags "$m") --runs "$RUNS" --threads "$t" |
+        node -e 'const d = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(JSON.stringify({side: "fxwasm", model: process.argv[1], threads: +process.argv[2], ms: d.median_ms}))' "$m" "$t" >>"$out"
+      node scripts/ort_run.mjs "models/zoo/$m.onnx" --threads "$t" --runs "$RUNS" --json 2>/dev/null |
+        node -e 'const d = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(JSON.stringify({side: "ort", model: process.argv[1], threads: +process.argv[2], ms: d.median_run_ms}))' "$m" "$t" >>"$out"
+    done
+  done
+done
+node -e '
+const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
+const ms = (side, m, t) => med(rows.filter((r) => r.side === side && r.model === m && r.threads === t).map((r) => r.ms));
+console.log("| model | threads | fxwasm native ms | onnxruntime-node ms | fxwasm / ort | fxwasm 1->2 | ort 1->2 |");
+console.log("|---|---|---|---|---|---|---|");
+for (const m of [...new Set(rows.map((r) => r.model))])
+  for (const t of [1, 2]) {
+    const f = ms("fxwasm", m, t), o = ms("ort", m, t);
+    const sf = t === 2 ? (ms("fxwasm", m, 1) / f).toFixed(2) + "x" : "", so = t === 2 ? (ms("ort", m, 1) / o).toFixed(2) + "x" : "";
+    console.log(`| ${m} | ${t} | ${f.toFixed(2)} | ${o.toFixed(2)} | ${(f / o).toFixed(2)}x | ${sf} | ${so} |`);
+  }
+' "$out"

@@ -1,0 +1,26 @@
+// A fixed pool of worker threads for the kernels' data-parallel loops. Work is split statically
+// into contiguous chunks whose bounds depend only on the size and the thread count, and each chunk
+// writes its own part of the output, so a result never depends on timing: with any number of
+// threads it is bit-identical to one thread (the kernels keep the reduction order per element).
+//
+// The calling thread runs chunks too. A parallel_for inside a chunk (or while another caller holds
+// the pool) runs inline on its thread, so nesting and concurrent callers cannot deadlock. An
+// exception thrown by a chunk is rethrown on the caller once every chunk has finished.
+// Without threads (a wasm build without pthreads) the pool is one thread and runs inline.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace fx::kernels {
+
+/// Sets the threads kernels use (1 = the caller only; clamped to [1, 256]; 0 = the hardware's
+/// count). Workers start and stop here, not per call.
+void set_num_threads(int n);
+/// The threads kernels use (1 unless set).
+int num_threads();
+/// Runs fn(begin, end) over [0, n) in at most num_threads() contiguous chunks of at least `grain`
+/// items (fewer chunks when n is small), the caller taking part; returns when all are done.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace fx::kernels

@@ -1,0 +1,162 @@
+// The kernels' thread pool: every zoo model gives the same bits with 1, 2 and 3 threads (threads
+// split products by output columns, each element keeps its reduction order); parallel_for's
+// chunks, nesting and exceptions; and many runs of several modules from two caller threads at
+// once, with modules destroyed in between, finish (no deadlock) with the one-thread results.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fx/exec.h"
+#include "fx/onnx.h"
+#include "kernels/gemm.h"
+#include "kernels/thread_pool.h"
+#include "zoo_util.h"
+
+namespace {
+
+std::unique_ptr<fx::GraphModule> load(const std::string& name) {
+  std::ifstream in(std::string(FXWASM_MODELS_DIR) + "/" + name, std::ios::binary);
+  if (!in) return nullptr;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  return fx::onnx::import_model(bytes);
+}
+
+bool same_bits(const std::vector<fx::exec::Value>& a, const std::vector<fx::exec::Value>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].dtype() != b[i].dtype() || a[i].shape() != b[i].shape() ||
+        a[i].nbytes() != b[i].nbytes())
+      return false;
+    if (a[i].nbytes() &&
+        std::memcmp(a[i].data<uint8_t>(), b[i].data<uint8_t>(), a[i].nbytes()) != 0)
+      return false;
+  }
+  return true;
+}
+
+// The wasm build has no threads: set_num_threads keeps one, and the results must not change.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+constexpr bool kThreads = false;
+#else
+constexpr bool kThreads = true;
+#endif
+
+// Restores one thread when a test ends, whatever happens.
+struct Threads {
+  explicit Threads(int n) { fx::exec::set_num_threads(n); }
+  ~Threads() { fx::exec::set_num_threads(1); }
+};
+
+const char* const kModels[] = {"zoo/resnet18.onnx",        "zoo/mobilenet_v2.onnx",
+                               "zoo/squeezenet1_1.onnx",   "zoo/transformer_encoder.onnx",
+                               "zoo/efficientnet_b0.onnx", "sample.onnx"};
+
+TEST(Threads, EveryZooModelGivesTheSameBitsWithAnyThreadCount) {
+  for (const char* name : kModels) {
+    auto gm = load(name);
+    ASSERT_TRUE(gm) << name << " is absent: run scripts/setup.sh (it generates the zoo)";
+    const auto inputs = fxtest::seeded_inputs(*gm);
+    fx::exec::set_num_threads(1);
+    const auto one = fx::exec::run(*gm, inputs);
+    for (int n : {2, 3}) {
+      Threads t(n);
+      EXPECT_EQ(fx::exec::num_threads(), kThreads ? n : 1);
+      EXPECT_TRUE(same_bits(one, fx::exec::run(*gm, inputs)))
+          << name << " with " << n << " threads";
+    }
+  }
+}
+
+TEST(Threads, SgemmSplitsByColumnsBitIdentically) {
+  // Shapes around the panel width and the split's thresholds, with and without a fused bias.
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 3136, 147},
+                         {7, 1000, 512},
+                         {96, 130, 33},
+                         {1, 4096, 256},
+                         {512, 49, 4608}}) {
+    std::vector<float> A(M * K), B(K * N), bias(M);
+    for (size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
+    for (size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>((i * 53 % 89) - 44) / 44.0f;
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * static_cast<float>(i);
+    fx::kernels::GemmEpilogue ep;
+    ep.row_bias = bias.data();
+    std::vector<float> c1(M * N), c3(M * N);
+    fx::kernels::set_num_threads(1);
+    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, c1.data(), N,
+                       &ep);
+    Threads t(3);
+    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, c3.data(), N,
+                       &ep);
+    EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
+        << M << "x" << N << "x" << K;
+  }
+}
+
+TEST(Threads, ParallelForCoversTheRangeOnceNestsInlineAndRethrows) {
+  Threads t(3);
+  std::vector<std::atomic<int>> hits(1000);
+  fx::kernels::parallel_for(1000, 10, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+    // A nested loop runs inline on this thread.
+    fx::kernels::parallel_for(4, 1, [&](int64_t, int64_t) {});
+  });
+  EXPECT_TRUE(
+      std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h == 1; }));
+  // The chunk that reaches the end throws, whichever thread runs it (or the only chunk).
+  EXPECT_THROW(fx::kernels::parallel_for(100, 1,
+                                         [](int64_t, int64_t e) {
+                                           if (e == 100) throw std::runtime_error("chunk failed");
+                                         }),
+               std::runtime_error);
+  // The pool still works after a chunk threw.
+  std::atomic<int64_t> sum{0};
+  fx::kernels::parallel_for(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum, 100);
+}
+
+TEST(Threads, ManyRunsFromTwoCallersWithModulesDestroyedInBetween) {
+  if (!kThreads) GTEST_SKIP() << "no threads in this build";
+  Threads t(2);
+  const char* const names[] = {"zoo/squeezenet1_1.onnx", "zoo/mobilenet_v2.onnx", "sample.onnx",
+                               "zoo/mlp.onnx"};
+  std::vector<std::vector<fx::exec::Value>> inputs, expected;
+  {
+    fx::exec::set_num_threads(1);
+    for (const char* n : names) {
+      auto gm = load(n);
+      ASSERT_TRUE(gm) << n;
+      inputs.push_back(fxtest::seeded_inputs(*gm));
+      expected.push_back(fx::exec::run(*gm, inputs.back()));
+    }
+    fx::exec::set_num_threads(2);
+  }
+  std::atomic<int> wrong{0}, done{0};
+  auto caller = [&](int id) {
+    for (int round = 0; round < 10; ++round) {
+      // Modules made and destroyed while the other caller runs its own.
+      for (size_t m = 0; m < 4; ++m) {
+        auto gm = load(names[(m + id) % 4]);
+        for (int r = 0; r < 3; ++r)
+          if (!same_bits(expected[(m + id) % 4], fx::exec::run(*gm, inputs[(m + id) % 4]))) ++wrong;
+        ++done;
+      }
+    }
+  };
+  std::thread other(caller, 1);
+  caller(0);
+  other.join();
+  EXPECT_EQ(done, 80);
+  EXPECT_EQ(wrong, 0);
+}
+
+}  // namespace
