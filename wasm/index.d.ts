@@ -854,6 +854,13 @@ export interface LoadONNXOptions {
  * sub-GraphModules. Malformed bytes throw a `ParseError` naming what is wrong.
  */
 export declare function loadONNX(bytes: Uint8Array | ArrayBuffer, options?: LoadONNXOptions): GraphModule;
+/**
+ * {@link loadONNX} of a file path (Node; its folder then supplies the external data unless
+ * `options.externalData` is given), a URL (`file:` in Node, else fetched), a Blob/File or a fetch
+ * Response: resolves to the GraphModule. An unreadable source rejects with an FxError
+ * (ValueError) naming it.
+ */
+export declare function loadONNX(source: string | URL | Blob | Response, options?: LoadONNXOptions): Promise<GraphModule>;
 
 /** Decodes an ONNX TensorProto (ONNX test data such as `input_0.pb`). */
 export declare function tensorFromONNX(bytes: Uint8Array | ArrayBuffer): Tensor & { name: string };

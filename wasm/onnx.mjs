@@ -109,6 +109,7 @@ function externalReader(externalData) {
  */
 export function loadONNX(bytes, options = {}) {
   requireModule();
+  if (typeof bytes === 'string' || bytes instanceof URL || isBlob(bytes) || isResponse(bytes)) return loadONNXFrom(bytes, options);
   const data = asBytes(bytes, 'loadONNX');
   const read = externalReader(options?.externalData);
   const opsetCheck = options?.opsetCheck ?? 'warn';
@@ -142,6 +143,43 @@ export function loadONNX(bytes, options = {}) {
     }
   }
   return gm;
+}
+
+const isBlob = (x) => typeof Blob === 'function' && x instanceof Blob;
+const isResponse = (x) => typeof Response === 'function' && x instanceof Response;
+
+/**
+ * loadONNX of a path (Node: a file, whose folder then also holds its external data unless
+ * options.externalData says otherwise), a URL (file: in Node, else fetched), a Blob/File or a
+ * fetch Response: resolves to the GraphModule.
+ */
+async function loadONNXFrom(source, options) {
+  let bytes;
+  let folder = null;
+  const what = source instanceof URL ? source.href : typeof source === 'string' ? source : isBlob(source) ? 'the Blob' : 'the Response';
+  try {
+    if (isBlob(source) || isResponse(source)) {
+      if (isResponse(source) && !source.ok) throw new Error(`HTTP ${source.status}`);
+      bytes = new Uint8Array(await source.arrayBuffer());
+    } else {
+      const url = source instanceof URL ? source : /^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? new URL(source) : null;
+      if (url && url.protocol !== 'file:') {
+        const r = await fetch(url);
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        bytes = new Uint8Array(await r.arrayBuffer());
+      } else {
+        if (!nodeFs) throw new Error('reading a file path needs Node; in a browser pass bytes, a URL, a Blob or a Response');
+        const file = url ? decodeURIComponent(url.pathname) : source;
+        bytes = await nodeFs.promises.readFile(file);
+        folder = file.includes('/') ? file.slice(0, file.lastIndexOf('/')) || '/' : '.';
+      }
+    }
+  } catch (e) {
+    throw new FxError('ValueError', `loadONNX: cannot read ${what}: ${e?.message ?? e}`);
+  }
+  const opts = { ...options };
+  if (folder !== null && opts.externalData === undefined) opts.externalData = folder;
+  return loadONNX(bytes, opts);
 }
 
 /** Decodes an ONNX TensorProto (e.g. ONNX test data `input_0.pb`) into `{ name, dtype, shape, data }`. */

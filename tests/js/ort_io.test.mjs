@@ -111,3 +111,19 @@ test('releaseCachedMemory gives back the executor\'s caches once the models are 
   fx.releaseCachedMemory();
   expect(fx.heapUsed() - before).toBeLessThanOrEqual(1 << 20);
 });
+
+test('loadONNX takes a path, a file: URL, a Blob or a Response (asynchronously); bytes stay synchronous', async () => {
+  const bytes = fs.readFileSync(sample);
+  const sync = fx.loadONNX(bytes);
+  expect(sync).toBeInstanceOf(fx.GraphModule);
+  for (const source of [sample, new URL(`file://${sample}`), new Blob([bytes]), new Response(bytes)]) {
+    const p = fx.loadONNX(source);
+    expect(p).toBeInstanceOf(Promise);
+    const gm = await p;
+    expect(gm.code).toBe(sync.code);
+    gm.delete();
+  }
+  await expect(fx.loadONNX(path.join(root, 'models/no_such_model.onnx'))).rejects.toThrow(/loadONNX: cannot read .*no_such_model\.onnx: ENOENT/);
+  await expect(fx.loadONNX(new Response('', { status: 404 }))).rejects.toThrow(/cannot read the Response: HTTP 404/);
+  sync.delete();
+});
