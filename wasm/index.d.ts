@@ -594,7 +594,21 @@ export class GraphModule {
 }
 
 /** Element types of tensors crossing into `run`. */
-export type TensorDtype = 'float32' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool' | 'string';
+export type TensorDtype =
+  | 'float32'
+  | 'float64'
+  | 'float16'
+  | 'bfloat16'
+  | 'int64'
+  | 'int32'
+  | 'int16'
+  | 'int8'
+  | 'uint64'
+  | 'uint32'
+  | 'uint16'
+  | 'uint8'
+  | 'bool'
+  | 'string';
 
 /**
  * A tensor given to {@link GraphModule.run}; `dtype` defaults from the typed array's type. A
@@ -602,7 +616,7 @@ export type TensorDtype = 'float32' | 'float64' | 'int64' | 'int32' | 'int16' | 
  */
 export type TensorInput =
   | {
-      data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
+      data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | string[];
       shape: number[];
       dtype?: TensorDtype;
     }
@@ -610,14 +624,14 @@ export type TensorInput =
 
 /** onnxruntime's tensor fields (an `ort.Tensor` fits): `dims` and `type` for `shape` and `dtype`. */
 export interface OrtTensorLike {
-  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
+  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | string[];
   dims: readonly number[];
   type: TensorDtype;
 }
 
 /** A tensor returned by {@link GraphModule.run} (the data is a copy; strings for dtype `'string'`). */
 export interface Tensor {
-  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | string[];
+  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | string[];
   shape: number[];
   dtype: TensorDtype;
   /** `shape` under onnxruntime's name (non-enumerable): `new ort.Tensor(t.type, t.data, t.dims)`. */

@@ -10,6 +10,10 @@ const typedArrayDtypes = [
   [Int16Array, 'int16'],
   [Int8Array, 'int8'],
   [Uint8Array, 'uint8'],
+  [Uint16Array, 'uint16'],
+  [Uint32Array, 'uint32'],
+  [BigUint64Array, 'uint64'],
+  ...(typeof Float16Array === 'function' ? [[Float16Array, 'float16']] : []),
 ];
 const dtypeArrays = {
   float32: Float32Array,
@@ -20,6 +24,13 @@ const dtypeArrays = {
   int8: Int8Array,
   uint8: Uint8Array,
   bool: Uint8Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  uint64: BigUint64Array,
+  // 16-bit floats as their bits, as onnxruntime-web gives them (a Float16Array where the runtime
+  // has one is taken as input too).
+  float16: Uint16Array,
+  bfloat16: Uint16Array,
 };
 
 function encodeTensor(t, what, i) {

@@ -127,3 +127,38 @@ test('loadONNX takes a path, a file: URL, a Blob or a Response (asynchronously);
   await expect(fx.loadONNX(new Response('', { status: 404 }))).rejects.toThrow(/cannot read the Response: HTTP 404/);
   sync.delete();
 });
+
+test('float16/bfloat16 (as Uint16Array bits, like onnxruntime), uint16, uint32 and uint64 in and out of run()', () => {
+  const g = new fx.Graph();
+  const x = g.placeholder('x');
+  const h = g.placeholder('h');
+  const u32 = g.placeholder('u32');
+  const u64 = g.placeholder('u64');
+  const u16 = g.placeholder('u16');
+  g.output([
+    g.callFunction('onnx.Cast', [x], { to: 10 }), // float16
+    g.callFunction('onnx.Cast', [h], { to: 1 }),
+    g.callFunction('onnx.Add', [u32, u32]),
+    g.callFunction('onnx.Add', [u64, u64]),
+    g.callFunction('onnx.Cast', [u16], { to: 16 }), // bfloat16
+  ]);
+  const gm = new fx.GraphModule(g);
+  const [f16, f32, a32, a64, bf16] = gm.run([
+    { data: new Float32Array([1, -2, 0.5, 65504]), shape: [4] },
+    { data: new Uint16Array([0x3c00, 0xc000, 0x7c00]), shape: [3], dtype: 'float16' },
+    { data: new Uint32Array([4000000000, 1]), shape: [2] },
+    { data: new BigUint64Array([2n ** 63n, 5n]), shape: [2] },
+    { data: new Uint16Array([1, 256]), shape: [2] },
+  ]);
+  expect(f16.dtype).toBe('float16');
+  expect(f16.data).toBeInstanceOf(Uint16Array);
+  expect(Array.from(f16.data)).toEqual([0x3c00, 0xc000, 0x3800, 0x7bff]); // IEEE half bits
+  expect(Array.from(f32.data)).toEqual([1, -2, Infinity]);
+  expect(a32.dtype).toBe('uint32');
+  expect(Array.from(a32.data)).toEqual([(4000000000 * 2) % 2 ** 32, 2]); // wraps as unsigned
+  expect(a64.data).toBeInstanceOf(BigUint64Array);
+  expect(Array.from(a64.data)).toEqual([0n, 10n]);
+  expect(bf16.dtype).toBe('bfloat16');
+  expect(Array.from(bf16.data)).toEqual([0x3f80, 0x4380]); // 1.0 and 256.0 as bfloat16 bits
+  gm.delete();
+});
