@@ -119,8 +119,9 @@ void release_cached_memory();
 val pass_info();
 val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
                   double max_iterations);
-val gm_match_pattern(double id, double pattern_gid);
-val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted);
+val gm_match_pattern(double id, double pattern_gid, bool ignore_literals);
+val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted,
+                       bool ignore_literals);
 
 // onnx.cpp: ONNX import/export (fx::onnx).
 val load_onnx(val data, bool external, std::string opset_check);

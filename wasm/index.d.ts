@@ -699,8 +699,10 @@ export interface RunPassesOptions {
 export interface PatternMatch {
   /** Name of the pattern's anchor node. */
   anchor: string;
-  /** [pattern node name, graph node name or the literal a placeholder bound]. */
+  /** [pattern node name, graph node name or the literal a placeholder bound] (those nodes are erased now). */
   nodesMap: Array<[string, unknown]>;
+  /** The nodes the replacement added for this match, in the replacement's order (torch 2.x `ReplacedPatterns.replacements`). */
+  replacements: Node[];
 }
 
 /**
@@ -736,7 +738,31 @@ export interface ReplacePatternOptions {
    * `true`. A filter that throws stops the call with its error before anything is replaced.
    */
   filters?: Array<(match: InternalMatch, originalGraph: Graph, patternGraph: Graph) => boolean>;
+  /**
+   * Literals in the pattern match any literal, and kwargs the pattern does not name are not
+   * compared (torch 2.x `ignore_literals`, extended to kwargs): `onnx.Conv(x, w, b)` then matches
+   * every Conv of an ONNX graph whatever its attributes.
+   */
+  ignoreLiterals?: boolean;
 }
+
+/** A match of {@link matchPattern}, with Node handles on the graph side. */
+export interface SubgraphMatch {
+  /** The pattern's anchors (pattern nodes). */
+  anchors: Node[];
+  /** Pattern node -> the graph node it matched, or the literal a placeholder bound. */
+  nodesMap: Map<Node, Node | FxValue>;
+  /** What each pattern placeholder matched, in pattern order. */
+  placeholderNodes: Array<Node | FxValue>;
+  /** The graph nodes matched by the nodes the pattern returns. */
+  returningNodes: Node[];
+}
+
+/**
+ * torch.fx `SubgraphMatcher(pattern).match(graph)`: every non-overlapping match of `pattern` in
+ * `gm`'s graph, nothing replaced. `options.ignoreLiterals` as in {@link ReplacePatternOptions}.
+ */
+export declare function matchPattern(gm: GraphModule, pattern: Graph, options?: { ignoreLiterals?: boolean }): SubgraphMatch[];
 
 /**
  * torch.fx `replace_pattern` (with `options.filters`: `replace_pattern_with_filters`) with Graphs
@@ -1039,6 +1065,8 @@ export interface Fx {
   readonly runPasses: typeof runPasses;
   /** See {@link replacePattern}. */
   readonly replacePattern: typeof replacePattern;
+  /** See {@link matchPattern}. */
+  readonly matchPattern: typeof matchPattern;
   /** See {@link passNames}. */
   readonly passNames: typeof passNames;
   /** See {@link passInfo}. */

@@ -50,7 +50,7 @@ export {
 export { Node } from './node.mjs';
 export { Graph, InsertPoint } from './graph.mjs';
 export { GraphModule } from './graph_module.mjs';
-export { passNames, passInfo, runPasses, replacePattern } from './passes.mjs';
+export { passNames, passInfo, runPasses, replacePattern, matchPattern } from './passes.mjs';
 export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX } from './onnx.mjs';
 export { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
 export { init, default } from './init.mjs';

@@ -26,7 +26,7 @@ import {
 import { Node } from './node.mjs';
 import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
-import { passNames, passInfo, runPasses, replacePattern, loadPassRegistry } from './passes.mjs';
+import { passNames, passInfo, runPasses, replacePattern, matchPattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, loadOnnxMetaKeys } from './onnx.mjs';
 import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
 
@@ -155,6 +155,7 @@ async function load(options) {
     layout,
     runPasses,
     replacePattern,
+    matchPattern,
     passNames,
     passInfo,
     onnxMetaKeys,

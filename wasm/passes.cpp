@@ -110,10 +110,10 @@ val gm_run_passes(double id, val names, val check_inputs, double rtol, double at
 }
 
 // Every match replace_pattern would consider (the same matcher and options), for the JS filters.
-val gm_match_pattern(double id, double pattern_gid) {
+val gm_match_pattern(double id, double pattern_gid, bool ignore_literals) {
   return guarded([&] {
     const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
-    const fx::SubgraphMatcher matcher(pattern, false, false, true);
+    const fx::SubgraphMatcher matcher(pattern, false, false, true, ignore_literals);
     val out = val::array();
     for (const fx::InternalMatch& m : matcher.match(gm_entry(id).gm->graph()))
       out.call<void>("push", internal_match_to_js(m));
@@ -124,7 +124,8 @@ val gm_match_pattern(double id, double pattern_gid) {
 // `accepted`: null to replace every match, else the keys (gm_match_pattern) of the matches the
 // JS filters accepted. Matching is deterministic, so the rewriter finds the same matches again;
 // one whose key is not in the list is left alone (as is any the filters never saw).
-val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted) {
+val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted,
+                       bool ignore_literals) {
   return guarded([&] {
     const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
     const fx::Graph& replacement = *graph_entry(replacement_gid).graph;
@@ -137,8 +138,8 @@ val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, va
         return keys.count(match_key(m)) != 0;
       });
     }
-    const std::vector<fx::Match> matches =
-        fx::replace_pattern_with_filters(*gm_entry(id).gm, pattern, replacement, filters);
+    const std::vector<fx::Match> matches = fx::replace_pattern_with_filters(
+        *gm_entry(id).gm, pattern, replacement, filters, ignore_literals);
     val out = val::array();
     for (const fx::Match& m : matches) {
       val o = val::object();
@@ -152,6 +153,9 @@ val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, va
         map.call<void>("push", pair);
       }
       o.set("nodesMap", map);
+      val made = val::array();
+      for (const fx::Node* n : m.replacements) made.call<void>("push", n->name());
+      o.set("replacements", made);
       out.call<void>("push", o);
     }
     return out;

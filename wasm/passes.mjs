@@ -59,6 +59,8 @@ export function replacePattern(gm, pattern, replacement, options = {}) {
   requireModule();
   if (!(gm instanceof GraphModule) || !(pattern instanceof Graph) || !(replacement instanceof Graph))
     throw typeError('replacePattern: expected (GraphModule, Graph, Graph)');
+  const ignoreLiterals = options?.ignoreLiterals ?? false;
+  if (typeof ignoreLiterals !== 'boolean') throw typeError('replacePattern: options.ignoreLiterals must be a boolean');
   const filters = options?.filters ?? [];
   if (!Array.isArray(filters) || filters.some((f) => typeof f !== 'function'))
     throw typeError('replacePattern: options.filters must be an array of functions');
@@ -68,7 +70,7 @@ export function replacePattern(gm, pattern, replacement, options = {}) {
   if (filters.length > 0) {
     const value = ([v, isNode]) => (isNode ? v : decode(v, null));
     accepted = [];
-    for (const m of ck(M.gmMatchPattern(gm._id, pattern._gid))) {
+    for (const m of ck(M.gmMatchPattern(gm._id, pattern._gid, ignoreLiterals))) {
       const match = {
         anchors: Array.from(m.anchors),
         nodesMap: Array.from(m.nodesMap, ([p, v, isNode]) => [p, value([v, isNode])]),
@@ -78,10 +80,36 @@ export function replacePattern(gm, pattern, replacement, options = {}) {
       if (filters.every((f) => f(match, gm.graph, pattern) === true)) accepted.push(m.key);
     }
   }
-  const r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid, accepted));
+  const r = ck(M.gmReplacePattern(gm._id, pattern._gid, replacement._gid, accepted, ignoreLiterals));
+  const byName = new Map(gm.graph.nodes.map((n) => [n.name, n]));
   return Array.from(r, (m) => ({
     anchor: m.anchor,
     nodesMap: Array.from(m.nodesMap, ([p, g, isNode]) => [p, isNode ? g : decode(g, null)]),
+    replacements: Array.from(m.replacements, (name) => byName.get(name)),
+  }));
+}
+
+/**
+ * torch.fx's SubgraphMatcher without replacing anything: every non-overlapping match of `pattern`
+ * in `gm`'s graph, as `{ anchors, nodesMap, placeholderNodes, returningNodes }` where the graph
+ * side holds Node handles (a literal a placeholder bound is given as its value) and the pattern
+ * side the pattern's nodes. `options.ignoreLiterals`: literals in the pattern match any literal,
+ * and kwargs the pattern does not name are not compared (so `onnx.Conv(x, w, b)` matches every
+ * Conv of an ONNX graph whatever its attributes).
+ */
+export function matchPattern(gm, pattern, options = {}) {
+  requireModule();
+  if (!(gm instanceof GraphModule) || !(pattern instanceof Graph)) throw typeError('matchPattern: expected (GraphModule, Graph)');
+  const ignoreLiterals = options?.ignoreLiterals ?? false;
+  if (typeof ignoreLiterals !== 'boolean') throw typeError('matchPattern: options.ignoreLiterals must be a boolean');
+  const graphNodes = new Map(gm.graph.nodes.map((n) => [n.name, n]));
+  const patternNodes = new Map(pattern.nodes.map((n) => [n.name, n]));
+  const value = ([v, isNode]) => (isNode ? graphNodes.get(v) : decode(v, null));
+  return Array.from(ck(M.gmMatchPattern(gm._id, pattern._gid, ignoreLiterals)), (m) => ({
+    anchors: Array.from(m.anchors, (a) => patternNodes.get(a)),
+    nodesMap: new Map(Array.from(m.nodesMap, ([p, v, isNode]) => [patternNodes.get(p), value([v, isNode])])),
+    placeholderNodes: Array.from(m.placeholderNodes, value),
+    returningNodes: Array.from(m.returningNodes, (r) => graphNodes.get(r)),
   }));
 }
 

@@ -41,8 +41,13 @@ class SubgraphMatcher {
  public:
   /// Throws fx::Error(Value) for an empty pattern or one with dead code (every pattern node but
   /// the output must be used), as torch.fx does.
+  ///
+  /// `ignore_literals` (torch 2.x): a literal in the pattern matches any literal; kwargs the
+  /// pattern does not name are not compared either, so `onnx.Conv(x, w, b)` matches every Conv
+  /// whatever its attributes (an ONNX graph's attributes are kwargs).
   explicit SubgraphMatcher(const Graph& pattern, bool match_output = false,
-                           bool match_placeholder = false, bool remove_overlapping_matches = true);
+                           bool match_placeholder = false, bool remove_overlapping_matches = true,
+                           bool ignore_literals = false);
   /// Every match in `graph`, in discovery (graph) order, filtered as documented above.
   std::vector<InternalMatch> match(const Graph& graph) const;
 
@@ -52,14 +57,17 @@ class SubgraphMatcher {
   bool match_nodes(const Node* pn, Node* gn, State& s) const;
   bool match_args(const Argument& pn, const Argument& gn, State& s) const;
 
-  bool match_placeholder_, remove_overlapping_;
+  bool match_placeholder_, remove_overlapping_, ignore_literals_ = false;
   std::vector<const Node*> placeholders_, returning_, anchors_;
 };
 
 /// What replace_pattern returns per replaced match (torch.fx Match).
 struct Match {
   const Node* anchor;  ///< the pattern's first anchor (the same node for every match)
-  NodesMap nodes_map;  ///< as it was when matched
+  NodesMap nodes_map;  ///< as it was when matched (its graph nodes are erased by now)
+  /// The nodes the replacement put in the graph for this match (torch 2.x
+  /// ReplacedPatterns.replacements), in the replacement's order.
+  std::vector<Node*> replacements;
 };
 
 /// A filter of replace_pattern_with_filters: keep the match if it returns true.
@@ -73,6 +81,7 @@ std::vector<Match> replace_pattern(GraphModule& gm, const Graph& pattern, const 
 /// replace_pattern keeping only the matches every filter accepts.
 std::vector<Match> replace_pattern_with_filters(GraphModule& gm, const Graph& pattern,
                                                 const Graph& replacement,
-                                                const std::vector<MatchFilter>& filters);
+                                                const std::vector<MatchFilter>& filters,
+                                                bool ignore_literals = false);
 
 }  // namespace fx

@@ -69,8 +69,10 @@ bool py_equal(const Argument& a, const Argument& b) {
 }  // namespace
 
 SubgraphMatcher::SubgraphMatcher(const Graph& pattern, bool match_output, bool match_placeholder,
-                                 bool remove_overlapping_matches)
-    : match_placeholder_(match_placeholder), remove_overlapping_(remove_overlapping_matches) {
+                                 bool remove_overlapping_matches, bool ignore_literals)
+    : match_placeholder_(match_placeholder),
+      remove_overlapping_(remove_overlapping_matches),
+      ignore_literals_(ignore_literals) {
   if (pattern.size() == 0)
     throw Error(ErrorKind::Value, "SubgraphMatcher cannot be initialized with an empty pattern");
   for (Node* n : pattern.nodes())
@@ -111,7 +113,8 @@ bool SubgraphMatcher::match_args(const Argument& pn, const Argument& gn, State& 
     return true;
   }
   if (!pn.is_node() && gn.is_node()) return false;
-  return pn == gn;  // same kind and value: 1 does not match 1.0
+  if (ignore_literals_) return true;  // two literals
+  return pn == gn;                    // same kind and value: 1 does not match 1.0
 }
 
 bool SubgraphMatcher::match_nodes(const Node* pn, Node* gn, State& s) const {
@@ -123,8 +126,9 @@ bool SubgraphMatcher::match_nodes(const Node* pn, Node* gn, State& s) const {
   std::vector<const Argument*> pargs, gargs;
   for (const Argument& a : pn->args()) flatten(a, pargs);
   for (const Argument& a : gn->args()) flatten(a, gargs);
-  // kwargs: the same key set (in any order), values compared in the pattern's key order.
-  if (pn->kwargs().size() != gn->kwargs().size()) return false;
+  // kwargs: the same key set (in any order), values compared in the pattern's key order; with
+  // ignore_literals, the pattern's keys only.
+  if (!ignore_literals_ && pn->kwargs().size() != gn->kwargs().size()) return false;
   for (const auto& kv : pn->kwargs()) {
     const Argument* g = gn->kwargs().find(kv.first);
     if (!g) return false;
@@ -256,9 +260,9 @@ std::vector<InternalMatch> SubgraphMatcher::match(const Graph& graph) const {
 namespace {
 
 std::vector<Match> rewrite(GraphModule& gm, const Graph& pattern, const Graph& replacement,
-                           const std::vector<MatchFilter>& filters) {
+                           const std::vector<MatchFilter>& filters, bool ignore_literals) {
   Graph& graph = gm.graph();
-  SubgraphMatcher matcher(pattern, false, false, true);
+  SubgraphMatcher matcher(pattern, false, false, true, ignore_literals);
   std::vector<InternalMatch> all = matcher.match(graph);
   std::vector<InternalMatch> matches;
   for (InternalMatch& m : all) {
@@ -273,6 +277,7 @@ std::vector<Match> rewrite(GraphModule& gm, const Graph& pattern, const Graph& r
   for (Node* n : pattern.nodes()) pattern_nodes.push_back(n);
 
   std::unordered_map<const Node*, Argument> changed;  // replaced returning node -> its copy
+  std::vector<std::vector<Node*>> inserted;           // per match, the replacement's copies
   for (const InternalMatch& m : matches) {
     if (m.placeholder_nodes.size() != replacement_placeholders.size())
       throw Error(ErrorKind::Value, "replace_pattern: the pattern takes " +
@@ -328,6 +333,12 @@ std::vector<Match> rewrite(GraphModule& gm, const Graph& pattern, const Graph& r
       m.returning_nodes[i]->replace_all_uses_with(copies[i].to_node());
       changed[m.returning_nodes[i]] = copies[i];
     }
+    std::vector<Node*>& made = inserted.emplace_back();
+    for (Node* rn : replacement.nodes()) {
+      if (is_placeholder_or_output(rn)) continue;
+      auto it = val_map.find(rn);
+      if (it != val_map.end() && it->second.is_node()) made.push_back(it->second.to_node());
+    }
     for (auto it = pattern_nodes.rbegin(); it != pattern_nodes.rend(); ++it) {
       if (is_placeholder_or_output(*it)) continue;
       const Argument* gn = m.find(*it);
@@ -336,8 +347,9 @@ std::vector<Match> rewrite(GraphModule& gm, const Graph& pattern, const Graph& r
   }
   gm.recompile();
   std::vector<Match> result;
-  for (const InternalMatch& m : matches)
-    result.push_back(Match{m.anchors.empty() ? nullptr : m.anchors[0], m.nodes_map});
+  for (size_t i = 0; i < matches.size(); ++i)
+    result.push_back(Match{matches[i].anchors.empty() ? nullptr : matches[i].anchors[0],
+                           matches[i].nodes_map, std::move(inserted[i])});
   return result;
 }
 
@@ -345,13 +357,14 @@ std::vector<Match> rewrite(GraphModule& gm, const Graph& pattern, const Graph& r
 
 std::vector<Match> replace_pattern(GraphModule& gm, const Graph& pattern,
                                    const Graph& replacement) {
-  return rewrite(gm, pattern, replacement, {});
+  return rewrite(gm, pattern, replacement, {}, false);
 }
 
 std::vector<Match> replace_pattern_with_filters(GraphModule& gm, const Graph& pattern,
                                                 const Graph& replacement,
-                                                const std::vector<MatchFilter>& filters) {
-  return rewrite(gm, pattern, replacement, filters);
+                                                const std::vector<MatchFilter>& filters,
+                                                bool ignore_literals) {
+  return rewrite(gm, pattern, replacement, filters, ignore_literals);
 }
 
 }  // namespace fx

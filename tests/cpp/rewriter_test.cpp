@@ -86,6 +86,34 @@ TEST(Rewriter, MatchesThatWouldFormACycleAreRejected) {
   EXPECT_EQ(fx::SubgraphMatcher(p).match(g2).size(), 0u);  // x would bind both x and y: injective
 }
 
+// ignore_literals (torch 2.x): literals are wildcards, and kwargs the pattern does not name are
+// not compared; replace_pattern reports the nodes each replacement added.
+TEST(Rewriter, IgnoreLiteralsAndReplacementNodes) {
+  auto make = [] {
+    auto g = std::make_unique<fx::Graph>();
+    Node* x = g->placeholder("x");
+    Node* a = g->call_function(fn("torch.add"), {x, 2}, {{"alpha", Argument(3)}});
+    Node* b = g->call_function(fn("torch.add"), {a, 5});
+    g->output(b);
+    return g;
+  };
+  fx::Graph pattern;
+  pattern.output(pattern.call_function(fn("torch.add"), {pattern.placeholder("x"), 1}));
+  EXPECT_EQ(fx::SubgraphMatcher(pattern).match(*make()).size(), 0u);  // 1 != 2, 1 != 5
+  // Both adds match: the literal is a wildcard, and the first one's alpha is not compared.
+  EXPECT_EQ(fx::SubgraphMatcher(pattern, false, false, true, true).match(*make()).size(), 2u);
+  fx::Graph replacement;
+  replacement.output(replacement.call_function(fn("torch.sub"), {replacement.placeholder("x"), 1}));
+  fx::GraphModule gm(nullptr, make());
+  const auto r = fx::replace_pattern_with_filters(gm, pattern, replacement, {}, true);
+  ASSERT_EQ(r.size(), 2u);
+  for (const fx::Match& m : r) {
+    ASSERT_EQ(m.replacements.size(), 1u);
+    EXPECT_EQ(m.replacements[0]->target().function().qualname(), "torch.sub");
+  }
+  EXPECT_NE(gm.code().find("sub_1 = torch.sub(sub, 1)"), std::string::npos) << gm.code();
+}
+
 TEST(Rewriter, FiltersAndErrors) {
   auto make = [] {
     auto g = std::make_unique<fx::Graph>();
