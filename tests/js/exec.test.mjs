@@ -102,7 +102,8 @@ test('replacePattern rewrites with Graph patterns', () => {
   const replacement = new Graph();
   replacement.output(replacement.callFunction('torch.sigmoid', [replacement.placeholder('a')]));
   const matches = replacePattern(gm, pattern, replacement);
-  expect(matches).toEqual([{ anchor: 'relu', nodesMap: [['relu', 'relu'], ['a', 'x']] }]);
+  expect(matches.map(({ replacements, ...m }) => m)).toEqual([{ anchor: 'relu', nodesMap: [['relu', 'relu'], ['a', 'x']] }]);
+  expect(matches[0].replacements.map((n) => n.name)).toEqual(['sigmoid']);
   expect(gm.code).toContain('sigmoid = torch.sigmoid(x)');
   pattern.delete();
   replacement.delete();
@@ -139,7 +140,8 @@ test('replacePattern filters select matches; a throwing filter replaces nothing'
     { anchors: ['relu'], nodesMap: [['relu', 'relu'], ['a', 'x']], placeholderNodes: ['x'], returningNodes: ['relu'] },
     { anchors: ['relu'], nodesMap: [['relu', 'relu_1'], ['a', 'neg']], placeholderNodes: ['neg'], returningNodes: ['relu_1'] },
   ]);
-  expect(matches).toEqual([{ anchor: 'relu', nodesMap: [['relu', 'relu_1'], ['a', 'neg']] }]);
+  expect(matches.map(({ replacements, ...m }) => m)).toEqual([{ anchor: 'relu', nodesMap: [['relu', 'relu_1'], ['a', 'neg']] }]);
+  expect(matches[0].replacements.map((n) => n.target)).toEqual(['torch.sigmoid']);
   expect(gm.code).toContain('relu = torch.relu(x)');
   expect(gm.code).toContain('sigmoid = torch.sigmoid(neg)');
   gm.delete();
