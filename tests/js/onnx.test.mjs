@@ -80,11 +80,13 @@ test('TensorProto files decode and encode', () => {
   expect(onDisk.dtype).toBe('float32');
 });
 
-test('bad bytes give an FxError and the module keeps working', () => {
+test('bad bytes give an FxError and the module keeps working', async () => {
   expectFxError(() => loadONNX(new Uint8Array(0)), 'ParseError', 'empty');
   expectFxError(() => loadONNX(new Uint8Array([0xff, 0xff, 0xff, 0x07])), 'ParseError', 'protobuf cannot parse');
   expectFxError(() => loadONNX(sample.subarray(0, sample.length >> 1)), 'ParseError');
-  expectFxError(() => loadONNX('not bytes'), 'TypeError', 'expected a Uint8Array');
+  expectFxError(() => loadONNX(42), 'TypeError', 'expected a Uint8Array');
+  // A string is a path (Node): one that does not exist rejects, naming it.
+  await expect(loadONNX('not bytes')).rejects.toThrow("loadONNX: cannot read not bytes: ENOENT");
   let seed = 3;
   const rng = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296);
   for (let i = 0; i < 200; i++) {
