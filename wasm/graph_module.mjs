@@ -5,7 +5,6 @@ import { MAX_DEPTH, enc, decode, plainObject } from './codec.mjs';
 import { Graph, pythonCodeResult } from './graph.mjs';
 import { encodeTensors, encodeValues, valueFromWasm } from './tensors.mjs';
 import { Node } from './node.mjs';
-import { onnxMetaKeys } from './onnx.mjs';
 
 function bytesOf(data, where) {
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -174,7 +173,8 @@ export class GraphModule {
   get outputNames() {
     const out = this.graph.outputNode;
     if (!out) return [];
-    const onnx = out.meta[onnxMetaKeys.outputs];
+    // (onnx.mjs's onnxMetaKeys.outputs, read from C++ here: onnx.mjs imports this module.)
+    const onnx = out.meta[ck(M.onnxMetaKeys()).outputs];
     const arg = out.args[0];
     const returned = Array.isArray(arg) ? arg : [arg];
     if (Array.isArray(onnx) && onnx.length === returned.length) return onnx.map(String);

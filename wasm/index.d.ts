@@ -900,7 +900,13 @@ export declare function loadONNX(bytes: Uint8Array | ArrayBuffer, options?: Load
  * Response: resolves to the GraphModule. An unreadable source rejects with an FxError
  * (ValueError) naming it.
  */
-export declare function loadONNX(source: string | URL | Blob | Response, options?: LoadONNXOptions): Promise<GraphModule>;
+export declare function loadONNX(source: string | ModelSource, options?: LoadONNXOptions): Promise<GraphModule>;
+/**
+ * What {@link loadONNX} reads asynchronously besides a path: a URL, or anything with
+ * `arrayBuffer()` (a Blob, File or fetch Response; a Response must be `ok`). Structural, so the
+ * declarations need no DOM types.
+ */
+export type ModelSource = { readonly href: string; readonly protocol: string } | { arrayBuffer(): Promise<ArrayBuffer>; readonly ok?: boolean; readonly status?: number };
 
 /** Decodes an ONNX TensorProto (ONNX test data such as `input_0.pb`). */
 export declare function tensorFromONNX(bytes: Uint8Array | ArrayBuffer): Tensor & { name: string };

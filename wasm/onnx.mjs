@@ -109,7 +109,7 @@ function externalReader(externalData) {
  */
 export function loadONNX(bytes, options = {}) {
   requireModule();
-  if (typeof bytes === 'string' || bytes instanceof URL || isBlob(bytes) || isResponse(bytes)) return loadONNXFrom(bytes, options);
+  if (typeof bytes === 'string' || isUrl(bytes) || isBlob(bytes) || isResponse(bytes)) return loadONNXFrom(bytes, options);
   const data = asBytes(bytes, 'loadONNX');
   const read = externalReader(options?.externalData);
   const opsetCheck = options?.opsetCheck ?? 'warn';
@@ -145,8 +145,10 @@ export function loadONNX(bytes, options = {}) {
   return gm;
 }
 
-const isBlob = (x) => typeof Blob === 'function' && x instanceof Blob;
-const isResponse = (x) => typeof Response === 'function' && x instanceof Response;
+// Duck-typed (a Blob, File or Response of any realm; a URL): what index.d.ts promises.
+const isBlob = (x) => x !== null && typeof x === 'object' && !ArrayBuffer.isView(x) && typeof x.arrayBuffer === 'function' && !('ok' in x);
+const isResponse = (x) => x !== null && typeof x === 'object' && typeof x.arrayBuffer === 'function' && 'ok' in x;
+const isUrl = (x) => x !== null && typeof x === 'object' && typeof x.href === 'string' && typeof x.protocol === 'string';
 
 /**
  * loadONNX of a path (Node: a file, whose folder then also holds its external data unless
@@ -156,13 +158,13 @@ const isResponse = (x) => typeof Response === 'function' && x instanceof Respons
 async function loadONNXFrom(source, options) {
   let bytes;
   let folder = null;
-  const what = source instanceof URL ? source.href : typeof source === 'string' ? source : isBlob(source) ? 'the Blob' : 'the Response';
+  const what = isUrl(source) ? source.href : typeof source === 'string' ? source : isBlob(source) ? 'the Blob' : 'the Response';
   try {
     if (isBlob(source) || isResponse(source)) {
       if (isResponse(source) && !source.ok) throw new Error(`HTTP ${source.status}`);
       bytes = new Uint8Array(await source.arrayBuffer());
     } else {
-      const url = source instanceof URL ? source : /^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? new URL(source) : null;
+      const url = isUrl(source) ? new URL(source.href) : /^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? new URL(source) : null;
       if (url && url.protocol !== 'file:') {
         const r = await fetch(url);
         if (!r.ok) throw new Error(`HTTP ${r.status}`);
