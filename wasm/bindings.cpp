@@ -62,12 +62,16 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmToFolder", &gm_to_folder);
   function("gmTorchPackage", &gm_torch_package);
   function("gmCoverage", &gm_coverage);
+  function("gmCallOp", &gm_call_op);
   function("gmValueKinds", &gm_value_kinds);
   function("gmShapeProp", &gm_shape_prop);
   function("passInfo", &pass_info);
   function("gmRunPasses", &gm_run_passes);
   function("gmMatchPattern", &gm_match_pattern);
   function("gmReplacePattern", &gm_replace_pattern);
+  function("gmExtractSubgraph", &gm_extract_subgraph);
+  function("gmSplitModule", &gm_split_module);
+  function("gmSplitConstSubgraphs", &gm_split_const_subgraphs);
   function("heapUsed", &heap_used);
   function("releaseCachedMemory", &release_cached_memory);
   function("liveHandles", &live_handles);
@@ -130,6 +134,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("nodeFormatNode", &node_format_node);
 
   function("gmNew", &gm_new);
+  function("gmNewWithRoot", &gm_new_with_root);
   function("gmDelete", &gm_delete);
   function("gmGraphId", &gm_graph_id);
   function("gmCode", &gm_code);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codec.h"
 #include "fx/exec.h"
 #include "fx/exec/passes.h"
 #include "fx/limits.h"
@@ -174,6 +175,45 @@ val gm_run(double id, val inputs, val probe) {
     }
     out.set("outputs", outputs);
     out.set("probes", probes);
+    return out;
+  });
+}
+
+// One op call outside the module's graph, for the JS Interpreter: `tmp_gid` is a scratch Graph
+// that JS made (and deletes) holding a placeholder per tensor argument, in `inputs` order, and a
+// get_attr node per module attribute argument; `args`/`kwargs` are encoded against it. The call
+// (target, args, kwargs) is appended there, with the meta of node (meta_gid, meta_nid) when
+// meta_gid >= 0 (an ONNX node's captures, domain, output names) and `num_outputs` outputs, and
+// runs as a module over `gm`'s attributes and meta (bodies, opset). Returns the outputs.
+val gm_call_op(double id, double tmp_gid, std::string target, std::string args, std::string kwargs,
+               val inputs, double num_outputs, double meta_gid, double meta_nid) {
+  return guarded([&] {
+    const fx::GraphModule& gm = *gm_entry(id).gm;
+    fx::Graph& g = *graph_entry(tmp_gid).graph;
+    std::vector<fx::Argument> a = decode_args(args, &g, "callFunction args");
+    fx::Kwargs k = decode_kwargs(kwargs, &g, "callFunction kwargs");
+    fx::Node* call = g.call_function(fx::fn(target), std::move(a), std::move(k));
+    if (meta_gid >= 0) call->meta() = node_at(meta_gid, meta_nid)->meta();
+    const int64_t n_out = static_cast<int64_t>(num_outputs);
+    if (n_out < 1 || n_out > 4096)
+      throw Error(ErrorKind::Value, "callFunction: numOutputs must be 1..4096");
+    if (n_out == 1) {
+      g.output(fx::Argument(call));
+    } else {
+      fx::Argument::Items names, outs;
+      for (int64_t i = 0; i < n_out; ++i) {
+        names.emplace_back("output_" + std::to_string(i));
+        outs.emplace_back(g.call_function(fx::fn("operator.getitem"), {fx::Argument(call), i}));
+      }
+      if (!call->meta().find(fx::onnx::kOutputs))
+        call->meta().set(fx::onnx::kOutputs, fx::Argument::list(std::move(names)));
+      g.output(fx::Argument::tuple(std::move(outs)));
+    }
+    fx::GraphModule one(&gm, g.clone(), "CallFunction");
+    one.meta() = gm.meta();
+    val out = val::array();
+    for (const auto& v : fx::exec::run(one, values_from_js(inputs)))
+      out.call<void>("push", value_to_js(v));
     return out;
   });
 }

@@ -82,6 +82,7 @@ std::string node_format_node(double gid, double nid, bool num_users);
 
 // graph_module.cpp: fx::GraphModule and its attribute tree.
 double gm_new(double gid, std::string spec_enc, std::string blob, std::string class_name);
+double gm_new_with_root(double gid, double root_id, std::string class_name);
 bool gm_delete(double id);
 double gm_graph_id(double id);
 std::string gm_code(double id);
@@ -102,6 +103,9 @@ val gm_tensor_data(double id, std::string target);
 // exec.cpp: running a GraphModule (fx::exec), and tensors as JS objects.
 val gm_run(double id, val inputs, val probe);
 val gm_coverage(double id);
+val gm_call_op(double id, double tmp_gid, std::string target, std::string args,
+               std::string kwargs, val inputs, double num_outputs, double meta_gid,
+               double meta_nid);
 val gm_value_kinds(double id);
 void gm_shape_prop(double id, val inputs);
 /// {dtype, shape, data (a typed array)} -> Value (input `index`, for messages); copies the bytes.
@@ -122,6 +126,9 @@ val gm_run_passes(double id, val names, val check_inputs, double rtol, double at
 val gm_match_pattern(double id, double pattern_gid, bool ignore_literals);
 val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted,
                        bool ignore_literals);
+val gm_extract_subgraph(double id, val inputs, val outputs);
+val gm_split_module(double id, val partitions, bool keep_original_order);
+val gm_split_const_subgraphs(double id, val skip);
 
 // onnx.cpp: ONNX import/export (fx::onnx).
 val load_onnx(val data, bool external, std::string opset_check);

@@ -2,7 +2,7 @@
 import { typeError } from './errors.mjs';
 import { M, PRIVATE, ck, ckId, requireModule, liveGraphs, finalizer, disposeSymbol, inspectSymbol } from './runtime.mjs';
 import { enc, encArgs, encKwargs, decode } from './codec.mjs';
-import { Node, idsToNodes, optNode, checkNode, ownNode, optString } from './node.mjs';
+import { Node, idsToNodes, optNode, checkNode, ownNode, optString, jsonValue } from './node.mjs';
 
 /** {src, globals} of generated code, as a plain object. */
 export function pythonCodeResult(r) {
@@ -195,6 +195,39 @@ export class Graph {
   findNode(name) {
     if (typeof name !== 'string') throw typeError('findNode: name must be a string');
     return optNode(this, ck(M.graphFindNode(this._gid, name)));
+  }
+
+  /**
+   * torch.fx.Graph.find_nodes (torch 2.x): the nodes with opcode `op` and, when given, target
+   * `target` (a string, as node.target), in graph order (`sort: false` changes nothing here: the
+   * order is always the graph's).
+   */
+  findNodes({ op, target, sort = true } = {}) {
+    const ops = ['placeholder', 'get_attr', 'call_function', 'call_method', 'call_module', 'output'];
+    if (!ops.includes(op)) throw typeError(`findNodes: op must be one of ${ops.join(', ')}`);
+    if (target !== undefined && typeof target !== 'string') throw typeError('findNodes: target must be a string');
+    void sort;
+    return this.nodes.filter((n) => n.op === op && (target === undefined || n.target === target));
+  }
+
+  /**
+   * The graph as plain JSON data for visualisers and tools: `{nodes: [{name, op, target, args,
+   * kwargs, users, type, meta}]}` in graph order, where a Node inside args/kwargs/meta is
+   * `{node: name}` (see jsonValue for the other Python values). `JSON.stringify(graph)` uses it.
+   */
+  toJSON() {
+    return {
+      nodes: this.nodes.map((n) => ({
+        name: n.name,
+        op: n.op,
+        target: n.target,
+        args: jsonValue(n.args),
+        kwargs: jsonValue(n.kwargs),
+        users: n.users.map((u) => u.name),
+        type: n.type,
+        meta: jsonValue(n.meta),
+      })),
+    };
   }
 
   get outputNode() {

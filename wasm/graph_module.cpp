@@ -140,6 +140,24 @@ double gm_new(double gid, std::string spec_enc, std::string blob, std::string cl
   });
 }
 
+// A GraphModule over `root_id`'s attribute tree (what the graph references) and module meta
+// (an imported model's opsets): torch.fx.GraphModule(root_module, graph).
+double gm_new_with_root(double gid, double root_id, std::string class_name) {
+  return guarded([&] {
+    GraphEntry& e = graph_entry(gid);
+    if (!e.owned)
+      throw Error(ErrorKind::Graph,
+                  "this Graph already belongs to a GraphModule; pass graph.clone() instead");
+    const fx::GraphModule& root = *gm_entry(root_id).gm;
+    auto gm = std::make_unique<fx::GraphModule>(&root, std::move(e.owned), class_name);
+    gm->meta() = root.meta();
+    const uint32_t id = g_next_id++;
+    g_gms[id] = GmEntry{std::move(gm), to_id(gid)};
+    e.gm = id;
+    return static_cast<double>(id);
+  });
+}
+
 bool gm_delete(double id) {
   return guarded([&] {
     auto it = g_gms.find(to_id(id));

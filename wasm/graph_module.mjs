@@ -64,7 +64,9 @@ function encodeModuleSpec(spec) {
 
 /**
  * torch.fx.GraphModule: takes over `graph` (which stays usable as `gm.graph`) and copies from
- * `options.root` the attributes its get_attr / call_module nodes reference.
+ * `options.root` the attributes its get_attr / call_module nodes reference. `options.root` is a
+ * module spec, or another GraphModule (whose tensors are then shared, and whose module meta,
+ * such as an imported model's opsets, is copied).
  */
 export class GraphModule {
   constructor(graph, options = {}) {
@@ -83,8 +85,14 @@ export class GraphModule {
     if (!(graph instanceof Graph)) throw typeError('GraphModule: expected a Graph');
     const className = options?.className ?? 'GraphModule';
     if (typeof className !== 'string') throw typeError('GraphModule: className must be a string');
-    const [desc, blob] = options?.root != null ? encodeModuleSpec(options?.root) : ['', new Uint8Array(0)];
-    this._id = ck(M.gmNew(graph._gid, desc, blob, className));
+    if (options?.root instanceof GraphModule) {
+      // torch.fx.GraphModule(root_module, graph): the attributes the graph references, shared.
+      if (options.root._deleted) throw new FxError('StaleHandleError', 'GraphModule: the root module was deleted');
+      this._id = ck(M.gmNewWithRoot(graph._gid, options.root._id, className));
+    } else {
+      const [desc, blob] = options?.root != null ? encodeModuleSpec(options?.root) : ['', new Uint8Array(0)];
+      this._id = ck(M.gmNew(graph._gid, desc, blob, className));
+    }
     this._graph = graph;
     this._deleted = false;
     finalizer.unregister(graph);
@@ -267,6 +275,64 @@ export class GraphModule {
   submodule(target) {
     if (typeof target !== 'string') throw typeError('submodule: target must be a string');
     return new GraphModule(PRIVATE, ck(M.gmSubmoduleGraphModule(this._id, target)));
+  }
+
+  /**
+   * A new module computing the nodes named in `outputs` from those named in `inputs` (like
+   * onnx.utils.extract_model on an FX graph): the inputs become placeholders, everything between
+   * is copied with the attributes it reads. Owned by the caller: delete() it when done. Throws a
+   * ValueError naming an unknown name, and a GraphError naming the node that needs a value from
+   * outside `inputs`.
+   */
+  extractSubgraph(inputs, outputs) {
+    const names = (a, what) => {
+      if (!Array.isArray(a)) throw typeError(`extractSubgraph: ${what} must be an array of node names or Nodes`);
+      return a.map((x) => (x instanceof Node ? x.name : x));
+    };
+    return new GraphModule(PRIVATE, ck(M.gmExtractSubgraph(this._id, names(inputs, 'inputs'), names(outputs, 'outputs'))));
+  }
+
+  /**
+   * torch.fx.passes.split_module.split_module: `callback(node)` gives each call_* node its
+   * partition (an integer); each partition becomes a submodule `submod_<id>` of the returned
+   * module, which calls them in order. `options.keepOriginalOrder` calls them in first-seen
+   * order; `options.qualnameMap` (a Map) receives "submod_<id>.a_b" -> "a.b" for renamed
+   * call_module targets. The result is owned by the caller.
+   */
+  splitModule(callback, options = {}) {
+    if (typeof callback !== 'function') throw typeError('splitModule: callback must be a function (node) => partition');
+    const qualnameMap = options?.qualnameMap;
+    if (qualnameMap != null && !(qualnameMap instanceof Map)) throw typeError('splitModule: options.qualnameMap must be a Map');
+    const partitions = [];
+    for (const n of this.graph.nodes) {
+      if (n.op === 'placeholder' || n.op === 'get_attr' || n.op === 'output') continue;
+      const p = callback(n);
+      if (!Number.isSafeInteger(p))
+        throw typeError(`splitModule: the callback returned ${String(p)} for node '${n.name}', not an integer`);
+      partitions.push([n.name, p]);
+    }
+    const r = ck(M.gmSplitModule(this._id, partitions, !!options?.keepOriginalOrder));
+    const module = new GraphModule(PRIVATE, r.module);
+    if (qualnameMap) for (const [now, old] of r.qualnameMap) qualnameMap.set(now, old);
+    return module;
+  }
+
+  /**
+   * torch.fx.experimental.const_fold.split_const_subgraphs (the graph surgery): pure nodes whose
+   * inputs are all constant move to `constSubgraphModule` (null when there are none), which
+   * computes them; `module` reads them from the attribute `attrsName`. `options.skipFoldingNode`:
+   * `(node) => boolean`, nodes that stay in `module`. Both modules are owned by the caller.
+   */
+  splitConstSubgraphs(options = {}) {
+    const skip = options?.skipFoldingNode;
+    if (skip != null && typeof skip !== 'function') throw typeError('splitConstSubgraphs: skipFoldingNode must be a function (node) => boolean');
+    const skipped = skip ? this.graph.nodes.filter((n) => skip(n)).map((n) => n.name) : [];
+    const r = ck(M.gmSplitConstSubgraphs(this._id, skipped));
+    return {
+      module: new GraphModule(PRIVATE, r.module),
+      constSubgraphModule: r.constSubgraphModule ? new GraphModule(PRIVATE, r.constSubgraphModule) : null,
+      attrsName: r.attrsName,
+    };
   }
 
   /** The nodes that cannot run (unknown targets...), found before running. */

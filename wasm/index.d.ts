@@ -331,6 +331,17 @@ export class Graph implements Iterable<Node> {
   eliminateDeadCode(): boolean;
   /** The live node with this name, or null. */
   findNode(name: string): Node | null;
+  /**
+   * torch.fx.Graph.find_nodes (torch 2.x): the nodes with opcode `op` and, when given, target
+   * `target`, in graph order.
+   */
+  findNodes(query: { op: Opcode; target?: string; sort?: boolean }): Node[];
+  /**
+   * The graph as plain JSON data for visualisers (`JSON.stringify(graph)` uses it): a Node inside
+   * args, kwargs or meta is `{ node: name }`, a tuple an array, a slice `{ slice: [start, stop,
+   * step] }`, a bigint its decimal string, a dtype its Python spelling.
+   */
+  toJSON(): GraphJSON;
 }
 
 /**
@@ -466,8 +477,11 @@ export interface ModuleSpec {
 
 /** Options of the {@link GraphModule} constructor. */
 export interface GraphModuleOptions {
-  /** The root module the graph's get_attr / call_module targets refer to. */
-  root?: ModuleSpec | null;
+  /**
+   * The root module the graph's get_attr / call_module targets refer to: a spec, or another
+   * GraphModule (its tensors are shared and its module meta, such as opsets, is copied).
+   */
+  root?: ModuleSpec | GraphModule | null;
   /** Class name used when printing (default `"GraphModule"`). */
   className?: string;
 }
@@ -587,10 +601,123 @@ export class GraphModule {
    * model), owned by the caller.
    */
   submodule(target: string): GraphModule;
+  /**
+   * A new module computing the nodes `outputs` from the nodes `inputs` (names or Nodes), like
+   * onnx.utils.extract_model: the inputs become placeholders and everything between is copied.
+   * Owned by the caller. Throws a ValueError naming an unknown name, and a GraphError naming a
+   * node that needs a value from outside `inputs`.
+   */
+  extractSubgraph(inputs: Array<string | Node>, outputs: Array<string | Node>): GraphModule;
+  /**
+   * torch.fx.passes.split_module.split_module: `callback` gives each call_* node its partition
+   * (an integer); each partition becomes a submodule `submod_<id>` that the result calls in
+   * order. Owned by the caller.
+   */
+  splitModule(
+    callback: (node: Node) => number,
+    options?: {
+      /** Call the partitions in first-seen order. */
+      keepOriginalOrder?: boolean;
+      /** Receives "submod_<id>.a_b" -> "a.b" for renamed call_module targets. */
+      qualnameMap?: Map<string, string>;
+    },
+  ): GraphModule;
+  /**
+   * torch.fx.experimental.const_fold.split_const_subgraphs (the graph surgery): pure nodes whose
+   * inputs are all constant move to `constSubgraphModule` (null when none are), and `module`
+   * reads their values from the attribute `attrsName`. Both are owned by the caller.
+   */
+  splitConstSubgraphs(options?: { skipFoldingNode?: (node: Node) => boolean }): {
+    module: GraphModule;
+    constSubgraphModule: GraphModule | null;
+    attrsName: string;
+  };
   /** Frees the module and its graph; their handles become stale. Idempotent. */
   delete(): void;
   /** Same as {@link GraphModule.delete}, for `using`. */
   [Symbol.dispose](): void;
+}
+
+/** JSON data of one node in {@link Graph.toJSON}. */
+export interface NodeJSON {
+  name: string;
+  op: Opcode;
+  target: string;
+  args: unknown[];
+  kwargs: Record<string, unknown>;
+  /** Names of the nodes that use this one. */
+  users: string[];
+  type: string | null;
+  meta: Record<string, unknown>;
+}
+
+/** {@link Graph.toJSON}'s result. */
+export interface GraphJSON {
+  nodes: NodeJSON[];
+}
+
+/** torch.fx.node.map_arg: `fn(node)` replaces every Node inside an argument value. */
+export function mapArg(a: FxValue, fn: (node: Node) => unknown): any;
+/** torch.fx.node.map_aggregate: `fn` applied to every leaf (tuples, lists, objects, slices walked). */
+export function mapAggregate(a: FxValue, fn: (leaf: unknown) => unknown): any;
+
+/**
+ * What {@link Interpreter.getAttr} gives for a module attribute: a reference, so weights stay in
+ * wasm memory when they only go into the next op.
+ */
+export class AttributeRef {
+  private constructor();
+  readonly module: GraphModule;
+  readonly target: string;
+  /** A copy of the parameter or buffer as a tensor. */
+  tensor(): Tensor;
+}
+
+/** A value of the {@link Interpreter}: what `run` gives, a module attribute, or a literal. */
+export type InterpreterValue = any;
+
+/**
+ * torch.fx.Interpreter: `run(...inputs)` walks the graph in order; `runNode(n)` fetches the
+ * node's argument values from `env` and calls the method of its opcode with (target, args,
+ * kwargs). Override any of them in a subclass. call_function nodes of `onnx.*` ops run on
+ * fxwasm's kernels, one op per call (slower than `gm.run`, which plans and fuses). Values are
+ * tensors, arrays of tensors (sequences), null (an empty optional), or an FxTuple for a node
+ * with several outputs; get_attr gives an {@link AttributeRef}.
+ */
+export class Interpreter {
+  constructor(module: GraphModule, options?: { garbageCollectValues?: boolean });
+  readonly module: GraphModule;
+  readonly graph: Graph;
+  /** Node -> its value, during run(). */
+  env: Map<Node, InterpreterValue>;
+  /** The node runNode is running (null outside run()). */
+  currentNode: Node | null;
+  /** Runs the graph on one input per placeholder; returns what the output node returns. */
+  run(...inputs: InterpreterValue[]): InterpreterValue;
+  runNode(n: Node): InterpreterValue;
+  placeholder(target: string, args: InterpreterValue[], kwargs: Record<string, InterpreterValue>): InterpreterValue;
+  getAttr(target: string, args: InterpreterValue[], kwargs: Record<string, InterpreterValue>): InterpreterValue;
+  /** operator.getitem picks an output; any other target runs as an op of the executor. */
+  callFunction(target: string, args: InterpreterValue[], kwargs: Record<string, InterpreterValue>): InterpreterValue;
+  /** Throws NotImplementedError: override to run call_method nodes. */
+  callMethod(target: string, args: InterpreterValue[], kwargs: Record<string, InterpreterValue>): InterpreterValue;
+  /** Throws NotImplementedError: override to run call_module nodes. */
+  callModule(target: string, args: InterpreterValue[], kwargs: Record<string, InterpreterValue>): InterpreterValue;
+  output(target: string, args: InterpreterValue[], kwargs: Record<string, InterpreterValue>): InterpreterValue;
+  fetchAttr(target: string): AttributeRef;
+  fetchArgsKwargsFromEnv(n: Node): [InterpreterValue[], Record<string, InterpreterValue>];
+  mapNodesToValues(args: FxValue, n: Node): InterpreterValue;
+}
+
+/**
+ * torch.fx.Transformer: an Interpreter whose methods return Nodes of a new graph (with the old
+ * node's meta); `transform()` wraps it in a GraphModule over the same attributes, owned by the
+ * caller. Override `callFunction` (etc.) and call `super` with a new target, args or kwargs.
+ */
+export class Transformer extends Interpreter {
+  constructor(module: GraphModule);
+  readonly newGraph: Graph;
+  transform(): GraphModule;
 }
 
 /** Element types of tensors crossing into `run`. */
@@ -1066,7 +1193,6 @@ export interface Fx {
   readonly memoryFormat: typeof memoryFormat;
   /** See {@link layout}. */
   readonly layout: typeof layout;
-  /** Bytes currently allocated on the wasm heap by malloc (for leak checks). */
   /** See {@link runPasses}. */
   readonly runPasses: typeof runPasses;
   /** See {@link replacePattern}. */
@@ -1095,6 +1221,17 @@ export interface Fx {
   readonly toFolder: typeof toFolder;
   /** See {@link torchPackage}. */
   readonly torchPackage: typeof torchPackage;
+  /** See {@link Interpreter}. */
+  readonly Interpreter: typeof Interpreter;
+  /** See {@link Transformer}. */
+  readonly Transformer: typeof Transformer;
+  /** See {@link AttributeRef}. */
+  readonly AttributeRef: typeof AttributeRef;
+  /** See {@link mapArg}. */
+  readonly mapArg: typeof mapArg;
+  /** See {@link mapAggregate}. */
+  readonly mapAggregate: typeof mapAggregate;
+  /** Bytes currently allocated on the wasm heap by malloc (for leak checks). */
   heapUsed(): number;
   /** Sets the resource limits (fields left out take their default). */
   setLimits(limits: Partial<Limits>): void;

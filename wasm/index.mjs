@@ -20,6 +20,7 @@
 //   node.mjs          Node
 //   graph.mjs         Graph, InsertPoint
 //   graph_module.mjs  GraphModule
+//   interpreter.mjs   Interpreter, Transformer (torch.fx's, on fxwasm's kernels)
 //   tensors.mjs       tensors as { data, shape, dtype }
 //   passes.mjs        runPasses, replacePattern, passNames and passInfo (the C++ pass registry)
 //   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, onnxMetaKeys
@@ -47,9 +48,10 @@ export {
   memoryFormat,
   layout,
 } from './codec.mjs';
-export { Node } from './node.mjs';
+export { Node, mapArg, mapAggregate } from './node.mjs';
 export { Graph, InsertPoint } from './graph.mjs';
 export { GraphModule } from './graph_module.mjs';
+export { Interpreter, Transformer, AttributeRef } from './interpreter.mjs';
 export { passNames, passInfo, runPasses, replacePattern, matchPattern } from './passes.mjs';
 export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX } from './onnx.mjs';
 export { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';

@@ -23,9 +23,10 @@ import {
   memoryFormat,
   layout,
 } from './codec.mjs';
-import { Node } from './node.mjs';
+import { Node, mapArg, mapAggregate } from './node.mjs';
 import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
+import { Interpreter, Transformer, AttributeRef } from './interpreter.mjs';
 import { passNames, passInfo, runPasses, replacePattern, matchPattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, loadOnnxMetaKeys } from './onnx.mjs';
 import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
@@ -134,6 +135,11 @@ async function load(options) {
     GraphModule,
     Node,
     InsertPoint,
+    Interpreter,
+    Transformer,
+    AttributeRef,
+    mapArg,
+    mapAggregate,
     FxError,
     FxTuple,
     FxFloat,

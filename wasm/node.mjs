@@ -2,7 +2,7 @@
 // façade uses to check and convert node handles.
 import { FxError, typeError } from './errors.mjs';
 import { M, PRIVATE, NODE_HANDLE, ck, inspectSymbol } from './runtime.mjs';
-import { enc, encArgs, encKwargs, decode, plainObject } from './codec.mjs';
+import { enc, encArgs, encKwargs, decode, plainObject, FxTuple, FxSlice, FxFloat, FxComplex, FxEllipsis } from './codec.mjs';
 
 /** Arrays and plain objects frozen all the way down (nodes and Fx value objects are left as they are). */
 function frozen(v) {
@@ -215,4 +215,51 @@ export class Node {
   [inspectSymbol]() {
     return `Node(${safeName(this)})`;
   }
+}
+
+/**
+ * torch.fx.node.map_aggregate: `fn` applied to every leaf of an argument value (tuples, lists,
+ * plain objects and slices are walked, and rebuilt with the same kind).
+ */
+export function mapAggregate(a, fn) {
+  if (typeof fn !== 'function') throw typeError('mapAggregate: fn must be a function');
+  const walk = (x, depth) => {
+    if (depth > 256) throw new FxError('ValueError', 'mapAggregate: value nested too deeply');
+    if (x instanceof FxTuple) return FxTuple.from(x, (e) => walk(e, depth + 1));
+    if (Array.isArray(x)) return x.map((e) => walk(e, depth + 1));
+    if (x instanceof FxSlice) return new FxSlice(walk(x.start, depth + 1), walk(x.stop, depth + 1), walk(x.step, depth + 1));
+    if (x !== null && typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype)
+      return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, walk(v, depth + 1)]));
+    return fn(x);
+  };
+  return walk(a, 0);
+}
+
+/** torch.fx.node.map_arg: `fn(node)` replaces every Node inside an argument value. */
+export function mapArg(a, fn) {
+  if (typeof fn !== 'function') throw typeError('mapArg: fn must be a function');
+  return mapAggregate(a, (x) => (x instanceof Node ? fn(x) : x));
+}
+
+/**
+ * An argument or meta value as plain JSON data for visualisers: a Node becomes {node: name}, a
+ * tuple an array, a float its number, a slice {slice: [start, stop, step]}, a complex {re, im},
+ * a bigint its decimal string, and dtypes, devices and the like their Python spelling.
+ */
+export function jsonValue(x, depth = 0) {
+  if (depth > 256) throw new FxError('ValueError', 'toJSON: value nested too deeply');
+  if (x === undefined || x === null) return null;
+  if (x instanceof Node) return { node: x.name };
+  if (Array.isArray(x)) return Array.from(x, (e) => jsonValue(e, depth + 1));
+  if (typeof x === 'bigint') return String(x);
+  if (typeof x === 'number') return Number.isFinite(x) ? x : String(x);
+  if (typeof x !== 'object') return x;
+  if (x instanceof FxFloat) return jsonValue(x.value, depth + 1);
+  if (x instanceof FxSlice) return { slice: [jsonValue(x.start, depth + 1), jsonValue(x.stop, depth + 1), jsonValue(x.step, depth + 1)] };
+  if (x instanceof FxComplex) return { re: x.re, im: x.im };
+  if (x instanceof FxEllipsis) return '...';
+  if (ArrayBuffer.isView(x)) return Array.from(x, (e) => jsonValue(e, depth + 1));
+  if (Object.getPrototypeOf(x) === Object.prototype)
+    return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, jsonValue(v, depth + 1)]));
+  return String(x);
 }

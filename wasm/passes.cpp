@@ -3,12 +3,14 @@
 #include <emscripten/val.h>
 
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "codec.h"
 #include "fx/exec.h"
 #include "fx/exec/passes.h"
+#include "fx/passes.h"
 #include "glue.h"
 #include "handles.h"
 
@@ -158,6 +160,88 @@ val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, va
       o.set("replacements", made);
       out.call<void>("push", o);
     }
+    return out;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph surgery that makes new GraphModules (fx/passes.h)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> strings_from_js(const val& a, const char* what) {
+  if (!a.isArray())
+    throw Error(ErrorKind::Type, std::string(what) + " must be an array of node names");
+  std::vector<std::string> out;
+  const unsigned n = a["length"].as<unsigned>();
+  for (unsigned i = 0; i < n; ++i) {
+    const val s = a[i];
+    if (!s.isString())
+      throw Error(ErrorKind::Type, std::string(what) + " must be an array of node names");
+    out.push_back(s.as<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+// fx::extract_subgraph: [gm id, graph id] of a new module the caller owns.
+val gm_extract_subgraph(double id, val inputs, val outputs) {
+  return guarded([&] {
+    return register_graph_module(fx::extract_subgraph(
+        *gm_entry(id).gm, strings_from_js(inputs, "inputs"), strings_from_js(outputs, "outputs")));
+  });
+}
+
+// fx::split_module with the partition of every call_* node worked out in JS (`partitions`:
+// [node name, partition id] pairs, so C++ never calls back into JS mid-pass): {module: [gm id,
+// graph id], qualnameMap: [[new, old] ...]}.
+val gm_split_module(double id, val partitions, bool keep_original_order) {
+  return guarded([&] {
+    std::unordered_map<std::string, int64_t> part;
+    const unsigned n = partitions["length"].as<unsigned>();
+    for (unsigned i = 0; i < n; ++i)
+      part[partitions[i][0].as<std::string>()] =
+          static_cast<int64_t>(partitions[i][1].as<double>());
+    const fx::SplitCallback cb = [&part](const fx::Node* node) -> int64_t {
+      auto it = part.find(node->name());
+      if (it == part.end())
+        throw Error(ErrorKind::Internal,
+                    "splitModule: no partition for node '" + node->name() + "'");
+      return it->second;
+    };
+    fx::QualnameMap qualnames;
+    fx::GraphModule& gm = *gm_entry(id).gm;
+    val out = val::object();
+    out.set("module",
+            register_graph_module(fx::split_module(gm, &gm, cb, &qualnames, keep_original_order)));
+    val map = val::array();
+    for (const auto& [now, old] : qualnames) {
+      val pair = val::array();
+      pair.call<void>("push", now);
+      pair.call<void>("push", old);
+      map.call<void>("push", pair);
+    }
+    out.set("qualnameMap", map);
+    return out;
+  });
+}
+
+// fx::split_const_subgraphs, skipping the nodes named in `skip`: {module, constSubgraphModule
+// (null when nothing is constant), attrsName}.
+val gm_split_const_subgraphs(double id, val skip) {
+  return guarded([&] {
+    const std::vector<std::string> names = strings_from_js(skip, "skip");
+    const std::unordered_set<std::string> skipped(names.begin(), names.end());
+    fx::FoldedGraphModule f = fx::split_const_subgraphs(
+        *gm_entry(id).gm, [&skipped](const fx::Node* n) { return skipped.count(n->name()) != 0; });
+    val out = val::object();
+    out.set("module", register_graph_module(std::move(f.module)));
+    out.set("constSubgraphModule", f.const_subgraph_module
+                                       ? register_graph_module(std::move(f.const_subgraph_module))
+                                       : val::null());
+    out.set("attrsName", f.fx_const_folded_attrs_name);
     return out;
   });
 }

@@ -20,6 +20,7 @@ import init, {
   passNames,
   passInfo,
   onnxMetaKeys,
+  AttributeRef,
 } from 'fxwasm';
 import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue } from 'fxwasm';
 
@@ -165,5 +166,31 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   fx.onnxMetaKeys.outputs = 'x';
   // @ts-expect-error no such meta key
   fx.onnxMetaKeys.nope;
+  class Recorder extends fx.Interpreter {
+    seen: string[] = [];
+    runNode(n: Node) {
+      this.seen.push(n.name);
+      return super.runNode(n);
+    }
+  }
+  const interpreted = new Recorder(imported).run({ data: new Float32Array(1), shape: [1] });
+  class Swap extends fx.Transformer {
+    callFunction(target: string, args: unknown[], kwargs: Record<string, unknown>) {
+      return super.callFunction(target === 'onnx.Relu' ? 'onnx.Sigmoid' : target, args, kwargs);
+    }
+  }
+  const swapped: GraphModule = new Swap(imported).transform();
+  const convs: Node[] = swapped.graph.findNodes({ op: 'call_function', target: 'onnx.Conv' });
+  // @ts-expect-error op must be an opcode
+  swapped.graph.findNodes({ op: 'call' });
+  const json = swapped.graph.toJSON();
+  const users: string[] = json.nodes[0].users;
+  const head: GraphModule = imported.extractSubgraph(['x'], [convs[0]]);
+  const parts: GraphModule = imported.splitModule((n) => (n.op === 'call_function' ? 0 : 1), { qualnameMap: new Map() });
+  const folded = imported.splitConstSubgraphs({ skipFoldingNode: (n) => n.name === 'w' });
+  const constant: GraphModule | null = folded.constSubgraphModule;
+  const names = fx.mapArg(convs[0].args, (n) => n.name);
+  const ref: AttributeRef = new fx.Interpreter(imported).fetchAttr('w');
+  void [interpreted, users, head, parts, constant, names, ref.tensor().shape];
   return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name, firstPass, outputsKey, outputNames, passInfo().length, passNames.length];
 }
