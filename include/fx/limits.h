@@ -49,6 +49,13 @@ int64_t checked_numel(const std::vector<int64_t>& shape, const std::string& what
 int64_t checked_nbytes(Dtype dtype, const std::vector<int64_t>& shape, const std::string& what);
 /// Bytes of `numel` elements of `dtype` against the same limits (for sizes known as counts).
 int64_t checked_nbytes(Dtype dtype, int64_t numel, const std::string& what);
+/// The same checks for hot paths (every value the executor makes): `what` becomes a string, and
+/// the shape is formatted, only when a check fails.
+int64_t checked_numel(const std::vector<int64_t>& shape, const char* what);
+int64_t checked_nbytes(Dtype dtype, const std::vector<int64_t>& shape, const char* what);
+/// The checks of checked_nbytes without a message: false when `shape` has a negative dimension,
+/// overflows or is over a limit (then call checked_nbytes for the error).
+bool try_nbytes(Dtype dtype, const std::vector<int64_t>& shape, int64_t* nbytes);
 /// "1.5 GB" style byte counts for messages.
 std::string format_bytes(int64_t bytes);
 

@@ -150,7 +150,13 @@ std::vector<To> convert_all(const Value& v) {
 }  // namespace
 
 Value Value::with_shape(std::vector<int64_t> shape) const {
-  const int64_t n = checked_numel(shape, "a view of " + describe());
+  int64_t n = 0;
+  if (int64_t bytes = 0; try_nbytes(dtype_, shape, &bytes))
+    n = dtype_size(dtype_) != 0 ? bytes / static_cast<int64_t>(dtype_size(dtype_))
+                                : checked_numel(shape, "a view");
+  else
+    n = checked_numel(shape,
+                      "a view of " + describe());  // throws, or the count without a byte limit
   if (n != numel())
     throw Error(ErrorKind::Value,
                 "cannot view " + describe() + " with " + std::to_string(n) + " elements");

@@ -139,8 +139,54 @@ int64_t checked_nbytes(Dtype dtype, int64_t numel, const std::string& what) {
 }
 
 int64_t checked_nbytes(Dtype dtype, const std::vector<int64_t>& shape, const std::string& what) {
+  if (int64_t bytes = 0; try_nbytes(dtype, shape, &bytes)) return bytes;
   const int64_t n = checked_numel(shape, what);
   return checked_nbytes(dtype, n, what + " " + shape_text(shape));
+}
+
+bool try_nbytes(Dtype dtype, const std::vector<int64_t>& shape, int64_t* nbytes) {
+  const Limits l = limits();
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    if (d != 0 && n > kMax / d) {
+      // Overflow, unless a later dimension is 0 (an empty tensor).
+      for (int64_t e : shape)
+        if (e < 0) return false;
+      for (int64_t e : shape)
+        if (e == 0) return (*nbytes = 0), true;
+      return false;
+    }
+    n *= d;
+  }
+  if (n > l.max_elements) return false;
+  const int64_t size = static_cast<int64_t>(dtype_size(dtype));
+  if (size != 0 && n > kMax / size) return false;
+  const int64_t bytes = n * size;
+  if (bytes > l.max_tensor_bytes) return false;
+  if (static_cast<uint64_t>(bytes) > std::numeric_limits<size_t>::max()) return false;
+  *nbytes = bytes;
+  return true;
+}
+
+int64_t checked_numel(const std::vector<int64_t>& shape, const char* what) {
+  const int64_t max_elements = limits().max_elements;
+  int64_t n = 1;
+  bool fast = true;
+  for (int64_t d : shape) {
+    if (d <= 0 || n > kMax / d) {
+      fast = false;
+      break;
+    }
+    n *= d;
+  }
+  if (fast && n <= max_elements) return n;
+  return checked_numel(shape, std::string(what));
+}
+
+int64_t checked_nbytes(Dtype dtype, const std::vector<int64_t>& shape, const char* what) {
+  if (int64_t bytes = 0; try_nbytes(dtype, shape, &bytes)) return bytes;
+  return checked_nbytes(dtype, shape, std::string(what));
 }
 
 }  // namespace fx
