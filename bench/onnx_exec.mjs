@@ -5,7 +5,7 @@
 // JSON line per invocation; run each side in its own process.
 //
 //   node bench/onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx [--runs 10] [--min-ms 20]
-//                            [--warmup 2] [--warmup-ms 2000]
+//                            [--warmup 2] [--warmup-ms 4000]
 //   node bench/onnx_exec.mjs init fxwasm|ortweb
 //
 // Inputs: NAME.json next to the model gives names and shapes; values come from the mulberry32
@@ -156,7 +156,7 @@ async function initSide(side) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 2000 };
+  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000 };
   const pos = [];
   const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs' };
   for (let i = 0; i < argv.length; ++i) {

@@ -25,10 +25,10 @@ fx::exec::Value tensor_from_js(const val& v, const std::string& where) {
     throw Error(ErrorKind::Type, where + ": expected {dtype, shape, data}");
   const fx::Dtype dtype = fx::dtype_from_name(v["dtype"].as<std::string>());
   std::vector<int64_t> shape;
-  const val js_shape = v["shape"];
-  const unsigned rank = js_shape["length"].as<unsigned>();
-  for (unsigned i = 0; i < rank; ++i) {
-    const double d = js_shape[i].as<double>();
+  // One call for the whole shape (each val access is a trip into JS).
+  const std::vector<double> js_shape = emscripten::convertJSArrayToNumberVector<double>(v["shape"]);
+  for (size_t i = 0; i < js_shape.size(); ++i) {
+    const double d = js_shape[i];
     // (A double outside int64 would be undefined behaviour to convert.)
     if (!(d >= 0 && d <= 9007199254740992.0) || d != static_cast<double>(static_cast<int64_t>(d)))
       throw Error(ErrorKind::Value, where + ": shape[" + std::to_string(i) + "] is " +
@@ -64,12 +64,22 @@ fx::exec::Value tensor_from_js(const val& v, const std::string& where) {
                                       std::to_string(static_cast<int64_t>(have)));
   const auto nbytes = static_cast<size_t>(need);
   fx::exec::Value out = fx::exec::Value::zeros(dtype, shape);
-  const val bytes = val::global("Uint8Array").new_(data["buffer"], data["byteOffset"], nbytes);
-  val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())).call<void>("set", bytes);
+  // `data` is the Uint8Array over exactly these bytes that the façade made (encodeTensor).
+  val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())).call<void>("set", data);
   return out;
 }
 
 val tensor_to_js(const fx::exec::Value& v) {
+  if (v.dtype() != fx::Dtype::String) {
+    // One call into JS (runtime.mjs's fxRawTensor copies the views): a run's outputs cross
+    // without a trip per field and dimension.
+    static std::vector<double> dims;
+    dims.assign(v.shape().begin(), v.shape().end());
+    static const val make = val::module_property("fxRawTensor");
+    return make(std::string(fx::dtype_name(v.dtype())),
+                val(emscripten::typed_memory_view(dims.size(), dims.data())),
+                val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())));
+  }
   val o = val::object();
   o.set("dtype", std::string(fx::dtype_name(v.dtype())));
   val shape = val::array();

@@ -12,6 +12,8 @@ export let nodeFs = null;
 /** Called once by init.mjs when the module has loaded. */
 export function setModule(module, fs) {
   M = module;
+  // What wasm/exec.cpp's tensor_to_js calls: copies of a shape and a bytes view of the heap.
+  M.fxRawTensor = (dtype, shape, bytes) => ({ dtype, shape: Array.from(shape), bytes: bytes.slice() });
   nodeFs = fs;
 }
 

@@ -80,20 +80,28 @@ export function valueFromWasm(v) {
 }
 
 export function tensorFromWasm(t) {
-  if (t.dtype === 'string') return withOrtNames({ dtype: 'string', shape: Array.from(t.shape), data: Array.from(t.strings) });
+  if (t.dtype === 'string') return new OutputTensor('string', Array.from(t.shape), Array.from(t.strings));
   const C = dtypeArrays[t.dtype];
   const bytes = t.bytes;
   const data = C ? new C(bytes.buffer, bytes.byteOffset, bytes.byteLength / C.BYTES_PER_ELEMENT) : bytes;
-  return withOrtNames({ dtype: t.dtype, shape: Array.from(t.shape), data });
+  return new OutputTensor(t.dtype, Array.isArray(t.shape) ? t.shape : Array.from(t.shape), data);
 }
 
 /**
- * onnxruntime's names for the same fields, `dims` and `type` (non-enumerable getters, so the
- * tensor still prints and compares as { dtype, shape, data }): `new ort.Tensor(t.type, t.data, t.dims)`.
+ * A tensor run() returns: `{ dtype, shape, data }`, plus onnxruntime's names for the same fields,
+ * `dims` and `type`, as getters on the prototype (so the tensor still prints and compares as
+ * { dtype, shape, data }): `new ort.Tensor(t.type, t.data, t.dims)`.
  */
-function withOrtNames(t) {
-  return Object.defineProperties(t, {
-    dims: { get() { return this.shape; }, enumerable: false },
-    type: { get() { return this.dtype; }, enumerable: false },
-  });
+class OutputTensor {
+  constructor(dtype, shape, data) {
+    this.dtype = dtype;
+    this.shape = shape;
+    this.data = data;
+  }
+  get dims() {
+    return this.shape;
+  }
+  get type() {
+    return this.dtype;
+  }
 }
