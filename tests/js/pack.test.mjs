@@ -92,6 +92,23 @@ test('npm pack -> install -> import by package name', () => {
       'def forward(self, input):\nfloat32 2x10 true\n',
     );
 
+    // The README the tarball carries: its relative links lead to files in the package, and its
+    // Quick start plus the examples after it run as written against the installed package.
+    expect(files).toContain('README.md');
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#][^)]*)\)/g)].map((m) => m[1]).filter((l) => !/^[a-z]+:/.test(l));
+    expect(links.length).toBeGreaterThan(0);
+    for (const l of links) expect([l, files.includes(l)]).toEqual([l, true]);
+    const section = (title) => readme.split(/^## /m).find((s) => s.startsWith(title)) ?? '';
+    const blocks = (text) => [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+    const [quick] = blocks(section('Quick start'));
+    const examples = blocks(section('The things people do'));
+    expect(examples.length).toBeGreaterThanOrEqual(2);
+    fs.copyFileSync(path.join(REPO, 'models', 'sample.onnx'), path.join(app, 'model.onnx'));
+    fs.writeFileSync(path.join(app, 'readme.mjs'), [quick.replace(/^gm\.delete\(\);.*$/m, ''), ...examples, 'console.log("readme ok", changed.graph.size > 0);'].join('\n'));
+    expect(run(process.execPath, ['readme.mjs'], app)).toMatch(/readme ok true\n$/);
+    expect(fs.existsSync(path.join(app, 'model.opt.onnx'))).toBe(true);
+
     const bin = path.join(app, 'node_modules', '.bin', 'fxwasm');
     expect(run(bin, ['--sample', '--print', 'code'], app)).toBe(golden('ref_my_module.code.py') + '\n');
 
