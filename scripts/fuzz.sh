@@ -14,7 +14,6 @@ if [ ! -f "$build/build.ninja" ]; then
   # -O1 with line tables: what ASan recommends (usable stack traces), and it builds in about
   # half the time of -O2 -g, which matters in the test command's budget.
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_FLAGS_RELEASE="-O1 -gline-tables-only -DNDEBUG" \
     -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only -DNDEBUG" \
     -DFXWASM_SANITIZE=ON -DFXWASM_FUZZ=ON -DFXWASM_WITH_TORCH=OFF >/dev/null
 fi

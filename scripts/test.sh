@@ -122,8 +122,8 @@ fi
 
 # --- layering and style ----------------------------------------------------------------------------
 t=$(date +%s)
-banner "layering (scripts/check_layers.py: who may include whom, docs/architecture.md)"
-if python3 scripts/check_layers.py 2>&1 | tee "$logs/layers.log"; then record "layering" ok "$(elapsed "$t")"
+banner "layering (scripts/check_layers.py: who may include whom, docs/architecture.md), generated tables current"
+if { python3 scripts/check_layers.py && /usr/bin/python3 scripts/gen_onnx_schemas.py --check; } 2>&1 | tee "$logs/layers.log"; then record "layering" ok "$(elapsed "$t")"
 else record "layering" FAILED "$(elapsed "$t")"; fi
 
 t=$(date +%s)

@@ -53,6 +53,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmToOnnx", &gm_to_onnx);
   function("gmMeta", &gm_meta);
   function("gmSubmoduleGraphModule", &gm_submodule_graph_module);
+  function("gmCheckSchemas", &gm_check_schemas);
   function("tensorFromOnnx", &tensor_from_onnx);
   function("valueFromOnnx", &value_from_onnx);
   function("tensorToOnnx", &tensor_to_onnx);

@@ -142,6 +142,7 @@ val gm_to_onnx(double id, bool embed_external, double default_opset, double opse
                std::string gelu);
 std::string gm_meta(double id);
 val gm_submodule_graph_module(double id, std::string target);
+val gm_check_schemas(double id, double opset);
 val tensor_from_onnx(val data);
 val value_from_onnx(val data, std::string kind);
 val tensor_to_onnx(val tensor, std::string name);

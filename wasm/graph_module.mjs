@@ -335,9 +335,39 @@ export class GraphModule {
     };
   }
 
-  /** The nodes that cannot run (unknown targets...), found before running. */
+  /**
+   * The nodes that cannot run (unknown targets...), found before running, then the nodes that
+   * break their ONNX op schema (see checkSchemas), which toONNX would refuse.
+   */
   coverage() {
-    return Array.from(ck(M.gmCoverage(this._id)), (g) => ({ node: g.node, target: g.target, reason: g.reason }));
+    const gaps = Array.from(ck(M.gmCoverage(this._id)), (g) => ({ node: g.node, target: g.target, reason: g.reason }));
+    const seen = new Set(gaps.map((g) => g.node));
+    for (const p of this.checkSchemas()) if (!seen.has(p.node)) gaps.push({ node: p.node, target: p.target, reason: p.rule });
+    return gaps;
+  }
+
+  /**
+   * Every onnx.* node checked against ONNX's own op schema at the module's opset (`opset`
+   * overrides the default domain's), from onnx.defs: inputs are tensors or omitted and as many as
+   * the schema takes, declared outputs, attribute names, types and required ones. `[]` when
+   * onnx.checker's schema checks would accept the graph. Ops of other domains, ops newer than the
+   * opset (fused ones, which toONNX raises the opset for) and deprecated ones are not checked.
+   */
+  checkSchemas(options = {}) {
+    const opset = options?.opset ?? 0;
+    if (!Number.isInteger(opset) || opset < 0) throw typeError('checkSchemas: opset must be a positive integer');
+    return Array.from(ck(M.gmCheckSchemas(this._id, opset)), (p) => ({ node: p.node, target: p.target, rule: p.rule }));
+  }
+
+  /**
+   * graph.lint() (torch.fx's checks) and then the ONNX schema checks: throws a LintError, or a
+   * SchemaError naming the first node that breaks its op's schema and the rule.
+   */
+  lint() {
+    this.graph.lint();
+    const [p, ...more] = this.checkSchemas();
+    if (p)
+      throw new FxError('SchemaError', `node '${p.node}' (${p.target}): ${p.rule}${more.length ? ` (and ${more.length} more; checkSchemas() lists them)` : ''}`, p.node);
   }
 
   /** Runs the graph once and records meta["tensor_meta"] (shape, dtype) on every node. */

@@ -91,6 +91,7 @@ export type FxErrorKind =
   | 'UnsupportedError'
   | 'RuntimeError'
   | 'ResourceError'
+  | 'SchemaError'
   | 'InternalError';
 
 /**
@@ -584,8 +585,17 @@ export class GraphModule {
    * needs to read its test data).
    */
   valueKinds(): { inputs: ValueKind[]; outputs: ValueKind[] };
-  /** Every node that cannot run, found before running (C++ `fx::exec::coverage`). */
+  /** Every node that cannot run (C++ `fx::exec::coverage`), then the nodes that break their ONNX schema ({@link GraphModule.checkSchemas}). */
   coverage(): CoverageGap[];
+  /**
+   * Every onnx.* node checked against ONNX's own op schema (from onnx.defs) at the module's
+   * opset, or `opset` for the default domain: inputs are tensors or omitted and as many as the
+   * schema takes, declared outputs, attribute names, types and required ones. `[]` when
+   * onnx.checker's schema checks would accept the graph; toONNX refuses otherwise.
+   */
+  checkSchemas(options?: { opset?: number }): SchemaProblem[];
+  /** graph.lint(), then the schema checks: throws a LintError or a SchemaError naming the node. */
+  lint(): void;
   /** Runs once and records `meta.tensor_meta` = {shape, dtype} on every node (ShapeProp). */
   shapeProp(inputs: TensorInput[]): void;
   /**
@@ -718,6 +728,14 @@ export class Transformer extends Interpreter {
   constructor(module: GraphModule);
   readonly newGraph: Graph;
   transform(): GraphModule;
+}
+
+/** One way a node breaks its ONNX op schema ({@link GraphModule.checkSchemas}). */
+export interface SchemaProblem {
+  node: string;
+  target: string;
+  /** What is wrong, e.g. "attribute 'min' is not in the schema of Clip-13 (opset 13), which has no attributes". */
+  rule: string;
 }
 
 /** Element types of tensors crossing into `run`. */
@@ -977,6 +995,8 @@ export interface OnnxMetaKeys {
   readonly attrTypes: string;
   /** Output node: value types. */
   readonly outputTypes: string;
+  /** Output node: the node each output returned at import (a type whose output moved is not written). */
+  readonly outputSources: string;
   /** GraphModule: `{domain: version}`. */
   readonly opsetImport: string;
   /** GraphModule: ir_version. */

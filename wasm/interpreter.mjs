@@ -9,6 +9,7 @@ import { Node, mapArg } from './node.mjs';
 import { Graph } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { encodeValues, valueFromWasm } from './tensors.mjs';
+import { onnxMetaKeys } from './onnx.mjs';
 
 /**
  * What the Interpreter's getAttr gives for a module attribute: a reference to it, so weights
@@ -35,7 +36,7 @@ const isSequence = (v) => Array.isArray(v) && !(v instanceof FxTuple) && v.lengt
 
 /** How many values a node produces: its ONNX outputs, else one past its largest getitem index. */
 function outputsOf(node) {
-  const names = node.getMeta('onnx_outputs');
+  const names = node.getMeta(onnxMetaKeys.outputs);
   if (Array.isArray(names) && names.length > 1) return names.length;
   let n = 1;
   for (const u of node.users)

@@ -203,6 +203,23 @@ std::string gm_meta(double id) {
 }
 
 // A GraphModule that an attribute path names (If/Loop bodies of imported models).
+// fx::onnx::check_schemas: [{node, target, rule}] (empty when onnx.checker's schema checks
+// would accept the graph); `opset` 0 is the module's own.
+val gm_check_schemas(double id, double opset) {
+  return guarded([&] {
+    val out = val::array();
+    for (const fx::onnx::SchemaProblem& p :
+         fx::onnx::check_schemas(*gm_entry(id).gm, static_cast<int64_t>(opset))) {
+      val o = val::object();
+      o.set("node", p.node);
+      o.set("target", p.target);
+      o.set("rule", p.rule);
+      out.call<void>("push", o);
+    }
+    return out;
+  });
+}
+
 val gm_submodule_graph_module(double id, std::string target) {
   return guarded([&] {
     auto sub = std::dynamic_pointer_cast<fx::GraphModule>(gm_entry(id).gm->get_submodule(target));
@@ -268,6 +285,7 @@ val onnx_meta_keys() {
       {"tensorAttrs", m::kTensorAttrs},
       {"attrTypes", m::kAttrTypes},
       {"outputTypes", m::kOutputTypes},
+      {"outputSources", m::kOutputSources},
       {"opsetImport", m::kOpsetImport},
       {"irVersion", m::kIrVersion},
       {"producerName", m::kProducerName},

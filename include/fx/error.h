@@ -22,6 +22,7 @@ namespace fx {
   X(Unsupported, "UnsupportedError") /* an op, dtype or feature we do not handle */             \
   X(Runtime, "RuntimeError")         /* execution failed */                                     \
   X(Resource, "ResourceError")       /* a size over fx::limits() or the memory available */     \
+  X(Schema, "SchemaError")           /* a node that breaks its ONNX op schema */                \
   X(Internal, "InternalError")       /* a broken invariant: a bug in fxwasm */
 
 enum class ErrorKind {

@@ -55,6 +55,9 @@ inline constexpr const char* kConstant = "onnx_constant";         ///< get_attr:
 inline constexpr const char* kTensorAttrs = "onnx_tensor_attrs";  ///< scalars that were tensors
 inline constexpr const char* kAttrTypes = "onnx_attr_types";      ///< empty lists' INTS/FLOATS...
 inline constexpr const char* kOutputTypes = "onnx_output_types";  ///< output node: value types
+/// output node: the node each output was at import; a type whose output now returns another
+/// node while that one is still in the graph is stale and is not written
+inline constexpr const char* kOutputSources = "onnx_output_sources";
 // GraphModule meta.
 inline constexpr const char* kOpsetImport = "onnx_opset_import";  ///< {domain: version}
 inline constexpr const char* kIrVersion = "onnx_ir_version";
@@ -152,6 +155,23 @@ struct ExportOptions {
   int64_t opset = 0;
   GeluExport gelu = GeluExport::Decomposed;
 };
+
+/// One way a node breaks its ONNX op schema.
+struct SchemaProblem {
+  std::string node;
+  std::string target;
+  std::string rule;
+};
+/// Checks every onnx.* call_function node of `gm` against ONNX's schema of its op at the opset
+/// (`opset` for the default domain when nonzero, else the module's meta onnx_opset_import, else
+/// 17), from onnx.defs (scripts/gen_onnx_schemas.py -> src/onnx/schemas.inc): that positional
+/// inputs are tensors (Nodes) or omitted (None) and as many as the schema takes, the declared
+/// outputs, and that every attribute is in the schema, has its type, and required ones are
+/// there. Not checked: ops the table does not have (other domains such as com.microsoft, ops
+/// newer than onnx 1.12's opset 17 such as Gelu-20), ops newer than the module's opset (a fused
+/// op, which export raises the opset for or writes in older ops) and deprecated ones. Empty when
+/// the graph is what onnx.checker's schema checks accept.
+std::vector<SchemaProblem> check_schemas(const GraphModule& gm, int64_t opset = 0);
 
 /// Serializes a GraphModule whose compute nodes are onnx.* call_function nodes. Throws
 /// fx::Error(Unsupported) naming a node that has no ONNX form (call_module, torch.* targets...).

@@ -212,6 +212,26 @@ class Exporter {
       const Argument* t = types && types->is_sequence() && i < types->elements().size()
                               ? &types->elements()[i]
                               : nullptr;
+      // The declared type is the import's: once the output returns another node (moved by the
+      // user, or a pass replaced the node) its dimensions may be stale. Then the node's own type
+      // (meta onnx_type, or tensor_meta from shape propagation) wins, else the element type and
+      // rank are kept with every dimension unknown.
+      bool moved = false;
+      if (const Argument* src = output ? output->meta().find(kOutputSources) : nullptr;
+          t && src && src->is_sequence() && i < src->elements().size() &&
+          src->elements()[i].kind() == Argument::Kind::String)
+        moved = src->elements()[i].to_string() != out_values[i]->name();
+      if (moved) {
+        if (!type_from_arg(out_values[i]->meta().find(kType), &type) &&
+            !type_from_arg(out_values[i]->meta().find("tensor_meta"), &type) &&
+            type_from_arg(t, &type) && type.has_tensor_type() && type.tensor_type().has_shape())
+          for (auto& d : *type.mutable_tensor_type()->mutable_shape()->mutable_dim())
+            d.Clear();  // the rank stays, every dimension is unknown
+        if (type.value_case() == ::onnx::TypeProto::VALUE_NOT_SET)
+          type.mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+        *vi->mutable_type() = type;
+        continue;
+      }
       if (type_from_arg(t, &type) || type_from_arg(out_values[i]->meta().find(kType), &type) ||
           type_from_arg(out_values[i]->meta().find("tensor_meta"), &type))
         *vi->mutable_type() = type;
@@ -707,6 +727,17 @@ void export_model_to(const GraphModule& gm, const ByteSink& sink, const ExportOp
                                         ", and ops are not converted to older opsets");
     exporter.opset = options.opset;
     exporter.pinned = true;
+  }
+  // What onnx.checker's schema checks would refuse is refused here, naming the node and rule.
+  if (const std::vector<SchemaProblem> problems = check_schemas(gm, exporter.opset);
+      !problems.empty()) {
+    const SchemaProblem& p = problems.front();
+    throw Error(ErrorKind::Schema,
+                "node '" + p.node + "' (" + p.target + "): " + p.rule +
+                    (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
+                                               " more; check_schemas() lists them all)"
+                                         : std::string()),
+                p.node);
   }
   exporter.main_graph = model.mutable_graph();
   exporter.export_graph(gm, model.mutable_graph(), "main_graph");

@@ -201,7 +201,7 @@ class Importer {
         n->meta().set(kType, type_to_arg(v.type()));
 
     // Outputs.
-    Argument::Items outs, names, types;
+    Argument::Items outs, names, types, sources;
     for (const auto& v : g.output()) {
       Node* n = scope.find(v.name());
       if (!n)
@@ -209,11 +209,13 @@ class Importer {
                                           "' is not produced by any node, input or initializer");
       outs.emplace_back(n);
       names.emplace_back(v.name());
+      sources.emplace_back(n->name());
       types.push_back(v.has_type() ? type_to_arg(v.type()) : Argument());
     }
     Node* out = graph->output(outs.size() == 1 ? outs[0] : Argument::tuple(std::move(outs)));
     out->meta().set(kOutputs, Argument::list(std::move(names)));
     out->meta().set(kOutputTypes, Argument::list(std::move(types)));
+    out->meta().set(kOutputSources, Argument::list(std::move(sources)));
 
     auto gm = std::make_shared<GraphModule>(root.get(), std::move(graph), class_name);
     if (!g.name().empty()) gm->meta().set(kGraphName, g.name());
