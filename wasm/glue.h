@@ -123,7 +123,8 @@ void release_cached_memory();
 val pass_info();
 val gm_run_passes(double id, val names, val check_inputs, double rtol, double atol,
                   double max_iterations);
-val gm_match_pattern(double id, double pattern_gid, bool ignore_literals);
+val gm_match_pattern(double id, double pattern_gid, bool ignore_literals, bool match_output,
+                     bool match_placeholder, bool remove_overlapping);
 val gm_replace_pattern(double id, double pattern_gid, double replacement_gid, val accepted,
                        bool ignore_literals);
 val gm_extract_subgraph(double id, val inputs, val outputs);

@@ -863,7 +863,14 @@ export interface PassInfo {
 /** Every registered pass, in registry order (a fresh array each call). Needs {@link init}. */
 export declare function passInfo(): PassInfo[];
 /** Runs passes in order with lint after each (C++ `fx::PassManager`); see {@link RunPassesOptions}. */
-export declare function runPasses(gm: GraphModule, names: PassName[], options?: RunPassesOptions): PassReport[];
+/** A pass written in JS: changes `gm` in place and returns whether it modified the graph. */
+export type JsPass = ((gm: GraphModule) => boolean) | { name: string; fn: (gm: GraphModule) => boolean };
+/**
+ * Runs the passes in order: registered ones by name, JS ones as functions (named by `fn.name` in
+ * the reports) or `{ name, fn }`; lint after each, recompile and check equivalence after one that
+ * modified the graph.
+ */
+export declare function runPasses(gm: GraphModule, names: Array<PassName | JsPass>, options?: RunPassesOptions): PassReport[];
 /** A match as {@link ReplacePatternOptions.filters} see it (torch.fx `InternalMatch`). */
 export interface InternalMatch {
   /** Names of the pattern's anchors (the pattern nodes its output returns), as in torch.fx. */
@@ -904,10 +911,22 @@ export interface SubgraphMatch {
 }
 
 /**
- * torch.fx `SubgraphMatcher(pattern).match(graph)`: every non-overlapping match of `pattern` in
- * `gm`'s graph, nothing replaced. `options.ignoreLiterals` as in {@link ReplacePatternOptions}.
+ * torch.fx `SubgraphMatcher(pattern, match_output, match_placeholder, remove_overlapping_matches,
+ * ignore_literals).match(graph)`: the matches of `pattern` in `gm`'s graph, nothing replaced.
  */
-export declare function matchPattern(gm: GraphModule, pattern: Graph, options?: { ignoreLiterals?: boolean }): SubgraphMatch[];
+export declare function matchPattern(gm: GraphModule, pattern: Graph, options?: MatchPatternOptions): SubgraphMatch[];
+
+/** torch.fx SubgraphMatcher's options, for {@link matchPattern}. */
+export interface MatchPatternOptions {
+  /** Literals in the pattern match any literal; kwargs the pattern does not name are not compared. */
+  ignoreLiterals?: boolean;
+  /** The pattern's output must match the graph's output node (default false). */
+  matchOutput?: boolean;
+  /** The pattern's placeholders must match the graph's placeholders (default false). */
+  matchPlaceholder?: boolean;
+  /** Drop matches that share nodes with an earlier one (default true). */
+  removeOverlappingMatches?: boolean;
+}
 
 /**
  * torch.fx `replace_pattern` (with `options.filters`: `replace_pattern_with_filters`) with Graphs

@@ -112,10 +112,14 @@ val gm_run_passes(double id, val names, val check_inputs, double rtol, double at
 }
 
 // Every match replace_pattern would consider (the same matcher and options), for the JS filters.
-val gm_match_pattern(double id, double pattern_gid, bool ignore_literals) {
+// (replacePattern's filters see it with match_output = match_placeholder = false and
+// remove_overlapping = true, as the rewriter matches.)
+val gm_match_pattern(double id, double pattern_gid, bool ignore_literals, bool match_output,
+                     bool match_placeholder, bool remove_overlapping) {
   return guarded([&] {
     const fx::Graph& pattern = *graph_entry(pattern_gid).graph;
-    const fx::SubgraphMatcher matcher(pattern, false, false, true, ignore_literals);
+    const fx::SubgraphMatcher matcher(pattern, match_output, match_placeholder, remove_overlapping,
+                                      ignore_literals);
     val out = val::array();
     for (const fx::InternalMatch& m : matcher.match(gm_entry(id).gm->graph()))
       out.call<void>("push", internal_match_to_js(m));

@@ -191,6 +191,10 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   const constant: GraphModule | null = folded.constSubgraphModule;
   const names = fx.mapArg(convs[0].args, (n) => n.name);
   const ref: AttributeRef = new fx.Interpreter(imported).fetchAttr('w');
-  void [interpreted, users, head, parts, constant, names, ref.tensor().shape];
+  const jsReports = fx.runPasses(imported, ['dce', (m) => m.graph.eliminateDeadCode(), { name: 'noop', fn: () => false }]);
+  // @ts-expect-error a JS pass returns whether it modified the graph
+  fx.runPasses(imported, [(m: GraphModule) => m.graph.size]);
+  const overlapping = fx.matchPattern(imported, new fx.Graph(), { matchOutput: true, removeOverlappingMatches: false });
+  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length];
   return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name, firstPass, outputsKey, outputNames, passInfo().length, passNames.length];
 }
