@@ -1288,6 +1288,49 @@ export interface Fx {
   releaseCachedMemory(): void;
 }
 
+/** A model loaded in a worker ({@link FxWorker.loadONNX}): a GraphModule's asynchronous mirror. */
+export class WorkerModel {
+  private constructor();
+  readonly id: number;
+  readonly inputNames: string[];
+  readonly outputNames: string[];
+  /** GraphModule.run in the worker; inputs are copied, the outputs' buffers transferred back. */
+  run(inputs: RunInput[]): Promise<RunValue[]>;
+  run(feeds: Record<string, RunInput>): Promise<Record<string, RunValue>>;
+  run(inputs: RunInput[], options: { probe: string[] }): Promise<{ outputs: RunValue[]; probes: Record<string, RunValue> }>;
+  /** runPasses by registered name (JS passes cannot cross into a worker: a TypeError). */
+  runPasses(names: PassName[], options?: RunPassesOptions): Promise<PassReport[]>;
+  code(): Promise<string>;
+  print(): Promise<string>;
+  coverage(): Promise<CoverageGap[]>;
+  checkSchemas(options?: { opset?: number }): Promise<SchemaProblem[]>;
+  toONNX(options?: ToONNXOptions): Promise<Uint8Array>;
+  toJSON(): Promise<GraphJSON>;
+  /** The zip of the PyTorch package of lowerToTorch(model). */
+  torchPackage(name?: string): Promise<Uint8Array>;
+  /** Frees the model in the worker; later calls reject with StaleHandleError. */
+  delete(): Promise<boolean>;
+}
+
+/** fxwasm running in a worker ({@link createWorker}). */
+export class FxWorker {
+  private constructor();
+  /** The wasm module's version, as `fx.version`. */
+  readonly version: string;
+  /** loadONNX in the worker: bytes (copied), a path (Node), a URL, or a Blob/File. */
+  loadONNX(source: Uint8Array | ArrayBuffer | string | ModelSource, options?: LoadONNXOptions): Promise<WorkerModel>;
+  /** Stops the worker and its wasm instance; pending and later calls reject. */
+  terminate(): Promise<void>;
+}
+
+/**
+ * Starts fxwasm in a worker (a Web Worker in browsers, a worker thread under Node) with its own
+ * wasm instance, so a page stays responsive while models import, run and go through passes.
+ * Options are init()'s without functions (`wasmBinary`, `limits`). Bundlers (Vite, webpack) ship
+ * the worker as a chunk of its own.
+ */
+export function createWorker(options?: Omit<InitOptions, 'locateFile'>): Promise<FxWorker>;
+
 /**
  * Loads the wasm module (once; later calls return the same promise) and resolves to the API
  * object. Options apply on the first call only: a later call with different options rejects with

@@ -26,6 +26,7 @@
 //   onnx.mjs          loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, onnxMetaKeys
 //   torch_codegen.mjs lowerToTorch, loweringCoverage, toFolder, torchPackage (ONNX to PyTorch)
 //   inputs.mjs        seeded random inputs and output names of a model (the CLI, the playground)
+//   worker_client.mjs createWorker() (worker.mjs is the worker's side)
 //   init.mjs          init()
 export { FxError } from './errors.mjs';
 export {
@@ -55,4 +56,5 @@ export { Interpreter, Transformer, AttributeRef } from './interpreter.mjs';
 export { passNames, passInfo, runPasses, replacePattern, matchPattern } from './passes.mjs';
 export { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX } from './onnx.mjs';
 export { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
+export { createWorker, FxWorker, WorkerModel } from './worker_client.mjs';
 export { init, default } from './init.mjs';

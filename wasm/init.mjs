@@ -2,7 +2,7 @@
 // API object. The loaded module goes to runtime.mjs, where every other façade module reads it.
 import createFxModule from '../dist/fx.mjs';
 import { FxError } from './errors.mjs';
-import { M, ck, setModule, isNode } from './runtime.mjs';
+import { M, ck, setModule, isNode, importNode } from './runtime.mjs';
 import {
   FxTuple,
   FxFloat,
@@ -43,14 +43,6 @@ let initPromise = null;
 /** The API object init() resolves to. */
 let api = null;
 
-/**
- * Node's built-in modules, imported by a specifier bundlers do not follow: a browser bundle of the
- * package then contains no `node:` import at all (this code only runs under Node).
- */
-function importNode(name) {
-  const specifier = ['node', name].join(':');
-  return import(/* webpackIgnore: true */ /* @vite-ignore */ specifier);
-}
 
 /**
  * Where browsers fetch fx.wasm: next to dist/fx.mjs, written as `new URL(..., import.meta.url)`,

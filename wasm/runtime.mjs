@@ -70,3 +70,12 @@ export const finalizer = new FinalizationRegistry(({ kind, id }) => {
   }
   if (M.errPending()) M.takeError();
 });
+
+/**
+ * Node's built-in modules, imported by a specifier bundlers do not follow: a browser bundle of the
+ * package then contains no `node:` import at all (this code only runs under Node).
+ */
+export function importNode(name) {
+  const specifier = ['node', name].join(':');
+  return import(/* webpackIgnore: true */ /* @vite-ignore */ specifier);
+}

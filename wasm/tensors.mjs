@@ -92,7 +92,7 @@ export function tensorFromWasm(t) {
  * `dims` and `type`, as getters on the prototype (so the tensor still prints and compares as
  * { dtype, shape, data }): `new ort.Tensor(t.type, t.data, t.dims)`.
  */
-class OutputTensor {
+export class OutputTensor {
   constructor(dtype, shape, data) {
     this.dtype = dtype;
     this.shape = shape;
@@ -104,4 +104,15 @@ class OutputTensor {
   get type() {
     return this.dtype;
   }
+}
+
+/**
+ * A value that crossed a worker boundary (structured clone keeps `{ dtype, shape, data }` but not
+ * the class): the same OutputTensor form run() returns; sequences and null as they are.
+ */
+export function reviveValue(v) {
+  if (v === null || v === undefined) return v;
+  if (Array.isArray(v)) return v.map(reviveValue);
+  if (typeof v === 'object' && 'dtype' in v && 'shape' in v && 'data' in v) return new OutputTensor(v.dtype, v.shape, v.data);
+  return v;
 }

@@ -3,7 +3,7 @@
 // the browser with nothing marked external, and run the bundles in Debian's Chromium. Vite ships
 // fx.wasm by itself (the package finds it with new URL(..., import.meta.url)); esbuild does not
 // copy assets, and then init() fails with an FxError naming the URL and locateFile, and works once
-// locateFile points at the file.
+// locateFile points at the file. Vite also bundles createWorker()'s worker as a chunk.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,16 +24,26 @@ function run(cmd, args, cwd) {
 }
 
 const MAIN = `
-import { init } from 'fxwasm';
-const wasm = new URLSearchParams(location.search).get('wasm');
+import { init, createWorker } from 'fxwasm';
+const params = new URLSearchParams(location.search);
+const wasm = params.get('wasm');
 try {
+  if (params.get('worker')) {
+    // createWorker(): the same run in a Web Worker the bundler made a chunk of.
+    const w = await createWorker();
+    const m = await w.loadONNX(new Blob([await (await fetch('./sample.onnx')).arrayBuffer()]));
+    const [y] = await m.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
+    window.result = { shape: y.shape, data: Array.from(y.data), inputNames: m.inputNames };
+    await w.terminate();
+    throw 'done';
+  }
   const fx = await init(wasm ? { locateFile: () => wasm } : {});
   const bytes = new Uint8Array(await (await fetch('./sample.onnx')).arrayBuffer());
   const gm = fx.loadONNX(bytes);
   const [y] = gm.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
   window.result = { shape: y.shape, data: Array.from(y.data) };
 } catch (e) {
-  window.result = { error: (e.kind ?? e.name) + ': ' + e.message };
+  if (e !== 'done') window.result = { error: (e.kind ?? e.name) + ': ' + e.message };
 }
 `;
 
@@ -101,6 +111,13 @@ test('the browser bundles carry no node: import and no require of Node modules',
 test('Vite: the bundle ships fx.wasm and runs the sample as Node does', async () => {
   expect(fs.readdirSync(path.join(app, 'out-vite/assets')).some((f) => /^fx-.*\.wasm$/.test(f))).toBe(true);
   expect(await open('out-vite/')).toEqual(await expected());
+}, 90000);
+
+test('Vite: createWorker() runs the sample in a Web Worker the bundle carries', async () => {
+  const r = await open('out-vite/?worker=1');
+  expect(r.inputNames).toEqual(['input']);
+  delete r.inputNames;
+  expect(r).toEqual(await expected());
 }, 90000);
 
 test('esbuild: without the wasm next to it, init() names the URL and locateFile; with locateFile it runs', async () => {

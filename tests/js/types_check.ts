@@ -21,6 +21,7 @@ import init, {
   passInfo,
   onnxMetaKeys,
   AttributeRef,
+  createWorker,
 } from 'fxwasm';
 import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue } from 'fxwasm';
 
@@ -195,6 +196,14 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   // @ts-expect-error a JS pass returns whether it modified the graph
   fx.runPasses(imported, [(m: GraphModule) => m.graph.size]);
   const overlapping = fx.matchPattern(imported, new fx.Graph(), { matchOutput: true, removeOverlappingMatches: false });
-  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length];
+  const remoteOut = createWorker({ limits: { maxTensorBytes: 1 << 30 } }).then(async (worker) => {
+    const remote = await worker.loadONNX(new Uint8Array(0));
+    const out: Record<string, RunValue> = await remote.run({ x: { data: new Float32Array(1), dims: [1], type: 'float32' } });
+    await worker.terminate();
+    return out;
+  });
+  // @ts-expect-error locateFile (a function) cannot cross into a worker
+  void createWorker({ locateFile: () => '' });
+  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length, remoteOut];
   return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name, firstPass, outputsKey, outputNames, passInfo().length, passNames.length];
 }
