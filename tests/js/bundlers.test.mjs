@@ -1,6 +1,6 @@
 // The package in a browser app built by bundlers, as a web developer uses it: `npm pack`, install
-// the tarball into an empty app, bundle `import { init } from 'fxwasm'` with esbuild and Vite for
-// the browser with nothing marked external, and run the bundles in Debian's Chromium. Vite ships
+// the tarball into an empty app, bundle `import { init } from 'fxwasm'` with esbuild, Vite and
+// webpack for the browser with nothing marked external, and run the bundles in Debian's Chromium. Vite ships
 // fx.wasm by itself (the package finds it with new URL(..., import.meta.url)); esbuild does not
 // copy assets, and then init() fails with an FxError naming the URL and locateFile, and works once
 // locateFile points at the file. Vite also bundles createWorker()'s worker as a chunk.
@@ -47,6 +47,26 @@ try {
 }
 `;
 
+async function webpackBuild() {
+  const { default: webpack } = await import('webpack');
+  const stats = await new Promise((resolve, reject) =>
+    webpack(
+      {
+        mode: 'production',
+        context: app,
+        entry: './main.mjs',
+        target: 'web',
+        output: { path: path.join(app, 'out-webpack'), filename: 'main.js', module: true, publicPath: 'auto' },
+        experiments: { outputModule: true, topLevelAwait: true },
+        resolve: { modules: [path.join(app, 'node_modules')] },
+        performance: { hints: false },
+      },
+      (err, st) => (err ? reject(err) : resolve(st)),
+    ),
+  );
+  if (stats.hasErrors()) throw new Error(stats.toString({ all: false, errors: true }));
+}
+
 beforeAll(async () => {
   const tgz = run('npm', ['pack', '--silent', '--pack-destination', tmp], REPO).trim().split('\n').pop();
   fs.mkdirSync(app);
@@ -59,7 +79,11 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(app, 'out-esbuild/index.html'), '<!doctype html><html><body><script type="module" src="./main.js"></script></body></html>\n');
   // Vite's production build.
   run(path.join(REPO, 'node_modules/.bin/vite'), ['build', '--base', './', '--outDir', 'out-vite', '--emptyOutDir', '--logLevel', 'error'], app);
-  for (const out of ['out-esbuild', 'out-vite']) fs.copyFileSync(path.join(REPO, 'models/sample.onnx'), path.join(app, out, 'sample.onnx'));
+  // webpack 5 (its Node API, production mode, browser target): asset modules for the wasm, a
+  // chunk for createWorker's worker.
+  await webpackBuild();
+  fs.writeFileSync(path.join(app, 'out-webpack/index.html'), '<!doctype html><html><body><script type="module" src="./main.js"></script></body></html>\n');
+  for (const out of ['out-esbuild', 'out-vite', 'out-webpack']) fs.copyFileSync(path.join(REPO, 'models/sample.onnx'), path.join(app, out, 'sample.onnx'));
   const types = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
   server = http.createServer((req, res) => {
     const file = path.join(app, decodeURIComponent(req.url.split('?')[0]).replace(/\/$/, '/index.html'));
@@ -102,7 +126,8 @@ async function expected() {
 }
 
 test('the browser bundles carry no node: import and no require of Node modules', () => {
-  for (const file of [path.join(app, 'out-esbuild/main.js'), ...fs.readdirSync(path.join(app, 'out-vite/assets')).filter((f) => f.endsWith('.js')).map((f) => path.join(app, 'out-vite/assets', f))]) {
+  const js = (dir) => fs.readdirSync(path.join(app, dir)).filter((f) => f.endsWith('.js')).map((f) => path.join(app, dir, f));
+  for (const file of [...js('out-esbuild'), ...js('out-vite/assets'), ...js('out-webpack')]) {
     const js = fs.readFileSync(file, 'utf8');
     expect(js).not.toMatch(/from\s*["']node:|import\(\s*["']node:/);
   }
@@ -116,6 +141,14 @@ test('Vite: the bundle ships fx.wasm and runs the sample as Node does', async ()
 test('Vite: createWorker() runs the sample in a Web Worker the bundle carries', async () => {
   const r = await open('out-vite/?worker=1');
   expect(r.inputNames).toEqual(['input']);
+  delete r.inputNames;
+  expect(r).toEqual(await expected());
+}, 90000);
+
+test('webpack: the bundle ships fx.wasm, runs the sample as Node does, and runs it in createWorker\'s worker', async () => {
+  expect(fs.readdirSync(path.join(app, 'out-webpack')).some((f) => f.endsWith('.wasm'))).toBe(true);
+  expect(await open('out-webpack/')).toEqual(await expected());
+  const r = await open('out-webpack/?worker=1');
   delete r.inputNames;
   expect(r).toEqual(await expected());
 }, 90000);
