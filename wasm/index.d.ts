@@ -70,6 +70,40 @@ export type FxValue =
   | Map<FxValue, FxValue>
   | { [key: string]: FxValue };
 
+/** `meta.tensor_meta`, written by shapeProp (torch.fx's TensorMetadata, as fxwasm records it). */
+export type TensorMeta = {
+  /** The value's shape (a Python tuple). */
+  shape: FxTuple;
+  /** Its dtype; `String(m.dtype.name)` is the {@link TensorDtype} spelling tensors use. */
+  dtype: FxDtype;
+  [key: string]: FxValue;
+};
+
+/** An ONNX value type as the importer records it (`meta.onnx_type`, output `onnx_output_types`). */
+export type OnnxValueType = {
+  dtype: FxDtype;
+  /** Dimensions: a number, a symbolic name, or null when unknown. */
+  shape?: FxTuple;
+  [key: string]: FxValue | undefined;
+};
+
+/**
+ * `node.meta`: any keys, with the ones fxwasm writes typed. ONNX keys are also listed in
+ * {@link onnxMetaKeys} (`meta[fx.onnxMetaKeys.name]`).
+ */
+export type NodeMeta = {
+  /** Set by shapeProp on every node it reached. */
+  tensor_meta?: TensorMeta;
+  /** The ONNX node's or value's original name. */
+  onnx_name?: string;
+  /** Placeholders and typed values: their ONNX type. */
+  onnx_type?: OnnxValueType;
+  /** Every ONNX output name of a multi-output node, in order. */
+  onnx_outputs?: FxValue[];
+  stack_trace?: string;
+  [key: string]: FxValue | undefined;
+};
+
 /** Keyword arguments: a plain object (or Map) from argument name to value. */
 export type FxKwargs = { [key: string]: FxValue } | Map<string, FxValue>;
 
@@ -412,8 +446,8 @@ export class Node {
   get stackTrace(): string | null;
   /** Sets `meta["stack_trace"]` (null sets it to None). */
   set stackTrace(value: string | null | undefined);
-  /** A snapshot of all of `node.meta`. */
-  readonly meta: { [key: string]: FxValue };
+  /** A snapshot of all of `node.meta`, with the keys fxwasm writes typed ({@link NodeMeta}). */
+  readonly meta: NodeMeta;
 
   /** Moves `x` (of the same graph) to just before this node. */
   prepend(x: Node): void;
@@ -774,16 +808,40 @@ export interface OrtTensorLike {
   type: TensorDtype;
 }
 
-/** A tensor returned by {@link GraphModule.run} (the data is a copy; strings for dtype `'string'`). */
-export interface Tensor {
-  data: Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | string[];
-  shape: number[];
-  dtype: TensorDtype;
-  /** `shape` under onnxruntime's name (non-enumerable): `new ort.Tensor(t.type, t.data, t.dims)`. */
-  readonly dims: number[];
-  /** `dtype` under onnxruntime's name (non-enumerable). */
-  readonly type: TensorDtype;
+/** The data array of each dtype (16-bit floats as their bits, bool as bytes, strings as an array). */
+export interface TensorDataMap {
+  float32: Float32Array;
+  float64: Float64Array;
+  float16: Uint16Array;
+  bfloat16: Uint16Array;
+  int64: BigInt64Array;
+  int32: Int32Array;
+  int16: Int16Array;
+  int8: Int8Array;
+  uint64: BigUint64Array;
+  uint32: Uint32Array;
+  uint16: Uint16Array;
+  uint8: Uint8Array;
+  bool: Uint8Array;
+  string: string[];
 }
+
+/**
+ * A tensor returned by {@link GraphModule.run} (the data is a copy). A union over dtypes, so
+ * checking `t.dtype` narrows `t.data` (`if (t.dtype === 'float32') t.data` is a Float32Array);
+ * `Tensor<'int64'>` names one dtype.
+ */
+export type Tensor<D extends TensorDtype = TensorDtype> = {
+  [K in D]: {
+    data: TensorDataMap[K];
+    shape: number[];
+    dtype: K;
+    /** `shape` under onnxruntime's name (a getter): `new ort.Tensor(t.type, t.data, t.dims)`. */
+    readonly dims: number[];
+    /** `dtype` under onnxruntime's name (a getter). */
+    readonly type: K;
+  };
+}[D];
 
 /** What an ONNX value is: a tensor, a sequence of tensors, or an optional (empty or holding one). */
 export type ValueKind = 'tensor' | 'sequence' | 'optional';

@@ -204,6 +204,25 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   });
   // @ts-expect-error locateFile (a function) cannot cross into a worker
   void createWorker({ locateFile: () => '' });
-  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length, remoteOut];
+  // Tensor<D>: checking dtype narrows data; meta keys fxwasm writes are typed.
+  const t0 = imported.run([{ data: new Float32Array(1), shape: [1] }])[0] as Tensor;
+  if (t0.dtype === 'float32') {
+    const f: Float32Array = t0.data;
+    void f;
+  }
+  if (t0.dtype === 'int64') {
+    const big: BigInt64Array = t0.data;
+    // @ts-expect-error an int64 tensor's data is a BigInt64Array
+    const wrong: Float32Array = t0.data;
+    void [big, wrong];
+  }
+  const ints: Tensor<'int32'> = { data: new Int32Array(1), shape: [1], dtype: 'int32', dims: [1], type: 'int32' };
+  // @ts-expect-error the data must match the dtype
+  const mismatched: Tensor<'int32'> = { data: new Float32Array(1), shape: [1], dtype: 'int32', dims: [1], type: 'int32' };
+  const tm = imported.graph.nodes[0].meta.tensor_meta;
+  const rank: number | undefined = tm?.shape.length;
+  const dtypeName: string | undefined = tm?.dtype.name;
+  const onnxName: string | undefined = imported.graph.nodes[0].meta.onnx_name;
+  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length, remoteOut, ints, mismatched, rank, dtypeName, onnxName];
   return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name, firstPass, outputsKey, outputNames, passInfo().length, passNames.length];
 }
