@@ -152,4 +152,5 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmNamedParameters", &gm_named_parameters);
   function("gmNamedBuffers", &gm_named_buffers);
   function("gmTensorData", &gm_tensor_data);
+  function("gmAddConstant", &gm_add_constant);
 }

@@ -99,6 +99,7 @@ std::string gm_named_modules(double id);
 std::string gm_named_parameters(double id);
 std::string gm_named_buffers(double id);
 val gm_tensor_data(double id, std::string target);
+std::string gm_add_constant(double id, std::string base, val tensor);
 
 // exec.cpp: running a GraphModule (fx::exec), and tensors as JS objects.
 val gm_run(double id, val inputs, val probe);

@@ -216,6 +216,31 @@ void gm_set_torch113_bugs(double id, bool on) {
   guarded([&] { gm_entry(id).gm->codegen_options().torch113_bugs = on; });
 }
 
+// g.constant: `tensor` ({dtype, shape, data}) as a buffer of the root module under `base`
+// ("_tensor_constant" by default), uniquified as torch.fx does (_tensor_constant0, 1, ...);
+// returns the attribute name the caller's get_attr node reads.
+std::string gm_add_constant(double id, std::string base, val tensor) {
+  return guarded([&] {
+    fx::GraphModule& gm = *gm_entry(id).gm;
+    const fx::exec::Value v = value_from_js(tensor, 0);
+    if (v.kind() != fx::exec::ValueKind::Tensor)
+      throw Error(ErrorKind::Type, "constant: expected a tensor {data, shape, dtype}");
+    if (base.empty()) base = "_tensor_constant";
+    std::string name;
+    for (int64_t i = 0;; ++i) {
+      name = base + std::to_string(i);
+      bool taken = gm.get_tensor(name) != nullptr;
+      try {
+        taken = taken || gm.get_submodule(name) != nullptr;
+      } catch (const Error&) {  // no such submodule
+      }
+      if (!taken) break;
+    }
+    gm.register_buffer(name, v.to_tensor());
+    return name;
+  });
+}
+
 /// [(name, {type, extraRepr, impure}) ...] encoded.
 std::string gm_named_modules(double id) {
   return guarded([&] {

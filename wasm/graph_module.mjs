@@ -161,6 +161,20 @@ export class GraphModule {
     return Array.from(decode(ck(M.gmNamedBuffers(this._id)), null), (p) => [p[0], { ...p[1], shape: [...p[1].shape] }]);
   }
 
+  /**
+   * A constant tensor in the graph, as torch.fx's `_tensor_constant` attributes: registers
+   * `tensor` (`{data, shape, dtype}` or an ort.Tensor) as a buffer of the module under a fresh
+   * name (`options.name` + a number, default `_tensor_constant0`, `1`...) and adds a get_attr node
+   * reading it at the graph's insert point. Returns that node; toONNX writes it as an initializer.
+   */
+  constant(tensor, options = {}) {
+    const base = options?.name ?? '';
+    if (typeof base !== 'string') throw typeError('constant: options.name must be a string');
+    const [t] = encodeTensors([tensor], 'constant');
+    const name = ck(M.gmAddConstant(this._id, base, t));
+    return this.graph.getAttr(name);
+  }
+
   getTensorData(target) {
     if (typeof target !== 'string') throw typeError('getTensorData: target must be a string');
     return ck(M.gmTensorData(this._id, target));

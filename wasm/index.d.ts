@@ -587,6 +587,12 @@ export class GraphModule {
   /** A copy of the bytes of parameter/buffer `target`, or null if it has none; `AttributeError` if it does not exist. */
   getTensorData(target: string): Uint8Array | null;
   /**
+   * A constant tensor: registered as a buffer under a fresh name (`options.name` + a number,
+   * default `_tensor_constant0`...) and read by a new get_attr node at the insert point, which is
+   * returned (toONNX writes it as an initializer).
+   */
+  constant(tensor: TensorInput, options?: { name?: string }): Node;
+  /**
    * Runs the graph on fxwasm's kernels (`onnx.*` nodes; C++ `fx::exec::run`), one input per
    * placeholder. Throws an FxError naming the node, op and input shapes if a node fails.
    */

@@ -2,7 +2,9 @@
 // node and the rule where onnx.checker / onnxruntime would refuse the model; imported models and
 // their exports after every pass are clean.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { init, FxError } from '../../wasm/index.mjs';
 
@@ -100,3 +102,40 @@ test('an output pointed at another node is exported with that node\'s type, not 
   expect(fused.run([{ data: new Float32Array(16 * 64), shape: [1, 16, 64] }])[0].shape).toEqual([1, 16, 64]);
   for (const m of [gm, again, ln, fused]) m.delete();
 });
+
+test('gm.constant() builds the opset-13 Clip that onnxruntime runs', () => {
+  const gm = fx.loadONNX(fs.readFileSync(path.join(root, 'models/zoo/resnet18.onnx')));
+  const x = { data: new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i) * 4), shape: [1, 3, 224, 224] };
+  for (const relu of gm.graph.findNodes({ op: 'call_function', target: 'onnx.Relu' })) {
+    const ip = gm.graph.insertingBefore(relu);
+    const lo = gm.constant({ data: new Float32Array([0]), shape: [] });
+    const hi = gm.constant({ data: new Float32Array([6]), shape: [], dtype: 'float32' }, { name: 'six' });
+    const clip = gm.graph.callFunction('onnx.Clip', [relu.args[0], lo, hi]);
+    ip.restore();
+    relu.replaceAllUsesWith(clip);
+    gm.graph.eraseNode(relu);
+  }
+  gm.recompile();
+  gm.lint();
+  const names = gm.namedBuffers().map(([n]) => n);
+  expect(names).toContain('_tensor_constant0');
+  expect(names).toContain('six0');
+  expect(names).toContain('six1');
+  const [want] = gm.run([x]);
+  const file = path.join(fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'fx-clip-')), 'clip6.onnx');
+  fs.writeFileSync(file, gm.toONNX());
+  // onnxruntime-node in a child process (its typed arrays belong to Node's realm, not Jest's).
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
+    import ort from 'onnxruntime-node';
+    const s = await ort.InferenceSession.create(${JSON.stringify(file)}, { intraOpNumThreads: 1 });
+    const x = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i) * 4);
+    const out = await s.run({ [s.inputNames[0]]: new ort.Tensor('float32', x, [1, 3, 224, 224]) });
+    console.log(JSON.stringify(Array.from(out[s.outputNames[0]].data)));`], { cwd: root, encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  const got = JSON.parse(r.stdout);
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want.data[i]));
+  expect(worst).toBeLessThan(1e-3);
+  expect(() => gm.constant({ data: [1], shape: [1] })).toThrow(expect.objectContaining({ kind: 'TypeError' }));
+  gm.delete();
+}, 60000);
