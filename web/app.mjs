@@ -3,6 +3,8 @@
 // text, table, pass pipeline with per-step diffs, runs, the node inspector and model properties.
 // Nothing heavy runs on the main thread: imports, passes and runs in one worker, layout in another.
 import { zipSync } from 'fflate';
+import hljs from 'highlight.js/lib/core';
+import python from 'highlight.js/lib/languages/python';
 import { GraphView, kindOf } from './graph_view.mjs';
 
 const $ = (id) => document.getElementById(id);
@@ -162,6 +164,29 @@ let current = null;   // the worker's snapshot of the current module
 let drawnInfo = null; // buildDrawn() of it
 let steps = null;     // the last pass run's steps
 
+hljs.registerLanguage('python', python);
+let highlightJob = 0;
+/**
+ * Highlights the code lines (highlight.js, Python) in slices of 300 lines between tasks, so a
+ * 10k-line module never blocks the page; a newer renderCode cancels an unfinished job.
+ */
+function highlightLines(lines) {
+  const job = ++highlightJob;
+  let i = 0;
+  const slice = () => {
+    if (job !== highlightJob) return;
+    for (const end = Math.min(lines.length, i + 300); i < end; i++) {
+      const div = lines[i];
+      const text = div.textContent;
+      if (text.trim()) div.innerHTML = hljs.highlight(text, { language: 'python', ignoreIllegals: true }).value;
+    }
+    if (i < lines.length) setTimeout(slice, 0);
+    else $('code').dataset.highlighted = 'true';
+  };
+  $('code').dataset.highlighted = 'false';
+  setTimeout(slice, 0);
+}
+
 function renderCode(code) {
   const box = $('code');
   box.replaceChildren();
@@ -180,8 +205,18 @@ function renderCode(code) {
     frag.append(div);
   });
   box.append(frag);
+  highlightLines(Array.from(box.children));
   return lineOf;
 }
+$('copy-code').addEventListener('click', async () => {
+  const text = Array.from($('code').children, (d) => d.textContent).join('\n');
+  try {
+    await navigator.clipboard.writeText(text);
+    setStatus(`copied ${$('code').children.length} lines of code`);
+  } catch (e) {
+    setStatus(`copy failed: ${e.message} (the page needs clipboard permission)`);
+  }
+});
 let codeLines = new Map();
 $('code').addEventListener('click', (e) => {
   const line = e.target.closest('.line');
@@ -542,6 +577,15 @@ $('download-onnx').addEventListener('click', quietly(async () => {
   setStatus(`exported ${bytes.byteLength} bytes`);
 }));
 $('download-code').addEventListener('click', () => download(current.readable, current.name.replace(/\.onnx$/, '') + '.py', 'text/x-python'));
+$('download-svg').addEventListener('click', () => {
+  download(view.toSVG(), current.name.replace(/\.onnx$/, '') + '.svg', 'image/svg+xml');
+  setStatus(`graph of ${current.name} as SVG`);
+});
+$('download-png').addEventListener('click', quietly(async () => {
+  const { blob, scale } = await view.toPNG();
+  download(blob, current.name.replace(/\.onnx$/, '') + '.png', 'image/png');
+  setStatus(`graph of ${current.name} as PNG (${scale.toFixed(2)}x)`);
+}));
 // The runnable PyTorch package, zipped as a folder named after the model:
 //   unzip resnet18_torch.zip; python -c "from resnet18_torch import Net; print(Net().eval())"
 $('download-torch').addEventListener('click', quietly(async () => {

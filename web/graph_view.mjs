@@ -279,6 +279,95 @@ export class GraphView {
     }
   }
 
+  /**
+   * The whole graph as a standalone SVG document (every node and edge, not only the ones on
+   * screen; colours inline, so it renders anywhere). Nodes carry data-node like the live view.
+   */
+  toSVG() {
+    const g = this.graph;
+    const esc = (t) => String(t).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+    const pad = 20;
+    const out = [
+      `<svg xmlns="${SVG}" width="${Math.ceil(g.width + 2 * pad)}" height="${Math.ceil(g.height + 2 * pad)}" viewBox="${-pad} ${-pad} ${Math.ceil(g.width + 2 * pad)} ${Math.ceil(g.height + 2 * pad)}" font-family="sans-serif">`,
+      '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#999"/></marker></defs>',
+      '<rect x="' + -pad + '" y="' + -pad + '" width="100%" height="100%" fill="#fff"/>',
+    ];
+    for (const e of g.edges) {
+      const p = e.points;
+      let d = `M${p[0]},${p[1]}`;
+      for (let i = 2; i < p.length; i += 2) d += `L${p[i]},${p[i + 1]}`;
+      out.push(`<path d="${d}" fill="none" stroke="#999" stroke-width="1" marker-end="url(#arrow)"/>`);
+      if (e.label) {
+        const i = Math.min(2, p.length - 2);
+        out.push(`<text x="${p[i] + 5}" y="${(p[1] + p[i + 1]) / 2 + 4}" font-size="10" fill="#777">${esc(e.label)}</text>`);
+      }
+    }
+    for (const n of g.nodes) {
+      const [fill, stroke] = KIND_COLOURS[n.kind] ?? KIND_COLOURS.other;
+      const x = n.x - n.width / 2, y = n.y - n.height / 2;
+      out.push(`<g data-node="${esc(n.id)}" transform="translate(${x},${y})"><title>${esc([n.title, ...n.lines].join('\n'))}</title>`);
+      out.push(`<rect width="${n.width}" height="${n.height}" rx="5" fill="${fill}" stroke="${stroke}"/>`);
+      out.push(`<text x="8" y="16" font-size="12" font-weight="600" fill="#222">${esc(n.title)}</text>`);
+      n.lines.forEach((line, i) => out.push(`<text x="8" y="${31 + 13 * i}" font-size="10" fill="${i === 0 ? '#444' : '#777'}">${esc(line)}</text>`));
+      out.push('</g>');
+    }
+    out.push('</svg>');
+    return out.join('\n');
+  }
+
+  /**
+   * The whole graph as a PNG (a Blob), drawn at up to 2x but within what a canvas holds (16k px a
+   * side, 250 MP); resolves to {blob, scale}.
+   */
+  toPNG() {
+    const g = this.graph;
+    const pad = 20;
+    const W = g.width + 2 * pad, H = g.height + 2 * pad;
+    const scale = Math.min(2, 16000 / W, 16000 / H, Math.sqrt(2.5e8 / (W * H)));
+    const c = document.createElement('canvas');
+    c.width = Math.max(1, Math.round(W * scale));
+    c.height = Math.max(1, Math.round(H * scale));
+    const ctx = c.getContext('2d');
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, c.width, c.height);
+    ctx.setTransform(scale, 0, 0, scale, pad * scale, pad * scale);
+    ctx.strokeStyle = '#999';
+    ctx.lineWidth = 1;
+    for (const e of g.edges) {
+      const p = e.points;
+      ctx.beginPath();
+      ctx.moveTo(p[0], p[1]);
+      for (let i = 2; i < p.length; i += 2) ctx.lineTo(p[i], p[i + 1]);
+      ctx.stroke();
+      // Arrowhead at the end.
+      const n = p.length;
+      const a = Math.atan2(p[n - 1] - p[n - 3], p[n - 2] - p[n - 4]);
+      ctx.beginPath();
+      ctx.moveTo(p[n - 2], p[n - 1]);
+      ctx.lineTo(p[n - 2] - 7 * Math.cos(a - 0.4), p[n - 1] - 7 * Math.sin(a - 0.4));
+      ctx.lineTo(p[n - 2] - 7 * Math.cos(a + 0.4), p[n - 1] - 7 * Math.sin(a + 0.4));
+      ctx.fillStyle = '#999';
+      ctx.fill();
+    }
+    for (const n of g.nodes) {
+      const [fill, stroke] = KIND_COLOURS[n.kind] ?? KIND_COLOURS.other;
+      const x = n.x - n.width / 2, y = n.y - n.height / 2;
+      ctx.fillStyle = fill;
+      ctx.strokeStyle = stroke;
+      ctx.fillRect(x, y, n.width, n.height);
+      ctx.strokeRect(x, y, n.width, n.height);
+      ctx.fillStyle = '#222';
+      ctx.font = '600 12px sans-serif';
+      ctx.fillText(n.title, x + 8, y + 16);
+      ctx.font = '10px sans-serif';
+      n.lines.forEach((line, i) => {
+        ctx.fillStyle = i === 0 ? '#444' : '#777';
+        ctx.fillText(line, x + 8, y + 31 + 13 * i);
+      });
+    }
+    return new Promise((resolve, reject) => c.toBlob((blob) => (blob ? resolve({ blob, scale }) : reject(new Error('the canvas is too large to encode'))), 'image/png'));
+  }
+
   renderMinimapBase() {
     const g = this.graph;
     const mm = this.minimap;

@@ -273,6 +273,38 @@ test('downloads a PyTorch package (zip) that torch 1.13 imports and runs', async
   expect(await page.textContent('#status')).toMatch(/^PyTorch package sample_torch\.zip: /);
 });
 
+test('downloads the whole graph as SVG and PNG; the code is highlighted and copies', async () => {
+  const drawn = await page.$$eval('#graph [data-node]', (ns) => ns.map((n) => n.dataset.node));
+  const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#download-svg')]);
+  expect(svg.suggestedFilename()).toBe('sample.svg');
+  const text = fs.readFileSync(await svg.path(), 'utf8');
+  expect(text).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" width="\d+" height="\d+"/);
+  const nodes = [...text.matchAll(/<g data-node="([^"]+)"/g)].map((m) => m[1]);
+  for (const n of drawn) expect(nodes).toContain(n); // every node, not only those on screen
+  expect(text).toContain('marker-end="url(#arrow)"');
+  // The SVG parses as XML and draws in the browser.
+  const ok = await page.evaluate((t) => new DOMParser().parseFromString(t, 'image/svg+xml').querySelector('parsererror') === null, text);
+  expect(ok).toBe(true);
+  const [png] = await Promise.all([page.waitForEvent('download'), page.click('#download-png')]);
+  expect(png.suggestedFilename()).toBe('sample.png');
+  const bytes = fs.readFileSync(await png.path());
+  expect(bytes.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+  expect(bytes.readUInt32BE(16)).toBeGreaterThan(100); // IHDR width
+  expect(await page.textContent('#status')).toMatch(/^graph of sample\.onnx as PNG \(\d\.\d\dx\)$/);
+
+  await page.keyboard.press('1');
+  await page.waitForSelector('#code[data-highlighted="true"]');
+  expect(await page.$$eval('#code .hljs-keyword', (ks) => ks.map((k) => k.textContent))).toEqual(expect.arrayContaining(['def', 'return']));
+  expect(await page.getAttribute('#code .line[data-for="relu"]', 'data-for')).toBe('relu'); // lines keep their nodes
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  await page.click('#copy-code');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('copied'));
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(copied).toBe(await page.$$eval('#code .line', (ls) => ls.map((l) => l.textContent).join('\n')));
+  expect(copied).toContain('def forward(self, input):');
+  await screenshot(page, '03b-code-highlighted');
+});
+
 test('the model picker lists the zoo and opens a zoo model', async () => {
   const options = await page.$$eval('#model-picker option', (os) => os.map((o) => o.value));
   expect(options[0]).toBe('sample.onnx');
