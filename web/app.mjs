@@ -254,6 +254,7 @@ async function show(snap) {
   $('graph-text').textContent = snap.graph;
   $('tabular').textContent = snap.tabular;
   renderProperties(snap.properties);
+  renderRunInputs(snap.properties.inputs);
   $('inspector').replaceChildren(Object.assign(document.createElement('p'), { className: 'note', textContent: 'Click a node in the graph or a line of the code.' }));
   drawnInfo = buildDrawn(snap.nodes);
   const graph = await layout(drawnInfo);
@@ -550,9 +551,76 @@ $('pass-report').addEventListener('click', (e) => {
 });
 
 // ---- run -------------------------------------------------------------------------------------------
+/** One row per model input: its dimensions (symbolic ones start at 1) and where its data comes from. */
+function renderRunInputs(inputs) {
+  const box = $('run-inputs');
+  box.replaceChildren();
+  for (const inp of inputs) {
+    const row = document.createElement('div');
+    row.className = 'run-input';
+    row.dataset.input = inp.name;
+    row.dataset.dtype = inp.dtype ?? 'float32';
+    const declared = inp.declared ?? inp.shape ?? [];
+    const dims = declared.map((d) => (Number.isInteger(d) ? d : 1)).join(', ');
+    row.innerHTML = `<b class="mono"></b> <span class="mono dtype"></span> <input class="dims mono" size="14" aria-label="dimensions">
+      <select class="source" aria-label="data"><option value="random">random</option><option value="zeros">zeros</option>
+        <option value="values">values / token ids</option><option value="file">.npy / .pb file</option><option value="image">image</option></select>
+      <input class="seed" type="number" value="0" size="4" aria-label="seed" title="seed">
+      <input class="values mono" size="24" placeholder="1, 2, 3 (a dimension '?' takes the count)" hidden>
+      <input class="file" type="file" accept=".npy,.pb" hidden>
+      <input class="image" type="file" accept="image/*" hidden>
+      <label class="imagenet" hidden><input type="checkbox" checked> ImageNet mean/std</label>`;
+    row.querySelector('b').textContent = inp.name;
+    row.querySelector('.dtype').textContent = `${inp.dtype ?? '?'}[${declared.join(', ')}]`;
+    row.querySelector('.dims').value = dims;
+    const source = row.querySelector('.source');
+    source.addEventListener('change', () => {
+      const v = source.value;
+      row.querySelector('.seed').hidden = v !== 'random';
+      row.querySelector('.values').hidden = v !== 'values';
+      row.querySelector('.file').hidden = v !== 'file';
+      row.querySelector('.image').hidden = v !== 'image';
+      row.querySelector('.imagenet').hidden = v !== 'image';
+    });
+    box.append(row);
+  }
+}
+
+/** The Run tab's inputs as the worker's specs (files read, images decoded). */
+async function runSpecs() {
+  const specs = [];
+  for (const row of $('run-inputs').querySelectorAll('.run-input')) {
+    const shape = row.querySelector('.dims').value.split(',').map((d) => d.trim()).filter(Boolean).map((d) => (/^\d+$/.test(d) ? Number(d) : null));
+    const spec = { name: row.dataset.input, dtype: row.dataset.dtype, shape, source: row.querySelector('.source').value };
+    if (spec.source === 'random') spec.seed = Number(row.querySelector('.seed').value) || 0;
+    if (spec.source === 'values') spec.values = row.querySelector('.values').value;
+    if (spec.source === 'file' || spec.source === 'image') {
+      const f = row.querySelector(spec.source === 'file' ? '.file' : '.image').files[0];
+      if (!f) throw new Error(`choose a file for input '${spec.name}'`);
+      if (spec.source === 'file') spec.bytes = await f.arrayBuffer();
+      else {
+        spec.image = await createImageBitmap(f);
+        spec.imagenet = row.querySelector('.imagenet input').checked;
+      }
+    }
+    specs.push(spec);
+  }
+  return specs;
+}
+
 $('run').addEventListener('click', quietly(async () => {
-  const r = await busy('running', () => call('run'));
-  const lines = [`time: ${r.ms.toFixed(1)} ms   inputs: ${r.inputs.map((i) => `${i.dtype}[${i.shape}]`).join(', ')}`];
+  let specs;
+  try {
+    specs = await runSpecs();
+  } catch (e) {
+    setStatus(e.message, true);
+    throw e;
+  }
+  const repeats = Math.max(1, Number($('run-repeats').value) || 1);
+  const r = await busy('running', () => call('run', { specs, repeats, topk: Number($('run-topk').value) || 0 }));
+  const timing = r.runs > 1 ? `median of ${r.runs} runs: ${r.ms.toFixed(2)} ms (min ${r.minMs.toFixed(2)})` : `time: ${r.ms.toFixed(1)} ms`;
+  const lines = [`${timing}   inputs: ${r.inputs.map((i) => `${i.dtype}[${i.shape}]`).join(', ')}`];
+  if (r.topk) lines.push(`top-${r.topk.length} of ${r.outputs[0].name}: ${r.topk.map((t) => `#${t.index} ${t.value.toPrecision(4)}`).join(', ')}`);
   for (const o of r.outputs)
     lines.push(
       `${o.name}: ${o.dtype}[${o.shape.join(', ')}]  sum=${o.sum.toPrecision(7)}  min=${o.min.toPrecision(5)}  max=${o.max.toPrecision(5)}`,

@@ -2,7 +2,7 @@
 // runs never block the page. Messages in: {id, type, ...}; out: {id, ok, result | error} plus
 // {type: 'progress', text} while working.
 import { init, FxError, Node } from '../wasm/index.mjs';
-import { randomInputs, outputNames } from '../wasm/inputs.mjs';
+import { randomInputs, outputNames, mulberry32 } from '../wasm/inputs.mjs';
 // Vite emits fx.wasm as an asset and gives its URL (relative to the built site).
 import wasmUrl from '../dist/fx.wasm?url';
 
@@ -67,7 +67,10 @@ function lightNodes(m, params, withShapes) {
     }
     if (n.op === 'placeholder') {
       const t = n.getMeta(fx.onnxMetaKeys.type);
-      if (t?.shape && !out.shape) Object.assign(out, { shape: t.shape.map((d) => (typeof d === 'bigint' ? Number(d) : d)), dtype: dtypeName(t.dtype) });
+      const declared = t?.shape ? t.shape.map((d) => (typeof d === 'bigint' ? Number(d) : d)) : null;
+      if (declared) out.declared = declared; // with symbolic dims ("batch", "seq") as strings
+      if (declared && !out.shape) Object.assign(out, { shape: declared, dtype: dtypeName(t.dtype) });
+      else if (t?.dtype && !out.dtype) out.dtype = dtypeName(t.dtype);
     }
     return out;
   });
@@ -94,13 +97,115 @@ function snapshot(m) {
       producer: [meta[k.producerName], meta[k.producerVersion]].filter(Boolean).join(' '),
       irVersion: meta[k.irVersion] == null ? '' : String(meta[k.irVersion]),
       graphName: meta[k.graphName] ?? '',
-      inputs: nodes.filter((n) => n.op === 'placeholder').map((n) => ({ name: n.name, dtype: n.dtype, shape: n.shape })),
+      inputs: nodes.filter((n) => n.op === 'placeholder').map((n) => ({ name: n.target, dtype: n.dtype, shape: n.shape, declared: n.declared ?? n.shape })),
       outputs: outputNames(m),
       parameters: weights.count,
       parameterBytes: weights.bytes,
       nodes: nodes.length,
     },
   };
+}
+
+// ---- user inputs of the Run tab -------------------------------------------------------------------
+const ELEMENT = { float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array, int16: Int16Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array };
+const NPY = { '<f4': 'float32', '<f8': 'float64', '<i8': 'int64', '<i4': 'int32', '<i2': 'int16', '|i1': 'int8', '|u1': 'uint8', '|b1': 'bool', '<u2': 'uint16', '<u4': 'uint32', '<u8': 'uint64' };
+
+/** A NumPy .npy file (format 1.x-3.x, little-endian, C order) as {data, shape, dtype}. */
+function parseNpy(bytes, name) {
+  const u8 = new Uint8Array(bytes);
+  if (u8[0] !== 0x93 || String.fromCharCode(...u8.subarray(1, 6)) !== 'NUMPY') return null;
+  const major = u8[6];
+  const dv = new DataView(u8.buffer, u8.byteOffset);
+  const headerLen = major === 1 ? dv.getUint16(8, true) : dv.getUint32(8, true);
+  const start = major === 1 ? 10 : 12;
+  const header = new TextDecoder().decode(u8.subarray(start, start + headerLen));
+  const descr = /'descr':\s*'([^']+)'/.exec(header)?.[1];
+  const fortran = /'fortran_order':\s*True/.test(header);
+  const shape = (/'shape':\s*\(([^)]*)\)/.exec(header)?.[1] ?? '').split(',').map((x) => x.trim()).filter(Boolean).map(Number);
+  const dtype = NPY[descr];
+  if (!dtype) throw new FxError('UnsupportedError', `${name}: .npy dtype '${descr}' is not supported (little-endian numbers and bool are)`);
+  if (fortran) throw new FxError('UnsupportedError', `${name}: a Fortran-order .npy (save it with np.ascontiguousarray)`);
+  const C = ELEMENT[dtype];
+  const n = shape.reduce((a, b) => a * b, 1);
+  const off = start + headerLen;
+  if (u8.byteLength - off < n * C.BYTES_PER_ELEMENT) throw new FxError('ValueError', `${name}: the .npy file is truncated (${n} elements of ${dtype} declared)`);
+  return { data: new C(u8.slice(off, off + n * C.BYTES_PER_ELEMENT).buffer), shape, dtype };
+}
+
+/** One input of the Run tab: {name, dtype, shape, source, seed, values, bytes, image, imagenet}. */
+async function userInput(spec) {
+  const { name, dtype, shape } = spec;
+  const C = ELEMENT[dtype];
+  const where = `input '${name}'`;
+  const count = (dims) => {
+    if (!Array.isArray(dims) || dims.some((d) => !Number.isInteger(d) || d < 0)) throw new FxError('ValueError', `${where}: give every dimension a whole number (got [${dims}])`);
+    return dims.reduce((a, b) => a * b, 1);
+  };
+  if (spec.source === 'file') {
+    const t = parseNpy(spec.bytes, where) ?? fx.tensorFromONNX(new Uint8Array(spec.bytes));
+    if (t.dtype !== dtype) throw new FxError('ValueError', `${where} is ${dtype}; the file holds ${t.dtype}`);
+    return { data: t.data, shape: Array.from(t.shape, Number), dtype: t.dtype };
+  }
+  if (spec.source === 'image') {
+    if (shape.length !== 4 || (shape[1] !== 3 && shape[1] !== 1) || dtype !== 'float32')
+      throw new FxError('ValueError', `${where}: an image goes into a float32 [N, 3 or 1, H, W] input, not ${dtype}[${shape}]`);
+    const [, ch, h, w] = shape;
+    const canvas = new OffscreenCanvas(w, h);
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(spec.image, 0, 0, w, h);
+    const px = ctx.getImageData(0, 0, w, h).data;
+    const mean = spec.imagenet ? [0.485, 0.456, 0.406] : [0, 0, 0];
+    const std = spec.imagenet ? [0.229, 0.224, 0.225] : [1, 1, 1];
+    const data = new Float32Array(count(shape));
+    for (let n = 0; n < shape[0]; n++)
+      for (let c = 0; c < ch; c++)
+        for (let i = 0; i < h * w; i++) {
+          const v = ch === 1 ? (px[4 * i] + px[4 * i + 1] + px[4 * i + 2]) / (3 * 255) : px[4 * i + c] / 255;
+          data[(n * ch + c) * h * w + i] = (v - mean[c]) / std[c];
+        }
+    return { data, shape, dtype };
+  }
+  if (spec.source === 'values') {
+    const nums = String(spec.values ?? '').split(/[\s,]+/).filter(Boolean);
+    const dims = shape.slice();
+    // Token ids and the like: the one unknown dimension takes the count.
+    const unknown = dims.map((d, i) => (Number.isInteger(d) ? -1 : i)).filter((i) => i >= 0);
+    if (unknown.length === 1) {
+      const rest = dims.reduce((a, d) => (Number.isInteger(d) ? a * d : a), 1);
+      dims[unknown[0]] = rest > 0 ? nums.length / rest : 0;
+    }
+    const n = count(dims);
+    if (nums.length !== n) throw new FxError('ValueError', `${where}: ${nums.length} values for ${n} elements ([${dims}])`);
+    const data = new C(n);
+    for (let i = 0; i < n; i++) {
+      const x = Number(nums[i]);
+      if (!Number.isFinite(x) && !/^[-+]?(inf|nan)/i.test(nums[i])) throw new FxError('ValueError', `${where}: '${nums[i]}' is not a number`);
+      data[i] = C === BigInt64Array || C === BigUint64Array ? BigInt(Math.trunc(x)) : x;
+    }
+    return { data, shape: dims, dtype };
+  }
+  const n = count(shape);
+  if (!C) throw new FxError('UnsupportedError', `${where} has dtype ${dtype}, which the Run tab cannot fill`);
+  const data = new C(n);
+  if (spec.source === 'random') {
+    const rand = mulberry32(spec.seed ?? 0);
+    for (let i = 0; i < n; i++) {
+      const u = rand();
+      if (dtype === 'float32' || dtype === 'float64') data[i] = 2 * u - 1;
+      else if (dtype === 'bool') data[i] = u < 0.5 ? 1 : 0;
+      else if (C === BigInt64Array || C === BigUint64Array) data[i] = BigInt(Math.floor(10 * u));
+      else data[i] = Math.floor(10 * u);
+    }
+  }
+  return { data, shape, dtype };
+}
+
+/** The k largest values along the last axis of the first row of `t`: [{index, value}]. */
+function topK(t, k) {
+  if (!t?.data || !t.shape.length) return null;
+  const last = t.shape[t.shape.length - 1];
+  const row = Array.from(t.data.slice(0, last), Number);
+  return row.map((value, index) => ({ index, value })).sort((a, b) => b.value - a.value).slice(0, k);
 }
 
 function decodeHead(bytes, dtype, count) {
@@ -218,13 +323,24 @@ const handlers = {
     return { steps, snapshot: snapshot(gm) };
   },
 
-  /** Runs the current module and the module as opened on the same seeded inputs. */
-  run() {
-    const inputs = randomInputs(gm, 0);
+  /**
+   * Runs the current module (`repeats` times: the median time) and the module as opened once,
+   * on the same inputs: the user's (`specs`, one per input: random with a seed, zeros, typed
+   * values, a .npy/.pb file, an image) or seeded random ones. `topk`: the k largest values of the
+   * first output's last axis.
+   */
+  async run({ specs = null, repeats = 1, topk = 0 } = {}) {
+    const inputs = specs ? await Promise.all(specs.map(userInput)) : randomInputs(gm, 0);
     progress('running the current graph');
-    const t0 = performance.now();
-    const after = gm.run(inputs);
-    const ms = performance.now() - t0;
+    const times = [];
+    let after;
+    for (let i = 0; i < Math.max(1, Math.min(1000, repeats | 0)); i++) {
+      const t0 = performance.now();
+      after = gm.run(inputs);
+      times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    const ms = times[Math.floor(times.length / 2)];
     progress('running the graph as opened');
     const first = fx.loadONNX(original, external ? { externalData: external } : {});
     let before;
@@ -236,6 +352,9 @@ const handlers = {
     const names = outputNames(gm);
     return {
       ms,
+      runs: times.length,
+      minMs: times[0],
+      topk: topk > 0 ? topK(after[0], topk) : null,
       inputs: inputs.map((t) => ({ dtype: t.dtype, shape: t.shape })),
       outputs: after.map((t, k) => {
         const { abs } = maxDiffs([t], [before[k]]);

@@ -305,6 +305,92 @@ test('downloads the whole graph as SVG and PNG; the code is highlighted and copi
   await screenshot(page, '03b-code-highlighted');
 });
 
+/** A .npy file (format 1.0) of float32 `data` with `shape`. */
+function npy(data, shape) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  header += ' '.repeat(64 - ((10 + header.length + 1) % 64)) + '\n';
+  const head = Buffer.concat([Buffer.from([0x93]), Buffer.from('NUMPY'), Buffer.from([1, 0]), Buffer.alloc(2), Buffer.from(header, 'latin1')]);
+  head.writeUInt16LE(header.length, 8);
+  return Buffer.concat([head, Buffer.from(new Float32Array(data).buffer)]);
+}
+
+async function openZoo(name) {
+  await page.selectOption('#model-picker', name === 'sample.onnx' ? name : `zoo/${name}`);
+  await page.waitForSelector(`body[data-loaded="${name}"]`, { timeout: 60000 });
+  await page.keyboard.press('5');
+}
+
+async function runAndRead() {
+  const before = await page.textContent('#run-result');
+  await page.click('#run');
+  await page.waitForFunction((b) => {
+    const t = document.getElementById('run-result').textContent;
+    return (t && t !== b) || document.getElementById('status').classList.contains('error');
+  }, before);
+  return page.textContent('#run-result');
+}
+
+test('Run takes your inputs: dimensions, values, a .npy file, an image; median of N runs and top-k', async () => {
+  const { init } = await import('../../wasm/index.mjs');
+  const fx = await init();
+  // A .npy tensor into the sample: the first values are what the package computes on it.
+  await openZoo('sample.onnx');
+  const x = Array.from({ length: 2 * 3 * 32 * 32 }, (_, i) => Math.sin(i));
+  const row = '.run-input[data-input="input"]';
+  await page.selectOption(`${row} .source`, 'file');
+  await page.setInputFiles(`${row} .file`, { name: 'x.npy', mimeType: 'application/octet-stream', buffer: npy(x, [2, 3, 32, 32]) });
+  await page.fill('#run-repeats', '5');
+  await page.fill('#run-topk', '3');
+  let text = await runAndRead();
+  const gm = fx.loadONNX(fs.readFileSync(path.join(root, 'models/sample.onnx')));
+  const [y] = gm.run([{ data: new Float32Array(x), shape: [2, 3, 32, 32] }]);
+  gm.delete();
+  expect(text).toMatch(/^median of 5 runs: \d+\.\d\d ms \(min \d+\.\d\d\)   inputs: float32\[2,3,32,32\]/);
+  expect(text).toContain(`first values: ${Array.from(y.data.slice(0, 8), (v) => v.toPrecision(5)).join(', ')}`);
+  const best = Array.from(y.data.slice(0, 10)).map((v, i) => [i, v]).sort((a, b) => b[1] - a[1]).slice(0, 3);
+  expect(text).toContain(`top-3 of logits: ${best.map(([i, v]) => `#${i} ${v.toPrecision(4)}`).join(', ')}`);
+
+  // An image, resized to 32x32 and normalised.
+  const png = Buffer.from(await page.evaluate(async () => {
+    const c = new OffscreenCanvas(64, 48);
+    const g = c.getContext('2d');
+    g.fillStyle = '#c03030';
+    g.fillRect(0, 0, 64, 48);
+    return Array.from(new Uint8Array(await (await c.convertToBlob({ type: 'image/png' })).arrayBuffer()));
+  }));
+  await page.selectOption(`${row} .source`, 'image');
+  await page.setInputFiles(`${row} .image`, { name: 'red.png', mimeType: 'image/png', buffer: png });
+  await page.fill('#run-repeats', '1');
+  text = await runAndRead();
+  expect(text).toMatch(/^time: \d+\.\d ms   inputs: float32\[2,3,32,32\]/);
+  expect(text).toMatch(/max \|current − as opened\| = 0\.00e\+0/);
+
+  // Wrong dimensions are refused by name; the page keeps working.
+  await page.selectOption(`${row} .source`, 'random');
+  await page.fill(`${row} .dims`, '2, 3, x, 32');
+  await page.click('#run');
+  await page.waitForSelector('#status.error');
+  expect(await page.textContent('#status')).toMatch(/input 'input': give every dimension a whole number/);
+
+  // Values (token ids style): '?' takes the count.
+  await openZoo('mymodule.onnx');
+  await page.selectOption('.run-input[data-input="x"] .source', 'values');
+  await page.fill('.run-input[data-input="x"] .dims', '3, ?');
+  await page.fill('.run-input[data-input="x"] .values', '1 2 3 4 5 6 7 8 9 10 11 12');
+  text = await runAndRead();
+  expect(text).toMatch(/inputs: float32\[3,4\]/);
+
+  // A dynamic sequence length.
+  await openZoo('transformer_dynamic.onnx');
+  expect(await page.textContent('.run-input[data-input="src"] .dtype')).toBe('float32[batch, seq, 32]');
+  await page.fill('.run-input[data-input="src"] .dims', '2, 7, 32');
+  text = await runAndRead();
+  expect(text).toMatch(/inputs: float32\[2,7,32\]/);
+  expect(text).toMatch(/: float32\[2, 7, 32\]/);
+  await screenshot(page, '03c-run-inputs');
+  expect(errors).toEqual([]);
+}, 120000);
+
 test('the model picker lists the zoo and opens a zoo model', async () => {
   const options = await page.$$eval('#model-picker option', (os) => os.map((o) => o.value));
   expect(options[0]).toBe('sample.onnx');
