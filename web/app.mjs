@@ -249,6 +249,8 @@ function renderProperties(p) {
 
 async function show(snap) {
   current = snap;
+  $('diff-result').replaceChildren();
+  delete document.body.dataset.diff;
   steps = null;
   codeLines = renderCode(snap.code);
   $('graph-text').textContent = snap.graph;
@@ -548,6 +550,52 @@ async function showStep(k) {
 $('pass-report').addEventListener('click', (e) => {
   const tr = e.target.closest('tr[data-step]');
   if (tr) quietly(showStep)(Number(tr.dataset.step));
+});
+
+// ---- model diff ------------------------------------------------------------------------------------
+/** Compares the current module with another model, node by node, and marks the differences. */
+$('diff-file').addEventListener('change', quietly(async () => {
+  const f = $('diff-file').files[0];
+  if (!f) return;
+  const bytes = await f.arrayBuffer();
+  const d = await busy(`comparing with ${f.name}`, () => call('diff', { bytes, name: f.name }, [bytes]));
+  const marks = new Map();
+  const mark = (names, kind) => {
+    for (const n of names) {
+      const id = drawnInfo?.ownerOf.get(n) ?? n;
+      if (!marks.has(id)) marks.set(id, kind);
+    }
+  };
+  mark(d.removed, 'removed');
+  mark(d.changed.map((c) => c.name), 'changed');
+  view.setMarks(marks);
+  const box = $('diff-result');
+  box.replaceChildren();
+  const head = document.createElement('p');
+  head.textContent = `${current.name} vs ${d.name}: ${d.same} nodes the same, ${d.changed.length} changed, ${d.removed.length} only here, ${d.added.length} only in ${d.name}`;
+  box.append(head);
+  const table = document.createElement('table');
+  table.id = 'diff-table';
+  const row = (kind, name, why) => {
+    const tr = table.insertRow();
+    tr.dataset.kind = kind;
+    tr.dataset.node = name;
+    tr.insertCell().textContent = kind;
+    tr.insertCell().textContent = name;
+    const td = tr.insertCell();
+    td.textContent = why;
+    td.className = 'mono';
+  };
+  for (const c of d.changed) row('changed', c.name, c.why);
+  for (const n of d.removed) row('only here', n, '');
+  for (const n of d.added) row(`only in ${d.name}`, n, '');
+  box.append(table);
+  document.body.dataset.diff = d.name;
+  setStatus(head.textContent);
+}));
+$('diff-result').addEventListener('click', (e) => {
+  const tr = e.target.closest('tr[data-node]');
+  if (tr && tr.dataset.kind !== 'only in') quietly(selectNode)(tr.dataset.node, { from: 'diff' });
 });
 
 // ---- run -------------------------------------------------------------------------------------------

@@ -370,6 +370,53 @@ const handlers = {
     };
   },
 
+  /**
+   * Node-by-node differences between the current module and another model (`bytes`): nodes are
+   * matched by their ONNX name (else FX name); a matched node changed when its op, target,
+   * arguments (by the matched names of their nodes) or attributes differ, or, for a weight, its
+   * dtype, shape or bytes. Names are the current module's FX names (added ones: the other's).
+   */
+  diff({ bytes, name }) {
+    progress(`reading ${name}`);
+    const other = fx.loadONNX(new Uint8Array(bytes));
+    try {
+      const index = (m) => {
+        const j = m.graph.toJSON();
+        const keyOf = new Map(j.nodes.map((n) => [n.name, typeof n.meta.onnx_name === 'string' ? n.meta.onnx_name : n.name]));
+        const text = (v) => JSON.stringify(v, (k, x) => (x && typeof x === 'object' && !Array.isArray(x) && Object.keys(x).length === 1 && 'node' in x ? `%${keyOf.get(x.node)}` : x));
+        const tensors = new Map([...m.namedParameters(), ...m.namedBuffers()]);
+        const out = new Map();
+        for (const n of j.nodes) {
+          const t = n.op === 'get_attr' ? tensors.get(n.target) : null;
+          out.set(keyOf.get(n.name), { name: n.name, op: n.op, target: n.op === 'get_attr' ? '' : n.target, args: text(n.args), kwargs: text(n.kwargs), tensor: t ? `${t.dtype}[${t.shape}]` : null, attr: n.target });
+        }
+        return out;
+      };
+      progress('comparing');
+      const a = index(gm), b = index(other);
+      const removed = [], added = [], changed = [];
+      for (const [k, x] of a) if (!b.has(k)) removed.push(x.name);
+      for (const [k, y] of b) if (!a.has(k)) added.push(y.name);
+      for (const [k, x] of a) {
+        const y = b.get(k);
+        if (!y) continue;
+        const why = [];
+        if (x.op !== y.op || x.target !== y.target) why.push(`${x.op} ${x.target} -> ${y.op} ${y.target}`);
+        if (x.args !== y.args) why.push(`args ${x.args} -> ${y.args}`);
+        if (x.kwargs !== y.kwargs) why.push(`attributes ${x.kwargs} -> ${y.kwargs}`);
+        if (x.tensor !== y.tensor) why.push(`weight ${x.tensor} -> ${y.tensor}`);
+        else if (x.tensor) {
+          const p = gm.getTensorData(x.attr), q = other.getTensorData(y.attr);
+          if (!p || !q || p.length !== q.length || p.some((v, i) => v !== q[i])) why.push('weight values differ');
+        }
+        if (why.length) changed.push({ name: x.name, why: why.join('; ') });
+      }
+      return { name, removed, added, changed, same: a.size - removed.length - changed.length };
+    } finally {
+      other.delete();
+    }
+  },
+
   exportOnnx() {
     return { bytes: gm.toONNX() };
   },
@@ -392,7 +439,7 @@ onmessage = async (e) => {
   try {
     if (type !== 'load' && type !== 'passInfo' && !gm) throw new FxError('ValueError', 'open a model first');
     const result = await handlers[type](args);
-    const transfer = result?.bytes ? [result.bytes.buffer] : result?.files ? Object.values(result.files).map((b) => b.buffer) : [];
+    const transfer = result?.bytes instanceof Uint8Array ? [result.bytes.buffer] : result?.files ? Object.values(result.files).map((b) => b.buffer) : [];
     postMessage({ id, ok: true, result }, transfer);
   } catch (err) {
     postMessage({ id, ok: false, error: { kind: err.kind ?? 'Error', message: err.message ?? String(err) } });

@@ -391,6 +391,49 @@ test('Run takes your inputs: dimensions, values, a .npy file, an image; median o
   expect(errors).toEqual([]);
 }, 120000);
 
+test('model diff: another version of the model, node by node, marked on the graph', async () => {
+  await openZoo('sample.onnx');
+  const { init } = await import('../../wasm/index.mjs');
+  const fx = await init();
+  const gm = fx.loadONNX(fs.readFileSync(path.join(root, 'models/sample.onnx')));
+  const gemm = gm.graph.findNodes({ op: 'call_function', target: 'onnx.Gemm' })[0];
+  gemm.updateKwarg('alpha', fx.float(2));
+  const relu = gm.graph.findNodes({ op: 'call_function', target: 'onnx.Relu' })[0];
+  const ip = gm.graph.insertingBefore(relu);
+  const sig = gm.graph.callFunction('onnx.Sigmoid', [relu.args[0]]);
+  ip.restore();
+  relu.replaceAllUsesWith(sig);
+  gm.graph.eraseNode(relu);
+  gm.recompile();
+  const other = Buffer.from(gm.toONNX());
+  gm.delete();
+  await page.keyboard.press('7');
+  await page.setInputFiles('#diff-file', { name: 'edited.onnx', mimeType: 'application/octet-stream', buffer: other });
+  await page.waitForSelector('body[data-diff="edited.onnx"]');
+  const rows = await page.$$eval('#diff-table tr', (trs) => trs.map((tr) => [tr.dataset.kind, tr.dataset.node, tr.cells[2].textContent]));
+  expect(rows).toContainEqual(['changed', 'gemm', expect.stringMatching(/^attributes .*"alpha":1.*-> .*"alpha":2/)]);
+  expect(rows).toContainEqual(['only here', 'relu', '']);
+  expect(rows).toContainEqual(['only in edited.onnx', 'sigmoid', '']);
+  // The relu's user now reads another node: its arguments changed too.
+  expect(rows.some(([k, n, why]) => k === 'changed' && n === 'max_pool' && /^args/.test(why))).toBe(true);
+  expect(await page.textContent('#diff-result p')).toMatch(/^sample\.onnx vs edited\.onnx: \d+ nodes the same, \d+ changed, 1 only here, 1 only in edited\.onnx$/);
+  // A row selects its node, which the graph centres on, marked.
+  await page.click('#diff-table tr[data-node="gemm"]');
+  await page.waitForSelector('body[data-selected="gemm"]');
+  expect(await page.getAttribute('#graph [data-node="gemm"]', 'class')).toContain('changed');
+  await page.keyboard.press('7'); // selecting showed the node's inspector
+  await page.click('#diff-table tr[data-node="relu"]');
+  await page.waitForSelector('body[data-selected="relu"]');
+  expect(await page.getAttribute('#graph [data-node="relu"]', 'class')).toContain('removed');
+  await page.keyboard.press('7');
+  await screenshot(page, '03d-model-diff');
+  // The same model: nothing differs.
+  await page.setInputFiles('#diff-file', { name: 'same.onnx', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(root, 'models/sample.onnx')) });
+  await page.waitForSelector('body[data-diff="same.onnx"]');
+  expect(await page.textContent('#diff-result p')).toMatch(/: \d+ nodes the same, 0 changed, 0 only here, 0 only in same\.onnx$/);
+  expect(errors).toEqual([]);
+});
+
 test('the model picker lists the zoo and opens a zoo model', async () => {
   const options = await page.$$eval('#model-picker option', (os) => os.map((o) => o.value));
   expect(options[0]).toBe('sample.onnx');
