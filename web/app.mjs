@@ -229,7 +229,7 @@ function renderProperties(p) {
     ['producer', p.producer || '—'],
     ['IR version', p.irVersion || '—'],
     ['graph', p.graphName || '—'],
-    ['inputs', p.inputs.map((i) => `${i.name}: ${i.dtype ?? '?'}[${(i.shape ?? []).join(', ')}]`).join('\n')],
+    ['inputs', p.inputs.map((i) => `${i.name}: ${i.dtype ?? '?'}[${(i.declared ?? i.shape ?? []).join(', ')}]`).join('\n')],
     ['outputs', p.outputs.join(', ') || '—'],
     ['nodes', String(p.nodes)],
     ['parameters', `${p.parameters.toLocaleString('en')} (${(p.parameterBytes / 1e6).toFixed(2)} MB)`],
@@ -323,9 +323,76 @@ async function selectNode(name, { from } = {}) {
     td.className = 'mono';
     td.textContent = v;
   }
-  $('inspector').replaceChildren(t);
+  $('inspector').replaceChildren(t, editBar(info, snapNode));
   if (from) selectTab('node', false);
 }
+
+// ---- editing ---------------------------------------------------------------------------------------
+/** The inspector's edit controls for node `info` (each edit is undoable: Undo / Ctrl+Z). */
+function editBar(info, snapNode) {
+  const bar = document.createElement('div');
+  bar.id = 'edit-bar';
+  const isOutput = (current.properties.outputNodes ?? []).includes(info.name);
+  const button = (label, kind, extra = {}) => {
+    const b = document.createElement('button');
+    b.textContent = label;
+    b.dataset.edit = kind + (extra.output ? '-output' : '');
+    b.addEventListener('click', quietly(() => applyEdit({ kind, node: info.name, ...extra, key: $('edit-attr')?.value, value: $('edit-value')?.value })));
+    bar.append(b);
+    return b;
+  };
+  const value = document.createElement('input');
+  value.id = 'edit-value';
+  value.className = 'mono';
+  value.placeholder = 'value or new name';
+  value.size = 16;
+  if (info.op === 'call_function') {
+    const attr = document.createElement('input');
+    attr.id = 'edit-attr';
+    attr.className = 'mono';
+    attr.placeholder = 'attribute';
+    attr.size = 10;
+    attr.setAttribute('list', 'edit-attr-names');
+    const names = document.createElement('datalist');
+    names.id = 'edit-attr-names';
+    for (const k of info.kwargKeys ?? []) names.append(Object.assign(document.createElement('option'), { value: k }));
+    bar.append(attr, names, value);
+    button('Set attribute', 'attribute');
+  } else bar.append(value);
+  if (info.op !== 'output') {
+    button('Rename', 'rename');
+    if (isOutput) button('Rename output', 'rename', { output: true });
+    else button('Add as output', 'add-output');
+    button('Delete', 'delete');
+  }
+  if (info.op === 'placeholder') button('Make batch dynamic', 'dynamic-batch');
+  void snapNode;
+  return bar;
+}
+
+async function applyEdit(edit) {
+  const snap = await busy(`editing ${edit.node}`, () => call('edit', edit));
+  await show(snap);
+  undoDepth++;
+  $('undo').disabled = false;
+  document.body.dataset.edits = String(undoDepth);
+  if (current.nodes.some((n) => n.name === edit.node)) await selectNode(edit.node, { from: 'edit' });
+  setStatus(`${edit.kind} ${edit.node}: done (Undo or Ctrl+Z to take it back)`);
+}
+let undoDepth = 0;
+function clearUndo() {
+  undoDepth = 0;
+  $('undo').disabled = true;
+  delete document.body.dataset.edits;
+}
+$('undo').addEventListener('click', quietly(async () => {
+  const snap = await busy('undoing', () => call('undo'));
+  await show(snap);
+  undoDepth = Math.max(0, undoDepth - 1);
+  $('undo').disabled = undoDepth === 0;
+  document.body.dataset.edits = String(undoDepth);
+  setStatus('undone');
+}));
 
 // ---- search ------------------------------------------------------------------------------------
 let matches = [];
@@ -391,6 +458,7 @@ async function open(bytes, fileName, externalFiles = {}) {
   $('pass-verdict').textContent = '';
   $('run-result').textContent = '';
   await show(snap);
+  clearUndo();
 }
 
 /** Fetches a URL with a progress bar (the download is most of the wait for large models). */
@@ -711,8 +779,16 @@ $('download-torch').addEventListener('click', quietly(async () => {
   download(zip, `${pkg}.zip`, 'application/zip');
   setStatus(`PyTorch package ${pkg}.zip: ${(zip.byteLength / 1e6).toFixed(1)} MB (from ${pkg} import Net; net = Net().eval())`);
 }));
-$('reset').addEventListener('click', quietly(async () => show(await busy('resetting', () => call('reset')))));
+$('reset').addEventListener('click', quietly(async () => {
+  await show(await busy('resetting', () => call('reset')));
+  clearUndo();
+}));
 document.addEventListener('keydown', (e) => {
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'z' && !(e.target instanceof HTMLInputElement)) {
+    e.preventDefault();
+    if (!$('undo').disabled) $('undo').click();
+    return;
+  }
   if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'f') {
     e.preventDefault();
     $('search').focus();

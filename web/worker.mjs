@@ -10,6 +10,7 @@ let fx = null;
 let original = null;  // bytes of the model as opened (the "before" side of comparisons)
 let external = null;  // its external-data files, by name
 let gm = null;        // the current, possibly transformed, module
+const undoStack = []; // modules before each edit (sharing their tensors with the current one)
 let name = '';
 
 const progress = (text, fraction) => postMessage({ type: 'progress', text, fraction });
@@ -99,6 +100,10 @@ function snapshot(m) {
       graphName: meta[k.graphName] ?? '',
       inputs: nodes.filter((n) => n.op === 'placeholder').map((n) => ({ name: n.target, dtype: n.dtype, shape: n.shape, declared: n.declared ?? n.shape })),
       outputs: outputNames(m),
+      outputNodes: (() => {
+        const a = m.graph.outputNode?.args[0];
+        return (Array.isArray(a) ? a : [a]).filter((x) => x instanceof Node).map((x) => x.name);
+      })(),
       parameters: weights.count,
       parameterBytes: weights.bytes,
       nodes: nodes.length,
@@ -245,6 +250,7 @@ const handlers = {
     const next = fx.loadONNX(new Uint8Array(bytes), ext ? { externalData: ext } : {});
     gm?.delete();
     gm = next;
+    for (const m of undoStack.splice(0)) m.delete();
     original = new Uint8Array(bytes);
     external = ext;
     name = fileName;
@@ -263,6 +269,7 @@ const handlers = {
       text: n.formatNode(),
       args: show(n.args),
       kwargs: show(n.kwargs),
+      kwargKeys: Object.keys(n.kwargs),
       meta: Object.entries(n.meta).map(([key, v]) => [key, show(v).slice(0, 400)]),
       users: n.users.map((u) => u.name),
       inputs: n.allInputNodes.map((i) => i.name),
@@ -417,6 +424,119 @@ const handlers = {
     }
   },
 
+  /**
+   * One edit of the current module, undoable: 'attribute' (node, key, value: JSON or a number;
+   * an integral number written with a '.' stays a float), 'rename' (node: its ONNX name, or an
+   * output's name with output set), 'delete' (a node nothing uses but the output, which drops it
+   * from the outputs), 'add-output' (node becomes a model output), 'dynamic-batch' (an input's
+   * first dimension becomes the symbol 'batch'). Each edit is linted and schema-checked; one that
+   * fails is rolled back and named.
+   */
+  edit({ kind, node, key, value, output }) {
+    const n = gm.graph.nodes.find((x) => x.name === node);
+    if (!n) throw new FxError('KeyError', `no node named '${node}' in the current graph`);
+    const keys = fx.onnxMetaKeys;
+    const saved = new fx.GraphModule(gm.graph.clone(), { root: gm, className: gm.className });
+    try {
+      const out = gm.graph.outputNode;
+      const returned = () => (Array.isArray(out.args[0]) ? [...out.args[0]] : [out.args[0]]);
+      const setOutputs = (nodes, names, types) => {
+        out.args = [nodes.length === 1 ? nodes[0] : fx.tuple(nodes)];
+        out.setMeta(keys.outputs, names);
+        out.setMeta(keys.outputTypes, types);
+        out.setMeta(keys.outputSources, nodes.map((x) => x.name));
+      };
+      const outNames = () => Array.from(out.meta[keys.outputs] ?? returned().map((x, i) => `output_${i}`));
+      const outTypes = () => Array.from(out.meta[keys.outputTypes] ?? returned().map(() => null));
+      if (kind === 'attribute') {
+        if (n.op !== 'call_function') throw new FxError('ValueError', `'${node}' is a ${n.op}: only ops have attributes`);
+        if (typeof key !== 'string' || !key) throw new FxError('ValueError', 'name the attribute');
+        const text = String(value).trim();
+        let v;
+        if (/^-?\d+\.\d*(e-?\d+)?$|^-?\d+e-?\d+$/i.test(text)) v = fx.float(Number(text));
+        else {
+          try {
+            v = JSON.parse(text);
+          } catch {
+            v = text; // a bare word is a string attribute
+          }
+        }
+        const kwargs = { ...n.kwargs };
+        if (text === '') delete kwargs[key];
+        else kwargs[key] = v;
+        n.kwargs = kwargs;
+      } else if (kind === 'rename') {
+        const name = String(value ?? '').trim();
+        if (!name) throw new FxError('ValueError', 'the new name is empty');
+        if (output) {
+          const i = returned().indexOf(n);
+          if (i < 0) throw new FxError('ValueError', `'${node}' is not a model output`);
+          const names = outNames();
+          if (names.includes(name)) throw new FxError('ValueError', `an output is already named '${name}'`);
+          names[i] = name;
+          out.setMeta(keys.outputs, names);
+        } else n.setMeta(keys.name, name);
+      } else if (kind === 'delete') {
+        if (n.op === 'output') throw new FxError('ValueError', 'the output node cannot be deleted');
+        const users = n.users.filter((u) => u !== out);
+        if (users.length) throw new FxError('GraphError', `'${node}' is used by ${users.map((u) => `'${u.name}'`).join(', ')}; delete them first`);
+        if (n.users.includes(out)) {
+          const r = returned(), names = outNames(), types = outTypes();
+          const keep = r.map((x, i) => i).filter((i) => r[i] !== n);
+          if (!keep.length) throw new FxError('ValueError', `'${node}' is the model's only output`);
+          setOutputs(keep.map((i) => r[i]), keep.map((i) => names[i]), keep.map((i) => types[i] ?? null));
+        }
+        gm.graph.eraseNode(n);
+        gm.graph.eliminateDeadCode();
+      } else if (kind === 'add-output') {
+        if (n.op === 'output') throw new FxError('ValueError', 'pick a node that computes a value');
+        const r = returned();
+        if (r.includes(n)) throw new FxError('ValueError', `'${node}' is already an output`);
+        const names = outNames();
+        let name = String(n.getMeta(keys.name) ?? n.name);
+        while (names.includes(name)) name += '_out';
+        // Its type: the element type and rank from the last shape propagation, every dimension
+        // unknown (a run's shapes would pin dynamic ones).
+        const tm = n.getMeta('tensor_meta');
+        const type = tm?.dtype && tm.shape ? { dtype: tm.dtype, shape: fx.tuple(Array.from(tm.shape, () => null)) } : null;
+        setOutputs([...r, n], [...names, name], [...outTypes(), type]);
+      } else if (kind === 'dynamic-batch') {
+        if (n.op !== 'placeholder') throw new FxError('ValueError', `'${node}' is not an input`);
+        const t = n.getMeta(keys.type);
+        if (!t?.shape?.length) throw new FxError('ValueError', `input '${node}' has no declared shape`);
+        const old = t.shape[0];
+        n.setMeta(keys.type, { ...t, shape: fx.tuple(['batch', ...Array.from(t.shape).slice(1)]) });
+        // Types recorded for other values assumed the old batch: intermediate ones are dropped
+        // (value_info is optional), the outputs' leading dimension becomes 'batch' too.
+        for (const m of gm.graph.nodes) if (m.op === 'call_function' && m.getMeta(keys.type) !== undefined) m.deleteMeta(keys.type);
+        const types = outTypes().map((ty) =>
+          ty && ty.shape && ty.shape.length && Number(ty.shape[0]) === Number(old) ? { ...ty, shape: fx.tuple(['batch', ...Array.from(ty.shape).slice(1)]) } : ty,
+        );
+        out.setMeta(keys.outputTypes, types);
+      } else {
+        throw new FxError('ValueError', `unknown edit '${kind}'`);
+      }
+      gm.recompile();
+      gm.lint(); // torch.fx's checks, then ONNX's schemas
+      undoStack.push(saved);
+      if (undoStack.length > 50) undoStack.shift().delete();
+    } catch (e) {
+      // Rolled back: the module as it was before the edit.
+      gm.delete();
+      gm = saved;
+      throw e;
+    }
+    return snapshot(gm);
+  },
+
+  undo() {
+    const prev = undoStack.pop();
+    if (!prev) throw new FxError('ValueError', 'nothing to undo');
+    gm.delete();
+    gm = prev;
+    return snapshot(gm);
+  },
+
   exportOnnx() {
     return { bytes: gm.toONNX() };
   },
@@ -429,6 +549,7 @@ const handlers = {
 
   reset() {
     gm?.delete();
+    for (const m of undoStack.splice(0)) m.delete();
     gm = fx.loadONNX(original, external ? { externalData: external } : {});
     return snapshot(gm);
   },

@@ -434,6 +434,81 @@ test('model diff: another version of the model, node by node, marked on the grap
   expect(errors).toEqual([]);
 });
 
+async function selectByCode(name) {
+  await page.keyboard.press('1');
+  await page.click(`#code .line[data-for="${name}"]`);
+  await page.waitForSelector(`body[data-selected="${name}"]`);
+  await page.waitForSelector('#edit-bar');
+}
+
+async function edit(kind, { attr, value } = {}) {
+  const before = await page.getAttribute('body', 'data-edits');
+  if (attr !== undefined) await page.fill('#edit-attr', attr);
+  if (value !== undefined) await page.fill('#edit-value', value);
+  await page.click(`#edit-bar [data-edit="${kind}"]`);
+  await page.waitForFunction((b) => (document.body.dataset.edits ?? null) !== b || document.getElementById('status').classList.contains('error'), before);
+}
+
+test('editing: attribute, outputs, dynamic batch, names; undo; refused edits; the export passes onnx.checker and onnxruntime', async () => {
+  await openZoo('sample.onnx');
+  await selectByCode('gemm');
+  await edit('attribute', { attr: 'alpha', value: '2.0' });
+  expect(await page.getAttribute('body', 'data-edits')).toBe('1');
+  expect(await page.textContent('#code')).toContain('alpha = 2.0');
+  await page.keyboard.press('5');
+  expect(await runAndRead()).not.toMatch(/max \|current − as opened\| = 0\.00e\+0/);
+  await page.click('#undo');
+  await page.waitForSelector('body[data-edits="0"]');
+  expect(await page.textContent('#code')).toContain('alpha = 1.0');
+  expect(await runAndRead()).toMatch(/max \|current − as opened\| = 0\.00e\+0/);
+
+  // Refused and rolled back: an attribute Gemm's schema does not have, deleting a used node.
+  await selectByCode('gemm');
+  await edit('attribute', { attr: 'nonsense', value: '1' });
+  expect(await page.textContent('#status')).toMatch(/^SchemaError: node 'gemm' \(onnx\.Gemm\): attribute 'nonsense' is not in the schema of Gemm-13/);
+  expect(await page.textContent('#code')).not.toContain('nonsense');
+  await selectByCode('relu');
+  await edit('delete');
+  expect(await page.textContent('#status')).toMatch(/^GraphError: 'relu' is used by 'max_pool'/);
+
+  // An output at an inner node, a dynamic batch, a renamed output.
+  await edit('add-output');
+  expect(await page.getAttribute('body', 'data-edits')).toBe('1');
+  await selectByCode('gemm');
+  await edit('rename-output', { value: 'scores' });
+  await page.keyboard.press('1');
+  await page.click('#code .line[data-for="input_1"]');
+  await page.waitForSelector('#edit-bar [data-edit="dynamic-batch"]');
+  await edit('dynamic-batch');
+  expect(await page.getAttribute('body', 'data-edits')).toBe('3');
+  await page.keyboard.press('7');
+  expect(await page.textContent('#properties tr[data-prop="inputs"] td.mono')).toBe('input: float32[batch, 3, 32, 32]');
+  expect(await page.textContent('#properties tr[data-prop="outputs"] td.mono')).toMatch(/^scores, /);
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-onnx')]);
+  const file = path.join(tmp, 'edited.onnx');
+  fs.copyFileSync(await download.path(), file);
+  const py = spawnSync('/usr/bin/python3', ['-c', [
+    'import onnx, sys',
+    'm = onnx.load(sys.argv[1])',
+    'onnx.checker.check_model(m, full_check=True)',
+    'print([o.name for o in m.graph.output], m.graph.input[0].type.tensor_type.shape.dim[0].dim_param)',
+  ].join('\n'), file], { encoding: 'utf8' });
+  expect(py.stderr).toBe('');
+  expect(py.stdout.trim()).toMatch(/^\['scores', '[^']+'\] batch$/);
+  const ort = spawnSync(process.execPath, ['--input-type=module', '-e', `
+    import ort from 'onnxruntime-node';
+    const s = await ort.InferenceSession.create(${JSON.stringify(file)});
+    const out = await s.run({ input: new ort.Tensor('float32', new Float32Array(3 * 3 * 32 * 32).fill(0.5), [3, 3, 32, 32]) });
+    console.log(JSON.stringify(s.outputNames.map((n) => [n, out[n].dims])));`], { cwd: root, encoding: 'utf8' });
+  expect(ort.stderr).toBe('');
+  const outs = JSON.parse(ort.stdout);
+  expect(outs[0]).toEqual(['scores', [3, 10]]);
+  expect(outs[1][1]).toEqual([3, 8, 32, 32]); // the relu, batch 3
+  await screenshot(page, '03e-edited');
+  expect(errors).toEqual([]);
+}, 120000);
+
 test('the model picker lists the zoo and opens a zoo model', async () => {
   const options = await page.$$eval('#model-picker option', (os) => os.map((o) => o.value));
   expect(options[0]).toBe('sample.onnx');
