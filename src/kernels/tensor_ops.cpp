@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/gemm.h"
+#include "kernels/thread_pool.h"
 
 namespace fx::kernels {
 
@@ -40,26 +41,33 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
           packed_b);
     return;
   }
-  // General case: map each output batch index to the operands' batch offsets.
-  for (int64_t i = 0; i < nbatch; ++i) {
-    int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
-    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
-      const int64_t coord = rem % batch[d];
-      rem /= batch[d];
-      const int64_t da = d - static_cast<int64_t>(batch.size() - abatch.size());
-      const int64_t db = d - static_cast<int64_t>(batch.size() - bbatch.size());
-      if (da >= 0) {
-        if (abatch[da] != 1) ia += coord * sa;
-        sa *= abatch[da];
-      }
-      if (db >= 0) {
-        if (bbatch[db] != 1) ib += coord * sb;
-        sb *= bbatch[db];
-      }
-    }
-    sgemm(false, false, M, N, K, 1.0f, a + ia * M * K, K, b + ib * K * N, N, 0.0f, out + i * M * N,
-          N);
-  }
+  // General case (attention's per-head products): map each output batch index to the operands'
+  // batch offsets. The batch items are independent products, split over the kernels' threads in
+  // chunks of at least ~1 MFLOP (each item writes its own output: bit-identical for any count; a
+  // product large enough to split by itself does so when the batch runs on one chunk).
+  const int64_t flops = std::max<int64_t>(1, 2 * M * N * K);
+  parallel_for(nbatch, std::max<int64_t>(1, (int64_t{1} << 20) / flops),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t i = begin; i < end; ++i) {
+                   int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
+                   for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
+                     const int64_t coord = rem % batch[d];
+                     rem /= batch[d];
+                     const int64_t da = d - static_cast<int64_t>(batch.size() - abatch.size());
+                     const int64_t db = d - static_cast<int64_t>(batch.size() - bbatch.size());
+                     if (da >= 0) {
+                       if (abatch[da] != 1) ia += coord * sa;
+                       sa *= abatch[da];
+                     }
+                     if (db >= 0) {
+                       if (bbatch[db] != 1) ib += coord * sb;
+                       sb *= bbatch[db];
+                     }
+                   }
+                   sgemm(false, false, M, N, K, 1.0f, a + ia * M * K, K, b + ib * K * N, N, 0.0f,
+                         out + i * M * N, N);
+                 }
+               });
 }
 
 Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepdims) {

@@ -18,6 +18,7 @@
 #include "fx/exec.h"
 #include "fx/onnx.h"
 #include "kernels/gemm.h"
+#include "kernels/tensor_ops.h"
 #include "kernels/thread_pool.h"
 #include "zoo_util.h"
 
@@ -99,6 +100,36 @@ TEST(Threads, SgemmSplitsByColumnsBitIdentically) {
                        &ep);
     EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
         << M << "x" << N << "x" << K;
+  }
+}
+
+TEST(Threads, BatchedMatMulSplitsItsHeadsBitIdentically) {
+  // Attention's shapes: per-head products (ViT-B/16: 12 heads of 197x64 @ 64x197, and the small
+  // zoo transformer's), a broadcast batch, and heads large enough to split on their own.
+  struct Case {
+    fx::kernels::Shape a, b;
+  };
+  for (const Case& k :
+       {Case{{1, 12, 197, 64}, {1, 12, 64, 197}}, Case{{2, 4, 16, 16}, {2, 4, 16, 16}},
+        Case{{3, 1, 40, 24}, {1, 5, 24, 33}}, Case{{2, 256, 512}, {2, 512, 384}}}) {
+    fx::kernels::Shape os;
+    ASSERT_TRUE(fx::kernels::matmul_shape(k.a, k.b, os));
+    std::vector<float> A(fx::kernels::numel(k.a)), B(fx::kernels::numel(k.b));
+    for (size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
+    for (size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>((i * 53 % 89) - 44) / 44.0f;
+    std::vector<float> c1(fx::kernels::numel(os)), c2(c1.size()), c3(c1.size());
+    fx::kernels::set_num_threads(1);
+    fx::kernels::matmul_f32(k.a, A.data(), k.b, B.data(), c1.data(), nullptr);
+    {
+      Threads t(2);
+      fx::kernels::matmul_f32(k.a, A.data(), k.b, B.data(), c2.data(), nullptr);
+    }
+    {
+      Threads t(3);
+      fx::kernels::matmul_f32(k.a, A.data(), k.b, B.data(), c3.data(), nullptr);
+    }
+    EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0) << os.size();
+    EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0) << os.size();
   }
 }
 
