@@ -71,6 +71,11 @@ inline void need_f32(const OpCall& c, const Value& v, const char* what) {
 /// Normalises an axis in [-rank, rank) to [0, rank), or fails naming the attribute.
 int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what);
 
+/// The first element of `v` (an input ONNX requires to be a scalar or one value: an axis, a
+/// count, a bound) as int64 / float, or an error naming the node when `v` is empty.
+int64_t first_i64(const OpCall& c, const Value& v);
+float first_f32(const OpCall& c, const Value& v);
+
 /// A new value of `shape` filled with zero bytes.
 Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 

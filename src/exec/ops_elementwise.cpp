@@ -387,8 +387,8 @@ void register_elementwise_ops() {
     // Opset >= 11: min/max are optional inputs; before: attributes.
     float lo = c.attr_float("min", -INFINITY), hi = c.attr_float("max", INFINITY);
     const bool f32 = x.dtype() == Dtype::Float32 || is_half(x.dtype());
-    if (f32 && c.has_input(1)) lo = c.input(1).to_f32().at(0);
-    if (f32 && c.has_input(2)) hi = c.input(2).to_f32().at(0);
+    if (f32 && c.has_input(1)) lo = first_f32(c, c.input(1));
+    if (f32 && c.has_input(2)) hi = first_f32(c, c.input(2));
     if (x.dtype() == Dtype::Float32) {
       Value out = new_value(Dtype::Float32, x.shape());
       kernels::unary_f32(UnaryOp::Clip, x.data<float>(), out.mutable_data<float>(), x.numel(), lo,

@@ -86,9 +86,9 @@ void tfidf_vectorizer(OpCall& c) {
 
 // Triangular mel filters over the bins of a one-sided DFT, as ONNX's reference computes them.
 void mel_weight_matrix(OpCall& c) {
-  const int64_t bins = c.input(0).to_i64().at(0), dft = c.input(1).to_i64().at(0);
-  const int64_t rate = c.input(2).to_i64().at(0);
-  const float lo = c.input(3).to_f32().at(0), hi = c.input(4).to_f32().at(0);
+  const int64_t bins = first_i64(c, c.input(0)), dft = first_i64(c, c.input(1));
+  const int64_t rate = first_i64(c, c.input(2));
+  const float lo = first_f32(c, c.input(3)), hi = first_f32(c, c.input(4));
   if (bins < 1 || dft < 1 || rate < 1)
     c.fail("num_mel_bins, dft_length and sample_rate must be >= 1");
   const int64_t dtype = c.attr_int("output_datatype", 1);

@@ -204,7 +204,7 @@ void nonzero(OpCall& c) {
 
 void one_hot(OpCall& c) {
   const std::vector<int64_t> ind = c.input(0).to_i64();
-  const int64_t depth = c.input(1).to_i64().at(0);
+  const int64_t depth = first_i64(c, c.input(1));
   const Value& values = c.input(2);
   if (values.numel() != 2) c.fail("values must hold [off, on]");
   if (depth < 1) c.fail("depth must be positive");
@@ -236,7 +236,7 @@ void topk(OpCall& c) {
   need_f32(c, x, "TopK input");
   const int64_t rank = static_cast<int64_t>(x.shape().size());
   const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
-  const int64_t k = c.has_input(1) ? c.input(1).to_i64().at(0) : c.attr_int("k", -1);
+  const int64_t k = c.has_input(1) ? first_i64(c, c.input(1)) : c.attr_int("k", -1);
   const int64_t n = x.shape()[axis];
   if (k < 0 || k > n)
     c.fail("k = " + std::to_string(k) + " is not in [0, " + std::to_string(n) + "]");
@@ -269,7 +269,7 @@ void topk(OpCall& c) {
 void cumsum(OpCall& c) {
   const Value& x = c.input(0);
   const int64_t rank = static_cast<int64_t>(x.shape().size());
-  const int64_t axis = normalize_axis(c, c.input(1).to_i64().at(0), rank, "axis");
+  const int64_t axis = normalize_axis(c, first_i64(c, c.input(1)), rank, "axis");
   const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
@@ -308,7 +308,7 @@ void cumsum(OpCall& c) {
 void trilu(OpCall& c) {
   const Value& x = c.input(0);
   if (x.shape().size() < 2) c.fail("the input must have rank >= 2");
-  const int64_t k = c.has_input(1) ? c.input(1).to_i64().at(0) : 0;
+  const int64_t k = c.has_input(1) ? first_i64(c, c.input(1)) : 0;
   const bool upper = c.attr_int("upper", 1) != 0;
   const int64_t rows = x.shape()[x.shape().size() - 2], cols = x.shape().back();
   const size_t es = dtype_size(x.dtype());

@@ -338,7 +338,7 @@ void window(OpCall& c, const std::vector<double>& coeffs) {
   if (sz.numel() != 1) c.fail("size must be a scalar, got " + sz.describe());
   if (sz.dtype() != Dtype::Int32 && sz.dtype() != Dtype::Int64)
     c.fail("size must be int32 or int64, got " + sz.describe());
-  const int64_t n = sz.to_i64().at(0);
+  const int64_t n = first_i64(c, sz);
   if (n < 0) c.fail("size must not be negative, got " + std::to_string(n));
   const Dtype dt = dtype_of_code(c, c.attr_int("output_datatype", 1), "output_datatype");
   const bool periodic = c.attr_int("periodic", 1) != 0;

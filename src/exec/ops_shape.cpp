@@ -355,7 +355,7 @@ void split(OpCall& c) {
 void range(OpCall& c) {
   const Value& s = c.input(0);
   if (s.dtype() == Dtype::Float32) {
-    const float a = s.to_f32().at(0), b = c.input(1).to_f32().at(0), d = c.input(2).to_f32().at(0);
+    const float a = first_f32(c, s), b = first_f32(c, c.input(1)), d = first_f32(c, c.input(2));
     if (d == 0) c.fail("delta cannot be 0");
     // Checked before the conversion (a NaN or 2^70 would be undefined behaviour).
     const float count = std::ceil((b - a) / d);
@@ -370,7 +370,7 @@ void range(OpCall& c) {
     c.outputs.push_back(out);
     return;
   }
-  const int64_t a = s.to_i64().at(0), b = c.input(1).to_i64().at(0), d = c.input(2).to_i64().at(0);
+  const int64_t a = first_i64(c, s), b = first_i64(c, c.input(1)), d = first_i64(c, c.input(2));
   if (d == 0) c.fail("delta cannot be 0");
   // ceil((b - a) / d) in 128 bits: b - a alone overflows int64 for a Range up to INT64_MAX.
   const __int128 span = static_cast<__int128>(b) - a;

@@ -122,6 +122,18 @@ std::vector<int64_t> OpCall::attr_ints(const char* name, std::vector<int64_t> fa
   return out;
 }
 
+int64_t first_i64(const OpCall& c, const Value& v) {
+  if (v.kind() != ValueKind::Tensor || v.numel() < 1)
+    c.fail("an input that must hold one value (an axis, a count or a bound) is empty");
+  return v.to_i64()[0];
+}
+
+float first_f32(const OpCall& c, const Value& v) {
+  if (v.kind() != ValueKind::Tensor || v.numel() < 1)
+    c.fail("an input that must hold one value (a bound or a parameter) is empty");
+  return v.to_f32()[0];
+}
+
 int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what) {
   const int64_t lo = -std::max<int64_t>(rank, 1), hi = std::max<int64_t>(rank, 1);
   if (axis < lo || axis >= hi)

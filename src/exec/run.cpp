@@ -315,6 +315,13 @@ class Runner {
                   "node '" + n->name() + "' (" + n->target().pretty() + "): a size too large (" +
                       describe_inputs(call) + ")",
                   n->name());
+    } catch (const std::exception& e) {
+      // Anything else an op throws (std::out_of_range from a check it missed) is a bug in fxwasm,
+      // reported as one naming the node, never a terminate.
+      throw Error(ErrorKind::Internal,
+                  "node '" + n->name() + "' (" + n->target().pretty() +
+                      "): internal error: " + e.what() + " (" + describe_inputs(call) + ")",
+                  n->name());
     }
     if (call.outputs.empty()) node_error(*n, "the op produced no output");
     if (bias) {
