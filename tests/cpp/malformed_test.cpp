@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -68,7 +69,9 @@ class Malformed : public ::testing::Test {
 // A scratch folder for the external-data cases: <tmp>/fx_malformed_<pid>/{outside.bin, m/}.
 std::string scratch() {
   static const std::string root = [] {
-    const std::string r = "/tmp/fx_malformed_" + std::to_string(::getpid());
+    const std::string r =
+        (std::filesystem::temp_directory_path() / ("fx_malformed_" + std::to_string(::getpid())))
+            .string();
     ::mkdir(r.c_str(), 0755);
     return r;
   }();
