@@ -3,9 +3,10 @@
 // text, table, pass pipeline with per-step diffs, runs, the node inspector and model properties.
 // Nothing heavy runs on the main thread: imports, passes and runs in one worker, layout in another.
 import { zipSync } from 'fflate';
-import hljs from 'highlight.js/lib/core';
-import python from 'highlight.js/lib/languages/python';
-import { GraphView, kindOf } from './graph_view.mjs';
+import { GraphView } from './graph_view.mjs';
+import { Scene, nextTask } from './scene.mjs';
+import { buildDrawn } from './drawn.mjs';
+import { renderCode, codeLineElements } from './code_view.mjs';
 import { renderRunInputs, runSpecs } from './run_inputs.mjs';
 
 const $ = (id) => document.getElementById(id);
@@ -89,67 +90,12 @@ async function busy(what, f) {
   }
 }
 
-// ---- the drawn graph: weights folded into their consumers, shapes on edges ----------------------
-const fmtShape = (s) => (Array.isArray(s) ? (s.length ? s.join('×') : 'scalar') : '');
-const shortTarget = (t) => String(t).replace(/^onnx\./, '').replace(/^torch\.(nn\.functional\.)?/, '');
-const clip = (s, n = 38) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
-
-/**
- * What the view draws from the worker's light node list: get_attr nodes (weights, constants) are
- * folded into each node that uses them; an edge carries its source's shape. `ownerOf` maps every
- * name (folded ones too) to the drawn node that shows it.
- */
-function buildDrawn(nodes) {
-  const byName = new Map(nodes.map((n) => [n.name, n]));
-  const folded = new Set(nodes.filter((n) => n.op === 'get_attr').map((n) => n.name));
-  const drawn = [];
-  const edges = [];
-  const ownerOf = new Map();
-  for (const n of nodes) {
-    if (folded.has(n.name)) continue;
-    ownerOf.set(n.name, n.name);
-    const weights = n.inputs.filter((i) => folded.has(i)).map((i) => byName.get(i));
-    for (const w of weights) if (!ownerOf.has(w.name)) ownerOf.set(w.name, n.name);
-    const title = n.op === 'call_function' || n.op === 'call_method' ? shortTarget(n.target) : n.op === 'call_module' ? `${n.target} (module)` : n.op === 'placeholder' ? `input ${fmtShape(n.shape)}` : n.op;
-    const lines = [clip(n.name), ...weights.slice(0, 3).map((w) => clip(`▪ ${w.name} ${fmtShape(w.shape)}`))];
-    if (weights.length > 3) lines.push(`▪ +${weights.length - 3} more`);
-    const width = Math.min(320, Math.max(90, 7 * Math.max(title.length, ...lines.map((l) => l.length)) + 18));
-    drawn.push({ id: n.name, title: clip(title), lines, kind: kindOf(n.op, n.target), width, height: 24 + 13 * lines.length });
-    for (const i of n.inputs) if (!folded.has(i) && byName.has(i)) edges.push({ from: i, to: n.name, label: fmtShape(byName.get(i).shape) });
-  }
-  // A weight nobody draws (e.g. only the output uses it) stays visible as its own node.
-  for (const n of nodes) {
-    if (!folded.has(n.name) || ownerOf.has(n.name)) continue;
-    ownerOf.set(n.name, n.name);
-    drawn.push({ id: n.name, title: 'weight', lines: [clip(`${n.name} ${fmtShape(n.shape)}`)], kind: 'other', width: 220, height: 37 });
-  }
-  return { drawn, edges, ownerOf };
-}
-
-let layoutSeq = 0;
-/** Lays the drawn graph out in the layout worker; resolves to the view's graph (or null if stale). */
-async function layout({ drawn, edges }) {
-  const seq = ++layoutSeq;
-  $('layout-status').textContent = `laying out ${drawn.length} nodes…`;
-  const r = await layoutCall('layout', { nodes: drawn.map(({ id, width, height }) => ({ id, width, height })), edges: edges.map((e) => [e.from, e.to]) });
-  if (seq !== layoutSeq) return null;
-  $('layout-status').textContent = '';
-  const labels = new Map(edges.map((e) => [`${e.from}\u0000${e.to}`, e.label]));
-  const nodes = drawn.map((n) => ({ ...n, x: r.nodes[n.id][0], y: r.nodes[n.id][1] }));
-  const out = r.edges.map((e) => {
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (let i = 0; i < e.points.length; i += 2) {
-      x0 = Math.min(x0, e.points[i]);
-      x1 = Math.max(x1, e.points[i]);
-      y0 = Math.min(y0, e.points[i + 1]);
-      y1 = Math.max(y1, e.points[i + 1]);
-    }
-    return { ...e, label: labels.get(`${e.from}\u0000${e.to}`), bbox: [x0 - 40, y0, x1 + 60, y1] };
-  });
-  return { nodes, edges: out, width: r.width, height: r.height };
-}
-
-const view = new GraphView($('graph-pane'), (id) => selectNode(id, { from: 'graph' }));
+// ---- the drawn graph (web/scene.mjs: folded weights, module groups, layout) ----------------------
+const view = new GraphView($('graph-pane'), (id) => selectNode(id, { from: 'graph' }), (group, at) => quietly(() => scene.toggle(group, at))());
+const scene = new Scene(view, layoutCall, $('layout-status'));
+let opened = 0; // models opened so far: a new one resets the groups' state
+$('groups-expand').addEventListener('click', quietly(() => scene.setAll(true)));
+$('groups-collapse').addEventListener('click', quietly(() => scene.setAll(false)));
 $('fit').addEventListener('click', () => view.fit());
 $('zoom-in').addEventListener('click', () => {
   const { w, h } = view.size();
@@ -162,58 +108,15 @@ $('zoom-out').addEventListener('click', () => {
 
 // ---- views -------------------------------------------------------------------------------------
 let current = null;   // the worker's snapshot of the current module
-let drawnInfo = null; // buildDrawn() of it
 let steps = null;     // the last pass run's steps
 
-hljs.registerLanguage('python', python);
-let highlightJob = 0;
-/**
- * Highlights the code lines (highlight.js, Python) in slices of 300 lines between tasks, so a
- * 10k-line module never blocks the page; a newer renderCode cancels an unfinished job.
- */
-function highlightLines(lines) {
-  const job = ++highlightJob;
-  let i = 0;
-  const slice = () => {
-    if (job !== highlightJob) return;
-    for (const end = Math.min(lines.length, i + 300); i < end; i++) {
-      const div = lines[i];
-      const text = div.textContent;
-      if (text.trim()) div.innerHTML = hljs.highlight(text, { language: 'python', ignoreIllegals: true }).value;
-    }
-    if (i < lines.length) setTimeout(slice, 0);
-    else $('code').dataset.highlighted = 'true';
-  };
-  $('code').dataset.highlighted = 'false';
-  setTimeout(slice, 0);
-}
-
-function renderCode(code) {
-  const box = $('code');
-  box.replaceChildren();
-  const frag = document.createDocumentFragment();
-  const lineOf = new Map();
-  code.split('\n').forEach((line, i) => {
-    const div = document.createElement('div');
-    div.className = 'line';
-    div.dataset.line = String(i + 1);
-    div.textContent = line || ' ';
-    const m = /^\s+([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(line) ?? (/^\s+return\b/.test(line) ? [null, 'output'] : null);
-    if (m && !lineOf.has(m[1])) {
-      lineOf.set(m[1], div);
-      div.dataset.for = m[1];
-    }
-    frag.append(div);
-  });
-  box.append(frag);
-  highlightLines(Array.from(box.children));
-  return lineOf;
-}
 $('copy-code').addEventListener('click', async () => {
-  const text = Array.from($('code').children, (d) => d.textContent).join('\n');
+  if ($('code').dataset.highlighted !== 'true') return setStatus('the code is still being drawn; copy again in a moment');
+  const lines = codeLineElements($('code'));
+  const text = Array.from(lines, (d) => d.textContent).join('\n');
   try {
     await navigator.clipboard.writeText(text);
-    setStatus(`copied ${$('code').children.length} lines of code`);
+    setStatus(`copied ${lines.length} lines of code`);
   } catch (e) {
     setStatus(`copy failed: ${e.message} (the page needs clipboard permission)`);
   }
@@ -253,17 +156,18 @@ async function show(snap) {
   $('diff-result').replaceChildren();
   delete document.body.dataset.diff;
   steps = null;
-  codeLines = renderCode(snap.code);
+  // In slices between tasks: a 10k-node module's texts, groups and layout never block the page.
+  codeLines = renderCode($('code'), snap.code);
+  await nextTask();
+  if (current !== snap) return;
   $('graph-text').textContent = snap.graph;
   $('tabular').textContent = snap.tabular;
   renderProperties(snap.properties);
   renderRunInputs(snap.properties.inputs);
   $('inspector').replaceChildren(Object.assign(document.createElement('p'), { className: 'note', textContent: 'Click a node in the graph or a line of the code.' }));
-  drawnInfo = buildDrawn(snap.nodes);
-  const graph = await layout(drawnInfo);
-  if (!graph || current !== snap) return;
-  view.setMarks(new Map());
-  view.setGraph(graph);
+  await nextTask();
+  if (current !== snap) return;
+  if (!(await scene.show(snap.nodes, { model: opened })) || current !== snap) return;
   view.select(null);
   const gaps = snap.coverage.length ? ` · ${snap.coverage.length} node(s) cannot run` : '';
   setStatus(`${snap.name}: ${snap.nodes.length} nodes${gaps}`);
@@ -273,11 +177,12 @@ async function show(snap) {
 // ---- selection and the inspector ---------------------------------------------------------------
 let inspectSeq = 0;
 async function selectNode(name, { from } = {}) {
-  if (!name || !drawnInfo) {
+  if (!name || !scene.info) {
     view.select(null);
     return;
   }
-  const drawnId = drawnInfo.ownerOf.get(name) ?? name;
+  await scene.reveal(name); // expands the groups it is folded into
+  const drawnId = scene.visible(name);
   view.select(drawnId);
   if (from !== 'graph') view.centerOn(drawnId);
   for (const l of $('code').querySelectorAll('.line.selected')) l.classList.remove('selected');
@@ -458,6 +363,7 @@ async function open(bytes, fileName, externalFiles = {}) {
   $('pass-report').tBodies[0].replaceChildren();
   $('pass-verdict').textContent = '';
   $('run-result').textContent = '';
+  opened++;
   await show(snap);
   clearUndo();
 }
@@ -598,8 +504,6 @@ async function showStep(k) {
   const removed = before.filter((n) => s.removed.includes(n.name));
   const union = [...s.nodes, ...removed];
   const info = buildDrawn(union);
-  const graph = await layout(info);
-  if (!graph) return;
   const marks = new Map();
   const mark = (names, kind) => {
     for (const n of names) {
@@ -610,8 +514,7 @@ async function showStep(k) {
   mark(s.removed, 'removed');
   mark(s.added, 'added');
   mark(s.changed, 'changed');
-  view.setMarks(marks);
-  view.setGraph(graph);
+  if (!(await scene.show(union, { model: opened, marks, info }))) return;
   for (const tr of $('pass-report').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.step === String(k));
   document.body.dataset.step = s.pass;
   setStatus(`step ${s.pass}: ${s.removed.length} removed, ${s.added.length} added, ${s.changed.length} changed`);
@@ -631,13 +534,13 @@ $('diff-file').addEventListener('change', quietly(async () => {
   const marks = new Map();
   const mark = (names, kind) => {
     for (const n of names) {
-      const id = drawnInfo?.ownerOf.get(n) ?? n;
+      const id = scene.info?.ownerOf.get(n) ?? n;
       if (!marks.has(id)) marks.set(id, kind);
     }
   };
   mark(d.removed, 'removed');
   mark(d.changed.map((c) => c.name), 'changed');
-  view.setMarks(marks);
+  scene.setMarks(marks);
   const box = $('diff-result');
   box.replaceChildren();
   const head = document.createElement('p');

@@ -5,7 +5,9 @@
 // screen to be readable or cheap as DOM), the view switches to a canvas. A minimap shows the
 // whole graph and the viewport; dragging in it moves the view.
 //
-// Every node drawn as SVG is a <g data-node="<fx node name>">.
+// Every node drawn as SVG is a <g data-node="<fx node name>">. Module groups (web/groups.mjs): a
+// collapsed one is a box <g data-group="<group id>">, an expanded one a frame <g class="frame"
+// data-frame="<group id>"> behind its members; clicking either toggles it (onGroup).
 
 const SVG = 'http://www.w3.org/2000/svg';
 /** Above this many nodes on screen, or below this zoom, the canvas draws instead of the DOM. */
@@ -31,7 +33,9 @@ export const KIND_COLOURS = {
   math: ['#f3f3f3', '#888'],
   shape: ['#fff8e1', '#b59a3a'],
   other: ['#eef2fb', '#7d93c4'],
+  group: ['#f1ecfa', '#8064b4'],
 };
+const FRAME_HEADER = 16;
 
 /** The kind (colour) of a node from its op and target. */
 export function kindOf(op, target) {
@@ -52,16 +56,19 @@ export class GraphView {
   /**
    * @param pane the positioned element holding the view
    * @param onSelect called with a node id (or null) when the user clicks
+   * @param onGroup called with a group id when the user clicks a collapsed group or a frame's header
    */
-  constructor(pane, onSelect) {
+  constructor(pane, onSelect, onGroup) {
     this.pane = pane;
     this.onSelect = onSelect;
+    this.onGroup = onGroup;
     this.canvas = Object.assign(document.createElement('canvas'), { className: 'graph-canvas' });
     this.svg = el('svg', { id: 'graph', role: 'img', 'aria-label': 'graph view' });
     const defs = el('defs', {}, this.svg);
     const marker = el('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '10', refY: '5', markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse' }, defs);
     el('path', { d: 'M0,0L10,5L0,10z', class: 'arrowhead' }, marker);
     this.root = el('g', { class: 'viewport' }, this.svg);
+    this.frameLayer = el('g', { class: 'frames' }, this.root);
     this.edgeLayer = el('g', { class: 'edges' }, this.root);
     this.nodeLayer = el('g', { class: 'nodes' }, this.root);
     this.minimap = Object.assign(document.createElement('canvas'), { className: 'minimap', width: 200, height: 140 });
@@ -74,6 +81,7 @@ export class GraphView {
     this.graph = null;
     this.drawnNodes = new Map();
     this.drawnEdges = new Map();
+    this.drawnFrames = new Map();
     this.marks = new Map();
     this.selected = null;
     this.mode = 'svg';
@@ -83,15 +91,27 @@ export class GraphView {
   }
 
   /**
-   * Shows a laid-out graph: {nodes: [{id, title, lines, kind, width, height, x, y}],
-   * edges: [{from, to, points, label}], width, height}.
+   * Shows a laid-out graph: {nodes: [{id, title, lines, kind, width, height, x, y, group?}],
+   * edges: [{from, to, points, label}], frames: [{id, label, x0, y0, x1, y1, depth}], width,
+   * height}. It opens on the inputs, or with `focus` (a node id) where it was on screen, at the
+   * same zoom.
    */
-  setGraph(graph) {
+  setGraph(graph, { focus = null, at = null } = {}) {
     this.graph = graph;
+    graph.frames ??= [];
     this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
     this.clearDom();
     this.renderMinimapBase();
-    this.openOnInputs();
+    const n = focus && this.byId.get(focus);
+    if (n && at) this.setTransform(this.k, at[0] - n.x * this.k, at[1] - n.y * this.k);
+    else if (n) this.centerOn(focus);
+    else this.openOnInputs();
+  }
+
+  /** Where node `id` is on screen now (pane coordinates), or null. */
+  screenOf(id) {
+    const n = this.byId?.get(id);
+    return n ? [n.x * this.k + this.tx, n.y * this.k + this.ty] : null;
   }
 
   /** Marks nodes (id -> 'added' | 'removed' | 'changed'), e.g. a pass step's diff. */
@@ -102,10 +122,12 @@ export class GraphView {
   }
 
   clearDom() {
+    this.frameLayer.replaceChildren();
     this.edgeLayer.replaceChildren();
     this.nodeLayer.replaceChildren();
     this.drawnNodes.clear();
     this.drawnEdges.clear();
+    this.drawnFrames.clear();
   }
 
   size() {
@@ -131,6 +153,12 @@ export class GraphView {
     const cx = first.reduce((s, n) => s + n.x, 0) / Math.max(1, first.length);
     const top = Math.min(...first.map((n) => n.y - n.height / 2));
     this.setTransform(1, w / 2 - cx, 30 - top);
+  }
+
+  /** Centres world point (x, y), keeping the zoom. */
+  centerOnPoint(x, y) {
+    const { w, h } = this.size();
+    this.setTransform(this.k, w / 2 - x * this.k, h / 2 - y * this.k);
   }
 
   /** Centres node `id` at a readable zoom. */
@@ -195,6 +223,13 @@ export class GraphView {
   }
 
   renderDom(nodes, v, inView) {
+    const frames = new Set();
+    for (const f of this.graph.frames) {
+      if (!inView(f.x0, f.y0, f.x1, f.y1)) continue;
+      frames.add(f.id);
+      if (!this.drawnFrames.has(f.id)) this.drawnFrames.set(f.id, this.makeFrame(f));
+    }
+    for (const [id, e] of this.drawnFrames) if (!frames.has(id)) (e.remove(), this.drawnFrames.delete(id));
     const keep = new Set(nodes.map((n) => n.id));
     for (const [id, e] of this.drawnNodes) if (!keep.has(id)) (e.remove(), this.drawnNodes.delete(id));
     for (const n of nodes) if (!this.drawnNodes.has(n.id)) this.drawnNodes.set(n.id, this.makeNode(n));
@@ -208,10 +243,26 @@ export class GraphView {
     for (const [key, e] of this.drawnEdges) if (!edges.has(key)) (e.remove(), this.drawnEdges.delete(key));
   }
 
+  makeFrame(f) {
+    const g = el('g', { class: 'frame', transform: `translate(${f.x0},${f.y0})` });
+    g.dataset.frame = f.id;
+    el('rect', { width: f.x1 - f.x0, height: f.y1 - f.y0, rx: 6 }, g);
+    el('rect', { width: f.x1 - f.x0, height: FRAME_HEADER, rx: 6, class: 'frame-header' }, g);
+    const t = el('text', { x: 6, y: 12, class: 'frame-label' }, g);
+    t.textContent = `▾ ${f.label} · ${f.size}`;
+    el('title', {}, g).textContent = `${f.id}: click the header to collapse`;
+    // Frames sit behind edges and nodes, outermost first.
+    const after = [...this.frameLayer.children].find((c) => Number(c.dataset.depth) > f.depth);
+    g.dataset.depth = String(f.depth);
+    this.frameLayer.insertBefore(g, after ?? null);
+    return g;
+  }
+
   makeNode(n) {
     const mark = this.marks.get(n.id);
     const g = el('g', { class: `node ${n.kind}${mark ? ' ' + mark : ''}${n.id === this.selected ? ' selected' : ''}`, transform: `translate(${n.x - n.width / 2},${n.y - n.height / 2})` });
-    g.dataset.node = n.id;
+    if (n.group) g.dataset.group = n.group;
+    else g.dataset.node = n.id;
     el('rect', { width: n.width, height: n.height, rx: 5 }, g);
     const t = el('text', { x: 8, y: 16, class: 'title' }, g);
     t.textContent = n.title;
@@ -250,6 +301,19 @@ export class GraphView {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, w, h);
     ctx.setTransform(dpr * this.k, 0, 0, dpr * this.k, dpr * this.tx, dpr * this.ty);
+    for (const f of this.graph.frames) {
+      if (f.x1 < v.x0 || f.x0 > v.x1 || f.y1 < v.y0 || f.y0 > v.y1) continue;
+      ctx.fillStyle = f.depth % 2 ? 'rgba(128,100,180,0.05)' : 'rgba(128,100,180,0.08)';
+      ctx.fillRect(f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+      ctx.strokeStyle = '#b9a9d9';
+      ctx.lineWidth = 1 / this.k;
+      ctx.strokeRect(f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+      if (this.k >= 0.15) {
+        ctx.fillStyle = '#6a5a8c';
+        ctx.font = '11px sans-serif';
+        ctx.fillText(f.label, f.x0 + 6, f.y0 + 12);
+      }
+    }
     ctx.strokeStyle = '#aaa';
     ctx.lineWidth = 1 / this.k;
     ctx.beginPath();
@@ -292,6 +356,10 @@ export class GraphView {
       '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#999"/></marker></defs>',
       '<rect x="' + -pad + '" y="' + -pad + '" width="100%" height="100%" fill="#fff"/>',
     ];
+    for (const f of g.frames ?? []) {
+      out.push(`<g data-frame="${esc(f.id)}" transform="translate(${f.x0},${f.y0})"><rect width="${f.x1 - f.x0}" height="${f.y1 - f.y0}" rx="6" fill="#8064b4" fill-opacity="0.07" stroke="#b9a9d9"/>`);
+      out.push(`<text x="6" y="12" font-size="11" fill="#6a5a8c">${esc(f.label)}</text></g>`);
+    }
     for (const e of g.edges) {
       const p = e.points;
       let d = `M${p[0]},${p[1]}`;
@@ -305,7 +373,7 @@ export class GraphView {
     for (const n of g.nodes) {
       const [fill, stroke] = KIND_COLOURS[n.kind] ?? KIND_COLOURS.other;
       const x = n.x - n.width / 2, y = n.y - n.height / 2;
-      out.push(`<g data-node="${esc(n.id)}" transform="translate(${x},${y})"><title>${esc([n.title, ...n.lines].join('\n'))}</title>`);
+      out.push(`<g ${n.group ? 'data-group' : 'data-node'}="${esc(n.group ?? n.id)}" transform="translate(${x},${y})"><title>${esc([n.title, ...n.lines].join('\n'))}</title>`);
       out.push(`<rect width="${n.width}" height="${n.height}" rx="5" fill="${fill}" stroke="${stroke}"/>`);
       out.push(`<text x="8" y="16" font-size="12" font-weight="600" fill="#222">${esc(n.title)}</text>`);
       n.lines.forEach((line, i) => out.push(`<text x="8" y="${31 + 13 * i}" font-size="10" fill="${i === 0 ? '#444' : '#777'}">${esc(line)}</text>`));
@@ -394,11 +462,16 @@ export class GraphView {
     ctx.strokeRect(v.x0 * s, v.y0 * s, (v.x1 - v.x0) * s, (v.y1 - v.y0) * s);
   }
 
-  /** The node under a screen point (relative to the pane), or null. */
+  /**
+   * What is under a screen point (relative to the pane): {node: id}, {group: id} (a collapsed
+   * group's box or an expanded group's frame header, the innermost), or null.
+   */
   hit(sx, sy) {
     const x = (sx - this.tx) / this.k, y = (sy - this.ty) / this.k;
-    for (const n of this.graph?.nodes ?? []) if (Math.abs(x - n.x) <= n.width / 2 && Math.abs(y - n.y) <= n.height / 2) return n.id;
-    return null;
+    for (const n of this.graph?.nodes ?? []) if (Math.abs(x - n.x) <= n.width / 2 && Math.abs(y - n.y) <= n.height / 2) return n.group ? { group: n.group } : { node: n.id };
+    let best = null;
+    for (const f of this.graph?.frames ?? []) if (x >= f.x0 && x <= f.x1 && y >= f.y0 && y <= f.y0 + FRAME_HEADER / Math.min(1, this.k) && (!best || f.depth > best.depth)) best = f;
+    return best ? { group: best.id } : null;
   }
 
   bindInput() {
@@ -431,7 +504,9 @@ export class GraphView {
         pane.classList.remove('panning');
         if (drag && drag.moved < 4) {
           const [x, y] = local(e);
-          this.onSelect?.(this.hit(x, y));
+          const h = this.hit(x, y);
+          if (h?.group) this.onGroup?.(h.group, [x, y]);
+          else this.onSelect?.(h?.node ?? null);
         }
         drag = null;
       });
