@@ -156,7 +156,10 @@ async function show(snap) {
   $('diff-result').replaceChildren();
   delete document.body.dataset.diff;
   steps = null;
-  // In slices between tasks: a 10k-node module's texts, groups and layout never block the page.
+  // In slices between tasks: a 10k-node module's texts, groups and layout never block the page
+  // (the snapshot's deserialisation was a task of its own).
+  await nextTask();
+  if (current !== snap) return;
   codeLines = renderCode($('code'), snap.code);
   await nextTask();
   if (current !== snap) return;
@@ -503,7 +506,7 @@ async function showStep(k) {
   const before = steps[k - 1].nodes;
   const removed = before.filter((n) => s.removed.includes(n.name));
   const union = [...s.nodes, ...removed];
-  const info = buildDrawn(union);
+  const info = await buildDrawn(union, nextTask);
   const marks = new Map();
   const mark = (names, kind) => {
     for (const n of names) {

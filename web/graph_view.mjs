@@ -278,6 +278,7 @@ export class GraphView {
   makeEdge(e) {
     const mark = this.marks.get(e.to) === 'removed' || this.marks.get(e.from) === 'removed' ? ' removed' : '';
     const g = el('g', { class: `edge${mark}` });
+    Object.assign(g.dataset, { from: e.from, to: e.to });
     const p = e.points;
     let d = `M${p[0]},${p[1]}`;
     for (let i = 2; i < p.length; i += 2) d += `L${p[i]},${p[i + 1]}`;

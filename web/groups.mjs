@@ -32,8 +32,9 @@ function pathOf(n) {
 /**
  * The group tree of a drawn graph: {groups: Map id -> {id, label, parent, kids: [], direct: [],
  * size}, groupOf: Map drawn id -> innermost group id}. `nodes` is the worker's light node list.
+ * Async: it awaits `pause()` every 2,000 nodes when given one.
  */
-export function buildGroups(nodes, info) {
+export async function buildGroups(nodes, info, pause = null) {
   const groups = new Map();
   const groupOf = new Map();
   const byName = new Map(nodes.map((n) => [n.name, n]));
@@ -50,7 +51,9 @@ export function buildGroups(nodes, info) {
     return p;
   };
   const drawnIds = new Set(info.drawn.map((d) => d.id));
+  let count = 0;
   for (const n of nodes) {
+    if (pause && ++count % 2000 === 0) await pause();
     if (!drawnIds.has(n.name)) continue;
     const p = path(n);
     if (!p?.length) continue;

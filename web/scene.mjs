@@ -34,10 +34,10 @@ export class Scene {
    */
   async show(nodes, { model, marks = new Map(), info = null } = {}) {
     const seq = ++this.seq;
-    info ??= buildDrawn(nodes);
+    info ??= await buildDrawn(nodes, nextTask);
     await nextTask();
     if (seq !== this.seq) return false;
-    const tree = buildGroups(nodes, info);
+    const tree = await buildGroups(nodes, info, nextTask);
     if (model !== this.model) {
       this.model = model;
       this.collapsed = defaultCollapsed(info, tree);
@@ -52,9 +52,12 @@ export class Scene {
     const projection = project(state.info, state.tree, this.collapsed);
     this.status.textContent = `laying out ${projection.drawn.length} nodes…`;
     const r = await this.layoutCall('layout', layoutRequest(projection));
+    await nextTask(); // the answer's deserialisation was one task
     if (seq !== this.seq) return false;
     const graph = placed(projection, r);
     graph.frames = frames(graph, state.tree, this.collapsed);
+    await nextTask();
+    if (seq !== this.seq) return false;
     this.state = { ...state, projection };
     this.view.setMarks(this.visibleMarks(state.marks));
     this.view.setGraph(graph, place);

@@ -11,7 +11,8 @@ import { defineConfig } from 'vite';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
-const outDir = path.join(root, 'dist/playground');
+// FXWASM_PLAYGROUND_OUT builds elsewhere (a test that must not race another over dist/playground/).
+const outDir = process.env.FXWASM_PLAYGROUND_OUT ? path.resolve(process.env.FXWASM_PLAYGROUND_OUT) : path.join(root, 'dist/playground');
 
 /** The models the picker offers: the sample, then every zoo model (quantized/ included), by path. */
 export function listModels() {
