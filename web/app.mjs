@@ -6,6 +6,7 @@ import { zipSync } from 'fflate';
 import { GraphView } from './graph_view.mjs';
 import { Scene, nextTask } from './scene.mjs';
 import { buildDrawn } from './drawn.mjs';
+import { initPipeline, pipelineSteps } from './pipeline.mjs';
 import { renderCode, codeLineElements } from './code_view.mjs';
 import { renderRunInputs, runSpecs } from './run_inputs.mjs';
 
@@ -41,7 +42,15 @@ function rpc(worker, what, onMessage = () => {}) {
     const m = e.data;
     if (m.id === undefined) return onMessage(m);
     const p = pending.get(m.id);
+    // Node lists arrive ahead in parts (web/worker.mjs postResult), each message a short task.
+    if (m.part !== undefined) return void ((p.parts ??= [])[m.part] ??= []).push(...m.nodes);
     pending.delete(m.id);
+    if (m.ok && p.parts) {
+      const join = (o) => o?.nodes?.chunked !== undefined && (o.nodes = p.parts[o.nodes.chunked]);
+      join(m.result);
+      join(m.result.snapshot);
+      m.result.steps?.forEach(join);
+    }
     if (m.ok) p.resolve(m.result ?? m);
     else p.reject(Object.assign(new Error(m.error?.message ?? m.message), { kind: m.error?.kind ?? 'Error' }));
   };
@@ -451,16 +460,7 @@ async function fillPicker() {
 }
 
 // ---- passes: a pipeline run step by step, each step's diff drawable ------------------------------
-call('passInfo').then((passes) => {
-  for (const { name, description } of passes) {
-    const label = document.createElement('label');
-    label.title = description;
-    const box = document.createElement('input');
-    Object.assign(box, { type: 'checkbox', name: 'pass', value: name, checked: DEFAULT_PIPELINE.has(name) });
-    label.append(box, ` ${name}`);
-    $('pass-list').append(label);
-  }
-}, (e) => fatal(`${e.kind ?? 'Error'}: ${e.message}`));
+call('passInfo').then((passes) => initPipeline(passes, DEFAULT_PIPELINE), (e) => fatal(`${e.kind ?? 'Error'}: ${e.message}`));
 
 const fmtBytes = (b) => (b >= 1e6 ? `${(b / 1e6).toFixed(2)} MB` : `${(b / 1e3).toFixed(1)} KB`);
 const fmtDiff = (d) => (d === undefined ? '—' : d.toExponential(2));
@@ -469,21 +469,33 @@ const BROKE = 1e-3;
 
 $('pass-form').addEventListener('submit', (e) => e.preventDefault());
 $('pass-form').addEventListener('submit', quietly(async () => {
-  const names = [...document.querySelectorAll('input[name=pass]:checked')].map((i) => i.value);
+  const names = pipelineSteps();
   const r = await busy('running passes', () => call('passes', { names, check: $('check').checked }));
   const body = $('pass-report').tBodies[0];
   body.replaceChildren();
   let broke = null;
+  let failed = null;
   r.steps.forEach((s, k) => {
     const tr = body.insertRow();
     tr.dataset.pass = s.pass;
     tr.dataset.step = String(k);
     tr.tabIndex = 0;
+    if (s.error) {
+      // A typed pattern that failed: rolled back, named on its row; the pipeline went on.
+      tr.classList.add('failed');
+      tr.insertCell().textContent = s.pass;
+      const td = tr.insertCell();
+      td.colSpan = 6;
+      td.className = 'error';
+      td.textContent = `${s.error} (rolled back)`;
+      failed ??= s.pass;
+      return;
+    }
     const cells = k === 0
       ? [s.pass, String(s.nodes.length), fmtBytes(s.weightBytes), '', '', '', '']
       : [
         s.pass,
-        `${s.nodesBefore} → ${s.nodesAfter}${s.modified ? '' : ' (unchanged)'}`,
+        `${s.nodesBefore} → ${s.nodesAfter}${s.modified ? '' : ' (unchanged)'}${s.matches != null ? ` · ${s.matches} match${s.matches === 1 ? '' : 'es'}` : ''}`,
         fmtBytes(s.weightBytes),
         `${s.ms.toFixed(1)} ms`,
         s.runError ?? fmtDiff(s.maxAbsDiff),
@@ -493,15 +505,16 @@ $('pass-form').addEventListener('submit', quietly(async () => {
     cells.forEach((c) => (tr.insertCell().textContent = c));
     if (!broke && k > 0 && (s.runError || s.maxAbsDiff > BROKE)) broke = s.pass;
   });
-  $('pass-verdict').textContent = !$('check').checked ? '' : broke ? `The numbers changed first at pass ${broke}.` : 'Every step keeps the outputs (max |Δ| ≤ 1e-3).';
-  $('pass-verdict').classList.toggle('error', Boolean(broke));
+  const verdict = !$('check').checked ? '' : broke ? `The numbers changed first at pass ${broke}.` : 'Every step keeps the outputs (max |Δ| ≤ 1e-3).';
+  $('pass-verdict').textContent = failed ? `Step ${failed} failed and was skipped. ${verdict}` : verdict;
+  $('pass-verdict').classList.toggle('error', Boolean(broke || failed));
   await show(r.snapshot);
   steps = r.steps;
 }));
 
 /** Draws step k's change: the graph after it plus the nodes it removed, coloured. */
 async function showStep(k) {
-  if (!steps || k < 1) return;
+  if (!steps || k < 1 || steps[k].error) return;
   const s = steps[k];
   const before = steps[k - 1].nodes;
   const removed = before.filter((n) => s.removed.includes(n.name));
@@ -634,7 +647,7 @@ $('reset').addEventListener('click', quietly(async () => {
   clearUndo();
 }));
 document.addEventListener('keydown', (e) => {
-  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'z' && !(e.target instanceof HTMLInputElement)) {
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'z' && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement)) {
     e.preventDefault();
     if (!$('undo').disabled) $('undo').click();
     return;

@@ -53,19 +53,22 @@ export async function buildDrawn(nodes, pause = null) {
 /** The layout request for the layout worker: ids, sizes and edges only. */
 export const layoutRequest = ({ drawn, edges }) => ({ nodes: drawn.map(({ id, width, height }) => ({ id, width, height })), edges: edges.map((e) => [e.from, e.to]) });
 
-/** The view's graph from the drawn nodes and the layout worker's answer `r`. */
+/** The view's graph from the drawn nodes and the layout worker's answer `r` (typed arrays). */
 export function placed({ drawn, edges }, r) {
   const labels = new Map(edges.map((e) => [`${e.from}\u0000${e.to}`, e.label]));
-  const nodes = drawn.map((n) => ({ ...n, x: r.nodes[n.id][0], y: r.nodes[n.id][1] }));
-  const out = r.edges.map((e) => {
+  const nodes = drawn.map((n, i) => ({ ...n, x: r.xy[2 * i], y: r.xy[2 * i + 1] }));
+  const out = [];
+  for (let k = 0; k < r.from.length; k++) {
+    const points = r.points.subarray(r.offsets[k], r.offsets[k + 1]);
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (let i = 0; i < e.points.length; i += 2) {
-      x0 = Math.min(x0, e.points[i]);
-      x1 = Math.max(x1, e.points[i]);
-      y0 = Math.min(y0, e.points[i + 1]);
-      y1 = Math.max(y1, e.points[i + 1]);
+    for (let i = 0; i < points.length; i += 2) {
+      x0 = Math.min(x0, points[i]);
+      x1 = Math.max(x1, points[i]);
+      y0 = Math.min(y0, points[i + 1]);
+      y1 = Math.max(y1, points[i + 1]);
     }
-    return { ...e, label: labels.get(`${e.from}\u0000${e.to}`), bbox: [x0 - 40, y0, x1 + 60, y1] };
-  });
+    const from = drawn[r.from[k]].id, to = drawn[r.to[k]].id;
+    out.push({ from, to, points, label: labels.get(`${from}\u0000${to}`), bbox: [x0 - 40, y0, x1 + 60, y1] });
+  }
   return { nodes, edges: out, width: r.width, height: r.height, engine: r.engine, ms: r.ms };
 }

@@ -38,6 +38,8 @@ export class Scene {
     await nextTask();
     if (seq !== this.seq) return false;
     const tree = await buildGroups(nodes, info, nextTask);
+    await nextTask();
+    if (seq !== this.seq) return false;
     if (model !== this.model) {
       this.model = model;
       this.collapsed = defaultCollapsed(info, tree);
@@ -51,6 +53,8 @@ export class Scene {
   async draw(state, place = {}, seq = ++this.seq) {
     const projection = project(state.info, state.tree, this.collapsed);
     this.status.textContent = `laying out ${projection.drawn.length} nodes…`;
+    if (projection.drawn.length > 2000) await nextTask();
+    if (seq !== this.seq) return false;
     const r = await this.layoutCall('layout', layoutRequest(projection));
     await nextTask(); // the answer's deserialisation was one task
     if (seq !== this.seq) return false;

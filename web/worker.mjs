@@ -3,6 +3,7 @@
 // {type: 'progress', text} while working.
 import { init, FxError, Node } from '../wasm/index.mjs';
 import { randomInputs, outputNames, mulberry32 } from '../wasm/inputs.mjs';
+import { parsePattern, buildPatternPass } from './pattern_dsl.mjs';
 // Vite emits fx.wasm as an asset and gives its URL (relative to the built site).
 import wasmUrl from '../dist/fx.wasm?url';
 
@@ -288,7 +289,9 @@ const handlers = {
   /**
    * Runs passes one at a time. Per step: nodes before/after, removed/added/changed names, weight
    * bytes, time, and max abs/rel difference of the outputs against the model as opened; plus the
-   * light node list after the step, so the page can draw any step's diff.
+   * light node list after the step, so the page can draw any step's diff. `names` holds
+   * registered pass names and typed patterns ({name, pattern: text}); a pattern step that fails
+   * is rolled back and reported ({pass, error}) and the pipeline goes on.
    */
   passes({ names, check }) {
     const inputs = check ? randomInputs(gm, 1) : null;
@@ -296,10 +299,29 @@ const handlers = {
     const params = () => new Map(gm.namedParameters().concat(gm.namedBuffers()));
     let before = lightNodes(gm, params(), false);
     const steps = [{ pass: '(as opened)', nodes: before, weightBytes: weightStats(gm, params()).bytes }];
-    names.forEach((pass, k) => {
+    names.forEach((item, k) => {
+      const pass = typeof item === 'string' ? item : item.name;
       progress(`pass ${pass}`, (k + 0.5) / names.length);
       const t0 = performance.now();
-      const [r] = fx.runPasses(gm, [pass], {});
+      let r, matches = null;
+      if (typeof item === 'string') [r] = fx.runPasses(gm, [item], {});
+      else {
+        // A typed replace_pattern (web/pattern_dsl.mjs) as a JS pass under the same rules, plus
+        // the schema checks; one that fails is rolled back and reported on its row.
+        const saved = new fx.GraphModule(gm.graph.clone(), { root: gm, className: gm.className });
+        try {
+          const p = buildPatternPass(fx, parsePattern(item.pattern), pass);
+          [r] = fx.runPasses(gm, [p.pass], {});
+          gm.lint();
+          matches = p.matches();
+          saved.delete();
+        } catch (e) {
+          gm.delete();
+          gm = saved;
+          steps.push({ pass, error: `${e.kind ?? 'Error'}: ${e.message}`, nodes: before, weightBytes: weightStats(gm, params()).bytes, removed: [], added: [], changed: [] });
+          return;
+        }
+      }
       const ms = performance.now() - t0;
       const p = params();
       const after = lightNodes(gm, p, false);
@@ -309,6 +331,7 @@ const handlers = {
         pass,
         ms,
         modified: r.modified,
+        matches,
         nodesBefore: r.nodesBefore,
         nodesAfter: r.nodesAfter,
         removed: before.filter((n) => !now.has(n.name)).map((n) => n.name),
@@ -555,13 +578,38 @@ const handlers = {
   },
 };
 
+/**
+ * Posts a result whose node lists (a snapshot's, each pass step's) travel ahead in messages of
+ * NODE_CHUNK nodes ({id, part, nodes}) and are replaced by {chunked: part} in the final message:
+ * the page deserialises a 15k-node list in small tasks instead of one long one. The nodes' `text`
+ * (used here to diff steps) is left out.
+ */
+const NODE_CHUNK = 1500;
+function postResult(id, result, transfer) {
+  let parts = 0;
+  const strip = (owner) => {
+    const nodes = owner?.nodes;
+    if (!Array.isArray(nodes)) return;
+    if (nodes.length <= NODE_CHUNK) return void (owner.nodes = nodes.map(({ text, ...n }) => n));
+    const part = parts++;
+    for (let i = 0; i < nodes.length; i += NODE_CHUNK) postMessage({ id, part, nodes: nodes.slice(i, i + NODE_CHUNK).map(({ text, ...n }) => n) });
+    owner.nodes = { chunked: part };
+  };
+  if (result && typeof result === 'object') {
+    strip(result);
+    strip(result.snapshot);
+    result.steps?.forEach(strip);
+  }
+  postMessage({ id, ok: true, result }, transfer);
+}
+
 onmessage = async (e) => {
   const { id, type, ...args } = e.data;
   try {
     if (type !== 'load' && type !== 'passInfo' && !gm) throw new FxError('ValueError', 'open a model first');
     const result = await handlers[type](args);
     const transfer = result?.bytes instanceof Uint8Array ? [result.bytes.buffer] : result?.files ? Object.values(result.files).map((b) => b.buffer) : [];
-    postMessage({ id, ok: true, result }, transfer);
+    postResult(id, result, transfer);
   } catch (err) {
     postMessage({ id, ok: false, error: { kind: err.kind ?? 'Error', message: err.message ?? String(err) } });
   }

@@ -88,7 +88,8 @@ test('module groups from the ONNX names: frames, a collapsed group is one box wi
   await clickBox(box);
   await waitDrawn(before);
   expect(await page.getAttribute('body', 'data-collapsed')).toBe('0');
-  expect(await drawnNodes()).toContain('batch_normalization');
+  await page.waitForSelector('#graph [data-node="batch_normalization"]');
+  expect(await page.$(box)).toBeNull();
 
   // Collapse every group: the outermost ('features') is one box; searching a node inside opens it.
   before = await page.getAttribute('body', 'data-drawn');
@@ -106,6 +107,86 @@ test('module groups from the ONNX names: frames, a collapsed group is one box wi
   expect(await page.$('#graph [data-group="features"]')).toBeNull();
   await page.click('#groups-expand');
   await page.waitForSelector('body[data-collapsed="0"]');
+  expect(errors).toEqual([]);
+});
+
+const stepOrder = () => page.$$eval('#pass-list .step', (rs) => rs.map((r) => r.dataset.step));
+const reportRows = () => page.$$eval('#pass-report tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+async function runPipeline() {
+  await page.click('#pass-form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#pass-report tbody tr') && !document.body.hasAttribute('aria-busy') && document.body.dataset.loaded);
+}
+
+test('the pipeline is ordered by drag (and Alt+arrows, and its buttons); the run follows the order', async () => {
+  await page.keyboard.press('4');
+  const registry = await stepOrder();
+  expect(registry.slice(0, 4)).toEqual(['dce', 'cse', 'remove-dropout', 'fold']);
+  // Drag fold onto the top half of dce: it goes first.
+  await page.dragAndDrop('#pass-list .step[data-step="fold"]', '#pass-list .step[data-step="dce"]', { targetPosition: { x: 20, y: 3 } });
+  expect((await stepOrder()).slice(0, 4)).toEqual(['fold', 'dce', 'cse', 'remove-dropout']);
+  // Keyboard: cse up one; the ▼ button moves fuse-conv-bn below fuse-matmul-add.
+  await page.focus('#pass-list .step[data-step="cse"]');
+  await page.keyboard.press('Alt+ArrowUp');
+  expect((await stepOrder()).slice(0, 3)).toEqual(['fold', 'cse', 'dce']);
+  const order = await stepOrder();
+  const i = order.indexOf('fuse-conv-bn');
+  await page.click('#pass-list .step[data-step="fuse-conv-bn"] button.down');
+  expect((await stepOrder())[i + 1]).toBe('fuse-conv-bn');
+  expect(await page.textContent('#pipeline-order')).toBe('Runs: fold → cse → dce → fuse-conv-bn');
+  await runPipeline();
+  expect((await reportRows()).map((r) => r[0])).toEqual(['(as opened)', 'fold', 'cse', 'dce', 'fuse-conv-bn']);
+  await screenshot('14-pipeline-reordered');
+  expect(errors).toEqual([]);
+});
+
+test('a typed replace_pattern is a pipeline step: Relu -> Clip(0, 6) with its diff drawn; mistakes are named, the page keeps working', async () => {
+  await page.click('#reset');
+  await page.waitForFunction(() => !document.body.hasAttribute('aria-busy') && document.body.dataset.loaded);
+  await page.keyboard.press('4');
+  await page.click('#pattern-editor summary');
+  // A syntax error is named at once and adds nothing.
+  await page.fill('#pattern-text', 'Relu(x) -> Clip(x, 0.0, 6.0');
+  await page.click('#pattern-add');
+  expect(await page.textContent('#pattern-error')).toBe("PatternError: line 1: expected ')' at the end of the line");
+  await page.fill('#pattern-text', 'pattern:\n  y = Relu(x)\nreplacement:\n  Clip(z, 0.0, 6.0)');
+  await page.click('#pattern-add');
+  expect(await page.textContent('#pattern-error')).toMatch(/^PatternError: line 4: the replacement uses 'z', which is neither an input of the pattern \(x\)/);
+  expect(await page.$('#pass-list .step[data-step^="pattern:"]')).toBeNull();
+  // The pattern, and one that parses but builds a Clip with four inputs (its schema takes three).
+  await page.fill('#pattern-text', 'Relu(x) -> Clip(x, 0.0, 6.0)');
+  await page.click('#pattern-add');
+  expect(await page.textContent('#pattern-error')).toBe('');
+  await page.fill('#pattern-text', 'MaxPool(x) -> Clip(x, 0.0, 6.0, 7.0)');
+  await page.click('#pattern-add');
+  expect(await page.textContent('#pass-list .step[data-step="pattern:1"] label')).toBe(' pattern 1: Relu → Clip');
+  // Only the patterns run; the broken one first, so the good one runs after a failure.
+  for (const box of await page.$$('#pass-list .step:not([data-step^="pattern:"]) input:checked')) await box.uncheck();
+  await page.dragAndDrop('#pass-list .step[data-step="pattern:2"]', '#pass-list .step[data-step="pattern:1"]', { targetPosition: { x: 20, y: 3 } });
+  expect(await page.textContent('#pipeline-order')).toBe('Runs: pattern 2: MaxPool → Clip → pattern 1: Relu → Clip');
+  await runPipeline();
+  const rows = await reportRows();
+  expect(rows.map((r) => r[0])).toEqual(['(as opened)', 'pattern 2: MaxPool → Clip', 'pattern 1: Relu → Clip']);
+  expect(rows[1][1]).toMatch(/^SchemaError: .*Clip.* \(rolled back\)$/);
+  expect(rows[2][1]).toMatch(/^\d+ → \d+ · 2 matches$/);
+  expect(rows[2][4]).toMatch(/^\d\.\d\de[+-]\d+$/); // the equivalence check's max |Δ|, like a built-in pass
+  expect(rows[2][6]).toMatch(/^−2 \+\d+ ~\d+$/);
+  expect(await page.textContent('#pass-verdict')).toMatch(/^Step pattern 2: MaxPool → Clip failed and was skipped\./);
+  const code = await page.textContent('#code');
+  expect(code).toContain('onnx.Clip(');
+  expect(code).not.toContain('onnx.Relu(');
+  expect(code).toContain('onnx.MaxPool('); // the failed step was rolled back
+  // The step's diff on the graph: the Relus removed, the Clips added (their constants folded in).
+  await page.click('#pass-report tbody tr[data-pass="pattern 1: Relu → Clip"]');
+  await page.waitForSelector('body[data-step="pattern 1: Relu → Clip"]');
+  await page.waitForSelector('#graph .node.removed');
+  expect(await page.$$eval('#graph .node.removed', (ns) => ns.map((n) => n.dataset.node).sort())).toEqual(['relu', 'relu_1']);
+  expect(await page.$$eval('#graph .node.added', (ns) => ns.map((n) => n.dataset.node).sort())).toEqual(['clip', 'clip_1']);
+  expect(await page.textContent('#graph [data-node="clip"]')).toMatch(/pattern_const/);
+  await screenshot('15-pattern-step-diff');
+  // The page works on: the module runs, and the export loads in the package.
+  await page.keyboard.press('5');
+  await page.click('#run');
+  await page.waitForFunction(() => document.getElementById('run-result').textContent.includes('logits'));
   expect(errors).toEqual([]);
 });
 
