@@ -440,16 +440,20 @@ export class GraphView {
   renderMinimapBase() {
     const g = this.graph;
     const mm = this.minimap;
-    this.mmScale = Math.min(mm.width / g.width, mm.height / g.height);
+    const s = (this.mmScale = Math.min(mm.width / g.width, mm.height / g.height));
+    // Centred; a very tall or wide graph stays a visible strip (every box at least 2 px).
+    this.mmOffset = [(mm.width - g.width * s) / 2, (mm.height - g.height * s) / 2];
+    const [ox, oy] = this.mmOffset;
     this.mmBase = document.createElement('canvas');
     Object.assign(this.mmBase, { width: mm.width, height: mm.height });
     const ctx = this.mmBase.getContext('2d');
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, mm.width, mm.height);
-    const s = this.mmScale;
+    ctx.fillStyle = 'rgba(128,100,180,0.15)';
+    for (const f of g.frames ?? []) if (f.depth === 0) ctx.fillRect(ox + f.x0 * s, oy + f.y0 * s, Math.max(2, (f.x1 - f.x0) * s), Math.max(2, (f.y1 - f.y0) * s));
     for (const n of g.nodes) {
       ctx.fillStyle = KIND_COLOURS[n.kind][1];
-      ctx.fillRect((n.x - n.width / 2) * s, (n.y - n.height / 2) * s, Math.max(1, n.width * s), Math.max(1, n.height * s));
+      ctx.fillRect(ox + (n.x - n.width / 2) * s, oy + (n.y - n.height / 2) * s, Math.max(2, n.width * s), Math.max(1, n.height * s));
     }
   }
 
@@ -458,9 +462,11 @@ export class GraphView {
     ctx.drawImage(this.mmBase, 0, 0);
     const v = this.viewRect(0);
     const s = this.mmScale;
+    const [ox, oy] = this.mmOffset;
     ctx.strokeStyle = '#d33';
     ctx.lineWidth = 1.5;
-    ctx.strokeRect(v.x0 * s, v.y0 * s, (v.x1 - v.x0) * s, (v.y1 - v.y0) * s);
+    const w = Math.max(4, (v.x1 - v.x0) * s), h = Math.max(4, (v.y1 - v.y0) * s);
+    ctx.strokeRect(ox + ((v.x0 + v.x1) / 2) * s - w / 2, oy + ((v.y0 + v.y1) / 2) * s - h / 2, w, h);
   }
 
   /**
@@ -516,7 +522,7 @@ export class GraphView {
     let mmDrag = false;
     const moveTo = (e) => {
       const r = this.minimap.getBoundingClientRect();
-      const wx = (e.clientX - r.left) / this.mmScale, wy = (e.clientY - r.top) / this.mmScale;
+      const wx = (e.clientX - r.left - this.mmOffset[0]) / this.mmScale, wy = (e.clientY - r.top - this.mmOffset[1]) / this.mmScale;
       const { w, h } = this.size();
       this.setTransform(this.k, w / 2 - wx * this.k, h / 2 - wy * this.k);
     };

@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { createServer } from '../../scripts/serve.mjs';
+import { layeredLayout } from '../../web/layered_layout.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const shots = path.join(root, 'build/playground-screens');
@@ -50,6 +51,61 @@ afterAll(async () => {
   await browser?.close();
   await new Promise((r) => server?.close(r));
   fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('the layered layout (graphs too large for dagre): 300 transformer blocks, edges point down, no overlaps, no sideways drift', () => {
+  // Per block: LayerNorm, q/k/v chains of 4, scores, scale, softmax, context, 3 reshapes, residual
+  // Add, LayerNorm, a 6-node MLP, residual Add (the shape of gen_transformer_stack.py's blocks).
+  const nodes = [], edges = [];
+  const add = (id, ...from) => {
+    nodes.push({ id, width: 90 + (id.length % 5) * 30, height: 37 + (id.length % 3) * 13 });
+    for (const f of from) edges.push([f, id]);
+    return id;
+  };
+  let x = add('x');
+  for (let b = 0; b < 300; b++) {
+    const ln = add(`b${b}.ln1`, x);
+    const [q, k, v] = ['q', 'k', 'v'].map((n) => [1, 2, 3, 4].reduce((prev, i) => add(`b${b}.${n}${i}`, prev), ln));
+    let h = add(`b${b}.scores`, q, k);
+    for (const n of ['div', 'softmax']) h = add(`b${b}.${n}`, h);
+    h = add(`b${b}.context`, h, v);
+    for (const n of ['merge_t', 'merge', 'out_mm', 'out_add']) h = add(`b${b}.${n}`, h);
+    const x1 = add(`b${b}.res1`, x, h);
+    h = add(`b${b}.ln2`, x1);
+    for (const n of ['mm0', 'add0', 'gelu', 'mm3', 'add3']) h = add(`b${b}.${n}`, h);
+    x = add(`b${b}.res2`, x1, h);
+  }
+  add('output', x);
+  const t0 = performance.now();
+  const r = layeredLayout(nodes, edges);
+  const ms = performance.now() - t0;
+  expect(nodes.length).toBe(8702);
+  expect(ms).toBeLessThan(5000);
+  const at = (id) => r.nodes[id];
+  const size = new Map(nodes.map((n) => [n.id, n]));
+  const problems = [];
+  for (const n of nodes) if (!Number.isFinite(at(n.id)?.[0]) || !Number.isFinite(at(n.id)?.[1])) problems.push(`${n.id} has no position`);
+  // Every edge runs down, from its source's bottom to its target's top.
+  expect(r.edges).toHaveLength(edges.length);
+  for (const e of r.edges) {
+    const [sx, sy] = at(e.from), [tx, ty] = at(e.to);
+    const p = e.points;
+    if (!(ty > sy)) problems.push(`${e.from} -> ${e.to} runs up`);
+    if (p[0] !== sx || p[1] !== sy + size.get(e.from).height / 2) problems.push(`${e.from} -> ${e.to} does not leave its source's bottom`);
+    if (p[p.length - 2] !== tx || p[p.length - 1] !== ty - size.get(e.to).height / 2) problems.push(`${e.from} -> ${e.to} does not reach its target's top`);
+  }
+  // Boxes on a rank keep apart.
+  const ranks = new Map();
+  for (const n of nodes) (ranks.get(at(n.id)[1]) ?? ranks.set(at(n.id)[1], []).get(at(n.id)[1])).push(n);
+  for (const row of ranks.values()) {
+    row.sort((a, b) => at(a.id)[0] - at(b.id)[0]);
+    for (let i = 1; i < row.length; i++) if (at(row[i].id)[0] - row[i].width / 2 - (at(row[i - 1].id)[0] + row[i - 1].width / 2) < 20) problems.push(`${row[i - 1].id} and ${row[i].id} overlap`);
+  }
+  expect(problems.slice(0, 5)).toEqual([]);
+  // 300 blocks stacked, not a staircase: as wide as a few blocks side by side, not hundreds.
+  expect(r.width).toBeLessThan(1500);
+  expect(Math.abs(at('b0.ln1')[0] - at('b299.ln1')[0])).toBeLessThan(50);
+  console.log(`layered layout of ${nodes.length} nodes, ${edges.length} edges: ${ms.toFixed(0)} ms in Node, ${Math.round(r.width)} x ${Math.round(r.height)} px`);
 });
 
 /** Clicks the middle of an element's box with the mouse (the view hit-tests the pointer itself). */
