@@ -11,7 +11,7 @@ export const clip = (s, n = 38) => (s.length > n ? s.slice(0, n - 1) + '…' : s
 /**
  * {drawn: [{id, title, lines, kind, width, height}], edges: [{from, to, label}], ownerOf}, where
  * `ownerOf` maps every name (folded ones too) to the drawn node that shows it. Async: it awaits
- * `pause()` (e.g. the next task) every 2,000 nodes when given one.
+ * `pause()` (e.g. the next task) every 1,000 nodes when given one.
  */
 export async function buildDrawn(nodes, pause = null) {
   const byName = new Map();
@@ -25,7 +25,7 @@ export async function buildDrawn(nodes, pause = null) {
   const ownerOf = new Map();
   let k = 0;
   for (const n of nodes) {
-    if (pause && ++k % 2000 === 0) await pause();
+    if (pause && ++k % 1000 === 0) await pause();
     if (folded.has(n.name)) continue;
     ownerOf.set(n.name, n.name);
     const weights = [];

@@ -326,6 +326,32 @@ export class GraphView {
     }
     ctx.stroke();
     const showText = this.k >= 0.15;
+    if (!showText) {
+      // Far out (thousands of boxes): one path per colour, outlines only where they show.
+      const byFill = new Map();
+      for (const n of this.graph.nodes) {
+        const x = n.x - n.width / 2, y = n.y - n.height / 2;
+        if (x + n.width < v.x0 || x > v.x1 || y + n.height < v.y0 || y > v.y1) continue;
+        const mark = this.marks.get(n.id);
+        const fill = mark === 'added' ? '#c8f0d4' : mark === 'removed' ? '#f8d0d0' : mark === 'changed' ? '#fbe3b0' : KIND_COLOURS[n.kind][this.k * n.width < 6 ? 1 : 0];
+        let list = byFill.get(fill);
+        if (!list) byFill.set(fill, (list = []));
+        list.push(x, y, n.width, n.height);
+      }
+      for (const [fill, r] of byFill) {
+        ctx.beginPath();
+        for (let i = 0; i < r.length; i += 4) ctx.rect(r[i], r[i + 1], r[i + 2], r[i + 3]);
+        ctx.fillStyle = fill;
+        ctx.fill();
+      }
+      const sel = this.selected && this.byId.get(this.selected);
+      if (sel) {
+        ctx.strokeStyle = '#e0a000';
+        ctx.lineWidth = 3 / this.k;
+        ctx.strokeRect(sel.x - sel.width / 2, sel.y - sel.height / 2, sel.width, sel.height);
+      }
+      return;
+    }
     for (const n of this.graph.nodes) {
       const x = n.x - n.width / 2, y = n.y - n.height / 2;
       if (x + n.width < v.x0 || x > v.x1 || y + n.height < v.y0 || y > v.y1) continue;
@@ -336,11 +362,9 @@ export class GraphView {
       ctx.lineWidth = (n.id === this.selected ? 3 : 1) / this.k;
       ctx.fillRect(x, y, n.width, n.height);
       ctx.strokeRect(x, y, n.width, n.height);
-      if (showText) {
-        ctx.fillStyle = '#222';
-        ctx.font = '12px sans-serif';
-        ctx.fillText(n.title, x + 8, y + 16);
-      }
+      ctx.fillStyle = '#222';
+      ctx.font = '12px sans-serif';
+      ctx.fillText(n.title, x + 8, y + 16);
     }
   }
 

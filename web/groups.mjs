@@ -32,7 +32,7 @@ function pathOf(n) {
 /**
  * The group tree of a drawn graph: {groups: Map id -> {id, label, parent, kids: [], direct: [],
  * size}, groupOf: Map drawn id -> innermost group id}. `nodes` is the worker's light node list.
- * Async: it awaits `pause()` every 2,000 nodes when given one.
+ * Async: it awaits `pause()` every 1,000 nodes when given one.
  */
 export async function buildGroups(nodes, info, pause = null) {
   const groups = new Map();
@@ -53,7 +53,7 @@ export async function buildGroups(nodes, info, pause = null) {
   const drawnIds = new Set(info.drawn.map((d) => d.id));
   let count = 0;
   for (const n of nodes) {
-    if (pause && ++count % 2000 === 0) await pause();
+    if (pause && ++count % 1000 === 0) await pause();
     if (!drawnIds.has(n.name)) continue;
     const p = path(n);
     if (!p?.length) continue;
