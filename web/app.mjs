@@ -470,7 +470,11 @@ const BROKE = 1e-3;
 $('pass-form').addEventListener('submit', (e) => e.preventDefault());
 $('pass-form').addEventListener('submit', quietly(async () => {
   const names = pipelineSteps();
-  const r = await busy('running passes', () => call('passes', { names, check: $('check').checked }));
+  document.body.dataset.passes = 'running';
+  const r = await busy('running passes', () => call('passes', { names, check: $('check').checked })).catch((e) => {
+    document.body.dataset.passes = 'failed';
+    throw e;
+  });
   const body = $('pass-report').tBodies[0];
   body.replaceChildren();
   let broke = null;
@@ -510,6 +514,7 @@ $('pass-form').addEventListener('submit', quietly(async () => {
   $('pass-verdict').classList.toggle('error', Boolean(broke || failed));
   await show(r.snapshot);
   steps = r.steps;
+  document.body.dataset.passes = 'done'; // the steps' rows can be clicked
 }));
 
 /** Draws step k's change: the graph after it plus the nodes it removed, coloured. */

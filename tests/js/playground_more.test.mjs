@@ -169,8 +169,9 @@ test('module groups from the ONNX names: frames, a collapsed group is one box wi
 const stepOrder = () => page.$$eval('#pass-list .step', (rs) => rs.map((r) => r.dataset.step));
 const reportRows = () => page.$$eval('#pass-report tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
 async function runPipeline() {
+  await page.evaluate(() => delete document.body.dataset.passes);
   await page.click('#pass-form button[type=submit]');
-  await page.waitForFunction(() => document.querySelector('#pass-report tbody tr') && !document.body.hasAttribute('aria-busy') && document.body.dataset.loaded);
+  await page.waitForSelector('body[data-passes="done"]');
 }
 
 test('the pipeline is ordered by drag (and Alt+arrows, and its buttons); the run follows the order', async () => {
