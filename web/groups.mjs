@@ -94,13 +94,6 @@ export async function buildGroups(nodes, info, pause = null) {
   return { groups, groupOf };
 }
 
-/** Ancestors of group `id`, outermost first, the group itself last. */
-export function lineage(tree, id) {
-  const out = [];
-  for (let g = tree.groups.get(id); g; g = g.parent ? tree.groups.get(g.parent) : null) out.unshift(g.id);
-  return out;
-}
-
 /** The group `id` of a drawn node is folded into (its outermost collapsed group), or null. */
 export function collapsedOwner(tree, collapsed, id) {
   let owner = null;

@@ -110,12 +110,10 @@ export class Scene {
   async toggle(id, at = null) {
     const s = this.state;
     if (!s?.tree.groups.has(id)) return;
+    // Expanding shows its subgroups as they were (collapsed or not).
     const expanding = this.collapsed.has(id);
     if (expanding) this.collapsed.delete(id);
-    else {
-      this.collapsed.add(id);
-      // Its subgroups open again as they were collapsed; the outermost collapsed box shows.
-    }
+    else this.collapsed.add(id);
     const ok = await this.draw(s, {});
     if (!ok) return;
     const g = this.view.graph;
@@ -131,7 +129,7 @@ export class Scene {
     else if (focus) this.view.centerOnPoint(focus.x, focus.y);
   }
 
-  /** Expands every group (all: true) or collapses every group (the outermost ones show). */
+  /** Expands every group (`expanded`) or collapses every group (the outermost ones show). */
   async setAll(expanded) {
     const s = this.state;
     if (!s) return;
