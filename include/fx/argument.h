@@ -232,6 +232,11 @@ class Argument {
   Storage v_;
 };
 
+/// A dtype as meta holds it: a Dtype, or a String naming one ("float32", "torch.float32"), which
+/// is how the JS API writes meta dtypes (tensors and meta share the one spelling there); nullptr
+/// for anything else. Readers of meta types (tensor_meta, onnx_type...) use this.
+const Dtype* meta_dtype(const Argument& a);
+
 /// Python `repr()` of a double ("1.0", "1e-05", "inf", "nan", "-0.0").
 std::string py_float_repr(double v);
 /// Python `repr()` of a str: single quotes unless the text holds ' and no ".

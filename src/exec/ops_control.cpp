@@ -334,8 +334,8 @@ void sequence_map(OpCall& c) {
       if (const Argument& t = types->elements()[k]; t.kind() == Argument::Kind::Dict)
         for (const auto& kv : t.dict_items())
           if (kv.first.kind() == Argument::Kind::String && kv.first.to_string() == "dtype" &&
-              kv.second.kind() == Argument::Kind::Dtype)
-            d = kv.second.to_dtype();
+              meta_dtype(kv.second))
+            d = *meta_dtype(kv.second);
     c.outputs.push_back(Value::sequence(d, std::move(outs[k])));
   }
 }

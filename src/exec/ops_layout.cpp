@@ -188,9 +188,9 @@ void constant_of_shape(OpCall& c) {
       if (k.kind() == Argument::Kind::String && k.to_string() == "value" &&
           attr.kind() == Argument::Kind::Dict)
         for (const auto& [f, dt] : attr.dict_items())
-          if (f.kind() == Argument::Kind::String && f.to_string() == "dtype" &&
-              dt.kind() == Argument::Kind::Dtype && dt.to_dtype() != c.outputs.back().dtype())
-            c.outputs.back() = cast_value(c, c.outputs.back(), dt.to_dtype());
+          if (f.kind() == Argument::Kind::String && f.to_string() == "dtype" && meta_dtype(dt) &&
+              *meta_dtype(dt) != c.outputs.back().dtype())
+            c.outputs.back() = cast_value(c, c.outputs.back(), *meta_dtype(dt));
 }
 
 }  // namespace

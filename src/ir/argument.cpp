@@ -47,6 +47,21 @@ Dtype dtype_from_name(const std::string& name_in) {
                                     "': expected a torch dtype name such as 'float32' or 'int64'");
 }
 
+const Dtype* meta_dtype(const Argument& a) {
+  static const Dtype kAll[] = {
+#define FX_DTYPE_VALUE(name, str) Dtype::name,
+      FX_DTYPES(FX_DTYPE_VALUE)
+#undef FX_DTYPE_VALUE
+  };
+  if (a.kind() == Argument::Kind::Dtype) return &kAll[static_cast<size_t>(a.to_dtype())];
+  if (a.kind() != Argument::Kind::String) return nullptr;
+  try {
+    return &kAll[static_cast<size_t>(dtype_from_name(a.to_string()))];
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
 size_t dtype_size(Dtype d) {
   switch (d) {
     case Dtype::Float32:

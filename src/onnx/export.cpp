@@ -31,8 +31,8 @@ bool type_from_arg(const Argument* t, ::onnx::TypeProto* out) {
     return out->ParseFromString(proto->to_string());
   auto* tt = out->mutable_tensor_type();
   const Argument* dt = dict_get(t, "dtype");
-  if (dt && dt->kind() == Argument::Kind::Dtype)
-    tt->set_elem_type(onnx_elem_type(dt->to_dtype()));
+  if (const Dtype* d = dt ? meta_dtype(*dt) : nullptr)
+    tt->set_elem_type(onnx_elem_type(*d));
   else if (dt && dt->kind() == Argument::Kind::Int)
     tt->set_elem_type(static_cast<int32_t>(dt->to_int()));
   const Argument* shape = dict_get(t, "shape");
@@ -507,7 +507,8 @@ class Exporter {
       // A scalar that was a one-element tensor.
       Tensor t;
       const Argument* dt = dict_get(spec, "dtype");
-      t.dtype = dt && dt->kind() == Argument::Kind::Dtype ? dt->to_dtype() : Dtype::Float32;
+      const Dtype* d = dt ? meta_dtype(*dt) : nullptr;
+      t.dtype = d ? *d : Dtype::Float32;
       if (const Argument* sh = dict_get(spec, "shape"); sh && sh->is_sequence())
         for (const Argument& d : sh->elements()) t.shape.push_back(d.to_int());
       if (t.numel() != 1) throw bad("has a tensor spec with more than one element");

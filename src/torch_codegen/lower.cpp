@@ -136,7 +136,14 @@ void Lowerer::probe() {
       std::vector<int64_t> dims;
       for (const auto& kv : t->dict_items()) {
         if (kv.first.kind() != Argument::Kind::String) continue;
-        if (kv.first.to_string() == "dtype") dtype = kv.second.to_dtype();
+        if (kv.first.to_string() == "dtype") {
+          const Dtype* d = meta_dtype(kv.second);
+          if (!d)
+            throw Error(ErrorKind::Value,
+                        "lower to torch: input '" + p->name() + "' has no dtype in its ONNX type",
+                        p->name());
+          dtype = *d;
+        }
         if (kv.first.to_string() == "shape" && kv.second.is_sequence())
           for (const Argument& d : kv.second.elements()) {
             if (d.kind() == Argument::Kind::Int && d.to_int() >= 0) {
