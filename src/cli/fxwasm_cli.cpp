@@ -2,7 +2,7 @@
 //
 //   fxwasm-cli model.onnx [--print graph|tabular|code|readable|all|none] [--num-users]
 //              [--passes dce,cse,fold,...] [--check-equivalence] [--out new.onnx]
-//              [--run] [--inputs in_0.pb ...] [--save-outputs DIR] [--coverage]
+//              [--run] [--inputs in_0.pb ...] [--save-outputs DIR] [--coverage] [--shapes]
 //              [--to-torch DIR [--torch-class NAME]]
 //   fxwasm-cli --sample ...      the torch.fx docs' MyModule, built through the C++ API
 #include <chrono>
@@ -71,6 +71,8 @@ int usage(std::ostream& os, int code) {
         "  --export-opset N      write opset N (default: the model's, raised as fused ops need)\n"
         "  --gelu FORM           a fused Gelu as: decomposed (default), com.microsoft, opset20\n"
         "  --coverage            list the nodes the executor cannot run\n"
+        "  --shapes              infer every value's dtype and shape without data (named\n"
+        "                        input dims such as batch stay symbolic) and list them\n"
         "  --run                 run the model (random inputs unless --inputs)\n"
         "  --inputs A.pb B.pb    inputs as ONNX TensorProto files, one per graph input\n"
         "  --save-outputs DIR    write output_0.pb ... into DIR\n"
@@ -144,7 +146,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool sample = false, num_users = false, run = false, check = false, show_coverage = false;
+  bool sample = false, num_users = false, run = false, check = false, show_coverage = false,
+       show_shapes = false;
   std::string what = "all", model, out_path, save_dir, passes, torch_dir;
   std::string torch_class = "FxModule";
   fx::onnx::ImportOptions import_options;
@@ -239,6 +242,8 @@ int main(int argc, char** argv) {
       run = true;
     else if (a == "--coverage")
       show_coverage = true;
+    else if (a == "--shapes")
+      show_shapes = true;
     else if (a == "--to-torch")
       torch_dir = value("--to-torch");
     else if (a == "--torch-class")
@@ -290,6 +295,16 @@ int main(int argc, char** argv) {
     if (all || what == "code") std::cout << gm->code() << "\n";
     if (what == "readable") std::cout << gm->print_readable() << "\n";
 
+    if (show_shapes) {
+      const fx::exec::ShapeInferResult r = fx::exec::infer_shapes(*gm);
+      std::cout << "shapes (inferred without data): " << r.typed << " of " << r.total
+                << " nodes typed\n";
+      for (const fx::Node* n : gm->graph().nodes())
+        if (const fx::Argument* tm = n->meta().find("tensor_meta"))
+          std::cout << "  " << std::left << std::setw(32) << n->name() << " " << tm->repr() << "\n";
+      for (const auto& g : r.gaps)
+        std::cout << "  untyped: " << g.node << " (" << g.target << "): " << g.reason << "\n";
+    }
     if (show_coverage) {
       const auto gaps = fx::exec::coverage(*gm);
       std::cout << "coverage: "

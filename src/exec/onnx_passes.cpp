@@ -255,7 +255,9 @@ bool fuse_matmul_add(GraphModule& gm) {
     const Tensor* w = constant(gm, mm->args()[1]);
     const Tensor* b = constant(gm, bias);
     if (!a_shape || a_shape->elements().size() != 2 || !w || w->shape.size() != 2 || !b) continue;
-    const int64_t M = a_shape->elements()[0].to_int(), N = w->shape[1];
+    // M may be a named size or unknown (infer_shapes): then only biases that need no M fit.
+    const Argument& m_dim = a_shape->elements()[0];
+    const int64_t M = m_dim.kind() == Argument::Kind::Int ? m_dim.to_int() : -1, N = w->shape[1];
     // Gemm's C must broadcast to (M, N) one way: [N], [1, N], [M, N], [M, 1] or a scalar.
     const std::vector<int64_t>& bs = b->shape;
     const bool ok = bs.empty() || (bs.size() == 1 && (bs[0] == N || bs[0] == 1)) ||

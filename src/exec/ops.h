@@ -76,6 +76,9 @@ int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* 
 int64_t first_i64(const OpCall& c, const Value& v);
 float first_f32(const OpCall& c, const Value& v);
 
+/// The element type of an ONNX TensorProto.DataType code, or nullptr (complex, unknown codes).
+const Dtype* onnx_dtype(int64_t code);
+
 /// A new value of `shape` filled with zero bytes.
 Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 

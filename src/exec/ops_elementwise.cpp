@@ -313,6 +313,8 @@ void softmax(OpCall& c, bool log) {
   c.outputs.push_back(out);
 }
 
+}  // namespace
+
 const Dtype* onnx_dtype(int64_t code) {
   // TensorProto.DataType codes (complex: not tensors the executor holds).
   static const Dtype kTypes[] = {Dtype::Float32, Dtype::UInt8,   Dtype::Int8,    Dtype::UInt16,
@@ -322,8 +324,6 @@ const Dtype* onnx_dtype(int64_t code) {
   if (code < 1 || code > 16 || code == 14 || code == 15) return nullptr;  // not complex
   return &kTypes[code - 1];
 }
-
-}  // namespace
 
 Value cast_value(const OpCall& c, const Value& v, Dtype dtype) { return cast_to(c, v, dtype); }
 

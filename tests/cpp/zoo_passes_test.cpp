@@ -20,18 +20,11 @@
 namespace {
 
 std::vector<std::string> zoo_models(bool* present) {
-  std::vector<std::string> out;
   const std::string dir = std::string(FXWASM_MODELS_DIR) + "/zoo";
   DIR* d = opendir(dir.c_str());
   *present = d != nullptr;
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".onnx") == 0)
-      out.push_back(dir + "/" + name);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
+  if (d) closedir(d);
+  std::vector<std::string> out = fxtest::onnx_files(dir);
   out.push_back(std::string(FXWASM_MODELS_DIR) + "/sample.onnx");
   return out;
 }

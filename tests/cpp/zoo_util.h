@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -14,6 +17,21 @@
 #include "fx/onnx.h"
 
 namespace fxtest {
+
+// The .onnx files of a folder, sorted (empty if the folder is absent).
+inline std::vector<std::string> onnx_files(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".onnx") == 0)
+      out.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // One value per placeholder, from meta "onnx_type" {dtype, shape}; symbolic dims become 1.
 // Floats uniform in [-1, 1), integers in [0, 4), from a fixed-seed LCG.

@@ -16,11 +16,16 @@
 // outcomes in the same form (the ort= column taken from --ort FILE, the output of
 // scripts/ort_backend.mjs, else from --expected).
 //
+// Shape inference without data is checked on the same cases: for every case that passes,
+// fx::exec::infer_shapes types the graph from its declared input types alone, and every dim it
+// states must equal the dim of the value the run computed (each node probed). A disagreement is an
+// error (exit 1); nodes it cannot type are counted (--verbose lists them by reason).
+//
 // Every case runs in this process: a crash is a failure of the whole run, as it should be.
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +37,7 @@
 
 #include "fx/error.h"
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/onnx.h"
 
 namespace fs = std::filesystem;
@@ -156,8 +162,9 @@ std::string compare_values(const fx::exec::Value& want, const fx::exec::Value& g
   const auto& g = got.elements();
   if (w.size() != g.size()) return got.describe() + ", expected " + want.describe();
   for (size_t i = 0; i < w.size(); ++i) {  // sequences hold tensors: one level
-    const std::string why = w[i].is_tensor() && g[i].is_tensor() ? compare(w[i], g[i], rtol, atol)
-                                                                 : compare_values(w[i], g[i], rtol, atol);
+    const std::string why = w[i].is_tensor() && g[i].is_tensor()
+                                ? compare(w[i], g[i], rtol, atol)
+                                : compare_values(w[i], g[i], rtol, atol);
     if (!why.empty()) return "element " + std::to_string(i) + ": " + why;
   }
   return {};
@@ -184,7 +191,56 @@ struct Outcome {
   std::string reason;
 };
 
-Outcome run_case(const fs::path& dir) {
+// Shape inference against the run, over all passing cases.
+struct ShapeStats {
+  size_t nodes = 0, typed = 0;
+  std::vector<std::string> wrong;         // "case: node: inferred vs ran"
+  std::map<std::string, size_t> gap_ops;  // target -> untyped nodes
+};
+ShapeStats g_shapes;
+
+std::string dims_str(const fx::Argument& shape) {
+  std::string s = "[";
+  for (const fx::Argument& d : shape.elements()) {
+    if (s.size() > 1) s += ", ";
+    s += d.kind() == fx::Argument::Kind::Int      ? std::to_string(d.to_int())
+         : d.kind() == fx::Argument::Kind::String ? d.to_string()
+                                                  : "?";
+  }
+  return s + "]";
+}
+
+// Types `gm` without data, runs it on `inputs` probing every node, and records disagreements.
+void check_shapes(const std::string& name, fx::GraphModule& gm,
+                  const std::vector<fx::exec::Value>& inputs) {
+  const fx::exec::ShapeInferResult r = fx::exec::infer_shapes(gm);
+  g_shapes.nodes += r.total;
+  g_shapes.typed += r.typed;
+  for (const fx::exec::ShapeInferGap& gp : r.gaps) ++g_shapes.gap_ops[gp.target + ": " + gp.reason];
+  fx::exec::RunOptions opts;
+  for (fx::Node* n : gm.graph().nodes())
+    if (n->op() != fx::Opcode::Output && n->meta().find("tensor_meta"))
+      opts.probe.push_back(n->name());
+  const fx::exec::RunResult ran = fx::exec::run(gm, inputs, opts);
+  for (const auto& [node, v] : ran.probes) {
+    if (!v.is_tensor()) continue;
+    const fx::Argument* tm = gm.graph().find_node(node)->meta().find("tensor_meta");
+    const fx::Argument *shape = nullptr, *dtype = nullptr;
+    for (const auto& kv : tm->dict_items())
+      (kv.first.to_string() == "shape" ? shape : dtype) = &kv.second;
+    bool ok = dtype->to_dtype() == v.dtype() && shape->elements().size() == v.shape().size();
+    for (size_t i = 0; ok && i < v.shape().size(); ++i) {
+      const fx::Argument& d = shape->elements()[i];
+      ok = d.kind() != fx::Argument::Kind::Int || d.to_int() == v.shape()[i];
+    }
+    if (!ok)
+      g_shapes.wrong.push_back(name + ": " + node + ": inferred " +
+                               fx::dtype_name(dtype->to_dtype()) + dims_str(*shape) + ", ran " +
+                               v.describe());
+  }
+}
+
+Outcome run_case(const fs::path& dir, bool check_shape_inference) {
   Outcome o;
   try {
     std::unique_ptr<fx::GraphModule> gm = fx::onnx::load_model((dir / "model.onnx").string());
@@ -217,8 +273,8 @@ Outcome run_case(const fs::path& dir) {
       }
       const std::vector<fx::exec::Value> got = fx::exec::run(*gm, inputs);
       if (got.size() != expected.size()) {
-        o.reason = std::to_string(got.size()) + " outputs, expected " +
-                   std::to_string(expected.size());
+        o.reason =
+            std::to_string(got.size()) + " outputs, expected " + std::to_string(expected.size());
         return o;
       }
       for (size_t i = 0; i < got.size(); ++i) {
@@ -230,6 +286,22 @@ Outcome run_case(const fs::path& dir) {
       }
     }
     o.pass = true;
+    if (check_shape_inference) {
+      std::vector<fx::exec::Value> inputs;
+      for (int i = 0;; ++i) {
+        const fs::path p = sets[0] / ("input_" + std::to_string(i) + ".pb");
+        if (!fs::exists(p)) break;
+        const std::vector<uint8_t> b = read_file(p);
+        inputs.push_back(fx::exec::Value::from_onnx(
+            fx::onnx::value_from_proto_bytes(b.data(), b.size(), input_type(*gm, i)),
+            p.filename().string()));
+      }
+      try {
+        check_shapes(dir.filename().string(), *gm, inputs);
+      } catch (const std::exception& e) {  // inference must not throw, nor break the run
+        g_shapes.wrong.push_back(dir.filename().string() + ": " + e.what());
+      }
+    }
   } catch (const fx::Error& e) {
     o.reason = std::string("fx::Error(") + fx::error_kind_name(e.kind()) + "): " + e.what();
   } catch (const std::exception& e) {
@@ -325,7 +397,7 @@ int main(int argc, char** argv) {
   int passed = 0;
   for (const auto& [name, dir] : cases) {
     if (!only.empty() && name != only) continue;
-    Outcome o = run_case(dir);
+    Outcome o = run_case(dir, true);
     passed += o.pass;
     if (verbose || !only.empty())
       std::cout << name << ": " << (o.pass ? "pass" : "FAIL " + one_line(o.reason)) << "\n";
@@ -356,6 +428,13 @@ int main(int argc, char** argv) {
     std::cout << "; of the " << ort_passed << " onnxruntime-node passes, fxwasm passes " << both;
   }
   std::cout << "\n";
+  std::cout << "shape inference without data: typed " << g_shapes.typed << " of " << g_shapes.nodes
+            << " nodes of the passing cases; " << g_shapes.wrong.size()
+            << " disagree with the run\n";
+  for (const std::string& w : g_shapes.wrong) std::cout << "  SHAPE INFERENCE WRONG: " << w << "\n";
+  if (verbose)
+    for (const auto& [why, count] : g_shapes.gap_ops)
+      std::cout << "  untyped: " << count << " x " << one_line(why) << "\n";
   for (const std::string& n : new_passes)
     std::cout << "  newly passes (update " << expected_file << "): " << n << "\n";
   for (const std::string& n : unlisted)
@@ -376,5 +455,5 @@ int main(int argc, char** argv) {
       f << "\n";
     }
   }
-  return regressions.empty() ? 0 : 1;
+  return regressions.empty() && g_shapes.wrong.empty() ? 0 : 1;
 }

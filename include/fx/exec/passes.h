@@ -2,6 +2,7 @@
 // as get_attr), proven by running the graph before and after with fx::exec (equivalence_check).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,37 @@ bool fuse_conv_bn(GraphModule& gm);
 /// "tensor_meta" = {'shape': (dims...), 'dtype': torch.<dtype>} (multi-output nodes: the first
 /// output's).
 void shape_prop(GraphModule& gm, const std::vector<Value>& inputs);
+
+/// What infer_shapes is told about the graph inputs.
+struct ShapeInferOptions {
+  /// Shapes of inputs by placeholder name (or the input's ONNX name): per dim an Int, a String
+  /// (a named size such as "batch") or None (unknown). Inputs not listed keep the shape their
+  /// ONNX type declares (meta "onnx_type").
+  std::map<std::string, std::vector<Argument>> input_shapes;
+};
+
+/// A node infer_shapes could not type, and why.
+struct ShapeInferGap {
+  std::string node;
+  std::string target;
+  std::string reason;
+};
+
+struct ShapeInferResult {
+  size_t total = 0;  ///< nodes other than the output
+  size_t typed = 0;  ///< of them, with tensor_meta (multi-output nodes: on their getitem users)
+  std::vector<ShapeInferGap> gaps;
+};
+
+/// ShapeProp without data: records meta "tensor_meta" = {'shape': (dims...), 'dtype': ...} on
+/// every node whose element type and rank follow from the inputs' declared types and the ops'
+/// shape rules (ONNX's operator specification). A dim is an int, a size expression over the
+/// inputs' named sizes ("batch", "seq + 1", "4*seq"), or None when it depends on data.
+/// Constants, and the small tensors computed only from them, run on the executor's ops, so
+/// shape arithmetic (Shape -> Gather -> Concat -> Reshape) stays exact; nothing large is
+/// computed. A node that cannot be typed loses any earlier tensor_meta and is listed in `gaps`
+/// with the reason (an op without a rule, a rank known only at run time...).
+ShapeInferResult infer_shapes(GraphModule& gm, const ShapeInferOptions& options = {});
 
 /// MatMul(A, W) + B -> Gemm(A, W, B) where A is 2-D (from tensor_meta: run shape_prop first),
 /// W a constant 2-D matrix, B a constant broadcastable to the output, and the MatMul has no other
