@@ -66,6 +66,7 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("gmCallOp", &gm_call_op);
   function("gmValueKinds", &gm_value_kinds);
   function("gmShapeProp", &gm_shape_prop);
+  function("gmInferShapes", &gm_infer_shapes);
   function("passInfo", &pass_info);
   function("gmRunPasses", &gm_run_passes);
   function("gmMatchPattern", &gm_match_pattern);

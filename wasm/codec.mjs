@@ -207,6 +207,7 @@ class Reader {
     this.s = s;
     this.i = 0;
     this.graph = graph;
+    this.metaDtypes = false;
   }
   until() {
     const end = this.s.indexOf(';', this.i);
@@ -283,7 +284,9 @@ class Reader {
         return new FxSlice(a, b, this.value());
       }
       case 'D':
-        return new FxDtype(this.str());
+        // In meta, a dtype reads as the spelling tensors use ('float32'); elsewhere (a node's
+        // arguments, where it is a torch.dtype value) as an FxDtype.
+        return this.metaDtypes ? this.str() : new FxDtype(this.str());
       case 'M':
         return new FxMemoryFormat(this.str());
       case 'L':
@@ -314,6 +317,13 @@ class Reader {
 
 export function decode(s, graph) {
   return new Reader(s, graph).value();
+}
+
+/** decode() of node or module meta: dtypes come back as tensor dtype strings ('float32'). */
+export function decodeMeta(s, graph) {
+  const r = new Reader(s, graph);
+  r.metaDtypes = true;
+  return r.value();
 }
 
 // Kwargs and meta keys are always strings: keep them a plain object even for index-like keys.

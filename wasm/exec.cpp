@@ -246,6 +246,59 @@ void gm_shape_prop(double id, val inputs) {
   guarded([&] { fx::exec::shape_prop(*gm_entry(id).gm, values_from_js(inputs)); });
 }
 
+// fx::exec::infer_shapes with `shapes` ({inputName: [number | string | null, ...]} or null);
+// returns {typed, total, gaps: [{node, target, reason}]}.
+val gm_infer_shapes(double id, val shapes) {
+  return guarded([&] {
+    fx::exec::ShapeInferOptions o;
+    if (!shapes.isNull() && !shapes.isUndefined()) {
+      if (shapes.typeOf().as<std::string>() != "object")
+        throw Error(ErrorKind::Value, "inferShapes: inputShapes must be an object");
+      const val keys = val::global("Object").call<val>("keys", shapes);
+      const size_t n = keys["length"].as<size_t>();
+      for (size_t i = 0; i < n; ++i) {
+        const std::string name = keys[i].as<std::string>();
+        const val dims = shapes[name];
+        const std::string where = "inferShapes: inputShapes['" + name + "']";
+        if (!val::global("Array").call<bool>("isArray", dims))
+          throw Error(ErrorKind::Value, where + " must be an array of dims");
+        std::vector<fx::Argument>& out = o.input_shapes[name];
+        const size_t rank = dims["length"].as<size_t>();
+        for (size_t k = 0; k < rank; ++k) {
+          const val d = dims[k];
+          const std::string type = d.typeOf().as<std::string>();
+          if (d.isNull()) {
+            out.emplace_back();
+          } else if (type == "string") {
+            out.emplace_back(d.as<std::string>());
+          } else if (type == "number" && d.as<double>() >= 0 &&
+                     d.as<double>() <= 9007199254740991.0 &&
+                     d.as<double>() == static_cast<double>(static_cast<int64_t>(d.as<double>()))) {
+            out.emplace_back(static_cast<long long>(d.as<double>()));
+          } else {
+            throw Error(ErrorKind::Value, where + "[" + std::to_string(k) +
+                                              "] must be a size (an integer >= 0), a name or null");
+          }
+        }
+      }
+    }
+    const fx::exec::ShapeInferResult r = fx::exec::infer_shapes(*gm_entry(id).gm, o);
+    val gaps = val::array();
+    for (const fx::exec::ShapeInferGap& g : r.gaps) {
+      val e = val::object();
+      e.set("node", g.node);
+      e.set("target", g.target);
+      e.set("reason", g.reason);
+      gaps.call<void>("push", e);
+    }
+    val out = val::object();
+    out.set("typed", static_cast<double>(r.typed));
+    out.set("total", static_cast<double>(r.total));
+    out.set("gaps", gaps);
+    return out;
+  });
+}
+
 // {inputs, outputs}: "tensor", "sequence" or "optional" for each graph input and output, from
 // their ONNX types (what valueFromONNX needs to read their test data).
 val gm_value_kinds(double id) {

@@ -109,6 +109,7 @@ val gm_call_op(double id, double tmp_gid, std::string target, std::string args,
                double meta_nid);
 val gm_value_kinds(double id);
 void gm_shape_prop(double id, val inputs);
+val gm_infer_shapes(double id, val shapes);
 /// {dtype, shape, data (a typed array)} -> Value (input `index`, for messages); copies the bytes.
 fx::exec::Value value_from_js(const val& v, size_t index);
 /// An array of such objects.

@@ -1,7 +1,7 @@
 // wasm/graph_module.mjs — GraphModule (torch.fx.GraphModule): a Graph plus its attribute tree.
 import { FxError, typeError } from './errors.mjs';
 import { M, PRIVATE, ck, requireModule, liveGraphs, finalizer, disposeSymbol } from './runtime.mjs';
-import { MAX_DEPTH, enc, decode, plainObject } from './codec.mjs';
+import { MAX_DEPTH, enc, decode, decodeMeta, plainObject } from './codec.mjs';
 import { Graph, pythonCodeResult } from './graph.mjs';
 import { encodeTensors, encodeValues, valueFromWasm } from './tensors.mjs';
 import { Node } from './node.mjs';
@@ -279,7 +279,7 @@ export class GraphModule {
 
   /** Metadata of the module as a whole (an imported model's opsets, producer, doc strings...). */
   get meta() {
-    return plainObject(decode(ck(M.gmMeta(this._id)), null));
+    return plainObject(decodeMeta(ck(M.gmMeta(this._id)), null));
   }
 
   /**
@@ -384,10 +384,28 @@ export class GraphModule {
       throw new FxError('SchemaError', `node '${p.node}' (${p.target}): ${p.rule}${more.length ? ` (and ${more.length} more; checkSchemas() lists them)` : ''}`, p.node);
   }
 
-  /** Runs the graph once and records meta["tensor_meta"] (shape, dtype) on every node. */
+  /**
+   * ShapeProp. With inputs: runs the graph once and records meta["tensor_meta"] (shape, dtype)
+   * on every node. Without: inferShapes() (no data, no run).
+   */
   shapeProp(inputs) {
+    if (inputs === undefined) return this.inferShapes();
     M.gmShapeProp(this._id, encodeTensors(inputs, 'shapeProp'));
     ck();
+    return undefined;
+  }
+
+  /**
+   * Shape inference without data (C++ `fx::exec::infer_shapes`): meta["tensor_meta"] on every
+   * node whose dtype and shape follow from the inputs' declared types (or `inputShapes`) and the
+   * ONNX ops' shape rules. Named sizes stay symbolic ('batch', '4*batch', 'seq + 1'); a dim that
+   * depends on data is null. Untyped nodes lose any earlier tensor_meta and are listed in `gaps`.
+   */
+  inferShapes(options = {}) {
+    if (options === null || typeof options !== 'object')
+      throw new FxError('ValueError', 'inferShapes: options must be an object');
+    const r = ck(M.gmInferShapes(this._id, options.inputShapes ?? null));
+    return { typed: r.typed, total: r.total, gaps: Array.from(r.gaps, (g) => ({ node: g.node, target: g.target, reason: g.reason })) };
   }
 
   delete() {

@@ -70,21 +70,62 @@ export type FxValue =
   | Map<FxValue, FxValue>
   | { [key: string]: FxValue };
 
-/** `meta.tensor_meta`, written by shapeProp (torch.fx's TensorMetadata, as fxwasm records it). */
+/**
+ * One dimension as meta records it: a size; a named size or an expression over named sizes
+ * (`'batch'`, `'4*batch'`, `'seq + 1'`), from the inputs' dynamic dims; or null when unknown.
+ */
+export type Dim = number | string | null;
+
+/**
+ * `meta.tensor_meta`, written by {@link GraphModule.shapeProp} / {@link GraphModule.inferShapes}
+ * (torch.fx's TensorMetadata, as fxwasm records it). Meta dtypes use the {@link TensorDtype}
+ * spelling tensors use, so `n.meta.tensor_meta.dtype === out.dtype`.
+ */
 export type TensorMeta = {
-  /** The value's shape (a Python tuple). */
-  shape: FxTuple;
-  /** Its dtype; `String(m.dtype.name)` is the {@link TensorDtype} spelling tensors use. */
-  dtype: FxDtype;
-  [key: string]: FxValue;
+  /** The value's shape (a Python tuple at run time: an {@link FxTuple}). */
+  shape: readonly Dim[];
+  /** Its element type. */
+  dtype: TensorDtype;
+  [key: string]: FxValue | readonly Dim[];
 };
 
 /** An ONNX value type as the importer records it (`meta.onnx_type`, output `onnx_output_types`). */
 export type OnnxValueType = {
-  dtype: FxDtype;
+  /** The element type; the raw TensorProto code when fxwasm has no such dtype. */
+  dtype: TensorDtype | number;
   /** Dimensions: a number, a symbolic name, or null when unknown. */
-  shape?: FxTuple;
-  [key: string]: FxValue | undefined;
+  shape?: readonly Dim[];
+  [key: string]: FxValue | readonly Dim[] | undefined;
+};
+
+/** What {@link GraphModule.inferShapes} could not type, and why. */
+export type ShapeInferenceGap = {
+  /** The node's name. */
+  node: string;
+  /** Its target (`onnx.Loop`, or the placeholder's name). */
+  target: string;
+  /** Why: an op without a shape rule, a rank known only at run time, an untyped input... */
+  reason: string;
+};
+
+/** The result of {@link GraphModule.inferShapes}. */
+export type ShapeInferenceReport = {
+  /** Nodes other than the output. */
+  total: number;
+  /** Of them, those with `meta.tensor_meta` now (a multi-output node: on its getitem users). */
+  typed: number;
+  /** The others, in graph order. */
+  gaps: ShapeInferenceGap[];
+};
+
+/** Options of {@link GraphModule.inferShapes}. */
+export type InferShapesOptions = {
+  /**
+   * Shapes of inputs by name (the placeholder's, or the ONNX input's): sizes, names for dynamic
+   * sizes, or null for unknown. Unlisted inputs keep their declared ONNX type's shape; a name
+   * that is no input is a `ValueError`.
+   */
+  inputShapes?: Record<string, readonly Dim[]>;
 };
 
 /**
@@ -636,8 +677,26 @@ export class GraphModule {
   checkSchemas(options?: { opset?: number }): SchemaProblem[];
   /** graph.lint(), then the schema checks: throws a LintError or a SchemaError naming the node. */
   lint(): void;
-  /** Runs once and records `meta.tensor_meta` = {shape, dtype} on every node (ShapeProp). */
+  /**
+   * torch.fx's ShapeProp: runs once on `inputs` and records `meta.tensor_meta` = {shape, dtype}
+   * on every node. Without inputs, it is {@link GraphModule.inferShapes} (no data, no run).
+   */
   shapeProp(inputs: TensorInput[]): void;
+  shapeProp(): ShapeInferenceReport;
+  /**
+   * Shape propagation without data (C++ `fx::exec::infer_shapes`): records `meta.tensor_meta`
+   * on every node whose dtype and shape follow from the inputs' declared ONNX types (or
+   * `options.inputShapes`) and the ONNX ops' shape rules. Dynamic dims stay symbolic
+   * (`'batch'`, `'4*batch'`, `'batch*seq'`); a dim that depends on data is null. Constants and
+   * small shape tensors computed from them are evaluated, so Shape → Gather → Concat → Reshape
+   * chains stay exact; nothing large is computed. Untyped nodes lose any earlier tensor_meta and
+   * are listed in the report's `gaps`.
+   *
+   * @example
+   * const r = gm.inferShapes({ inputShapes: { input_ids: [1, 'seq'] } });
+   * gm.graph.nodes.at(-2)?.meta.tensor_meta?.shape; // [1, 'seq', 768]
+   */
+  inferShapes(options?: InferShapesOptions): ShapeInferenceReport;
   /**
    * Serializes the module as an ONNX ModelProto (C++ `fx::onnx::export_model`). Names, opsets,
    * doc strings and metadata of an imported model are kept; a node with no ONNX form (call_module,

@@ -2,7 +2,7 @@
 // façade uses to check and convert node handles.
 import { FxError, typeError } from './errors.mjs';
 import { M, PRIVATE, NODE_HANDLE, ck, inspectSymbol } from './runtime.mjs';
-import { enc, encArgs, encKwargs, decode, plainObject, FxTuple, FxSlice, FxFloat, FxComplex, FxEllipsis } from './codec.mjs';
+import { enc, encArgs, encKwargs, decode, decodeMeta, plainObject, FxTuple, FxSlice, FxFloat, FxComplex, FxEllipsis } from './codec.mjs';
 
 /** Arrays and plain objects frozen all the way down (nodes and Fx value objects are left as they are). */
 function frozen(v) {
@@ -127,7 +127,7 @@ export class Node {
     ck();
   }
   get meta() {
-    return plainObject(decode(ck(M.nodeMeta(this.graph._gid, this.id)), null));
+    return plainObject(decodeMeta(ck(M.nodeMeta(this.graph._gid, this.id)), null));
   }
 
   prepend(x) {
@@ -186,7 +186,7 @@ export class Node {
   getMeta(key) {
     if (typeof key !== 'string') throw typeError('getMeta: key must be a string');
     const r = ck(M.nodeGetMeta(this.graph._gid, this.id, key));
-    return r === null ? undefined : decode(r, null);
+    return r === null ? undefined : decodeMeta(r, null);
   }
 
   setMeta(key, value) {

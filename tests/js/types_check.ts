@@ -23,7 +23,7 @@ import init, {
   AttributeRef,
   createWorker,
 } from 'fxwasm';
-import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue } from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue, TensorDtype, Dim, ShapeInferenceReport } from 'fxwasm';
 
 export async function main(): Promise<string> {
   const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
@@ -221,8 +221,13 @@ export function execTypes(fx: Fx, gm: GraphModule): unknown[] {
   const mismatched: Tensor<'int32'> = { data: new Float32Array(1), shape: [1], dtype: 'int32', dims: [1], type: 'int32' };
   const tm = imported.graph.nodes[0].meta.tensor_meta;
   const rank: number | undefined = tm?.shape.length;
-  const dtypeName: string | undefined = tm?.dtype.name;
+  const dtypeName: TensorDtype | undefined = tm?.dtype;
+  const firstDim: Dim | undefined = tm?.shape[0];
+  const report: ShapeInferenceReport = imported.inferShapes({ inputShapes: { x: [1, 'seq'] } });
+  const gapReason: string | undefined = report.gaps[0]?.reason;
+  // @ts-expect-error a dim is a size, a name or null
+  imported.inferShapes({ inputShapes: { x: [true] } });
   const onnxName: string | undefined = imported.graph.nodes[0].meta.onnx_name;
-  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length, remoteOut, ints, mismatched, rank, dtypeName, onnxName];
+  void [interpreted, users, head, parts, constant, names, ref.tensor().shape, jsReports[0].pass, overlapping.length, remoteOut, ints, mismatched, rank, dtypeName, firstDim, gapReason, onnxName];
   return [outs.length, probed.probes.relu.shape, gaps.length, reports[0].modified, matches.length, filtered.length, fromDir, opsets, body, t.name, firstPass, outputsKey, outputNames, passInfo().length, passNames.length];
 }
