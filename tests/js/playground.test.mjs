@@ -178,7 +178,8 @@ test('search (Ctrl+F) with next/previous selects and inspects; a code line selec
   await page.waitForSelector('body[data-selected="conv_1"]');
   await page.keyboard.press('Shift+Enter');
   await page.waitForSelector('body[data-selected="conv"]');
-  await page.waitForSelector('#inspector tr[data-field="op"]');
+  // The inspector fills in after the selection mark: wait until it shows conv, not conv_1.
+  await page.waitForFunction(() => document.querySelector('#inspector tr[data-field="name"] td.mono')?.textContent === 'conv');
   const field = (f) => page.textContent(`#inspector tr[data-field="${f}"] td.mono`);
   expect(await field('op')).toBe('call_function');
   expect(await field('target')).toBe('onnx.Conv');
