@@ -23,8 +23,17 @@ const numel = (shape) => shape.reduce((a, b) => a * Number(b), 1);
 const show = (v) => JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? Number(x) : x instanceof Node ? `%${x.name}` : x));
 const dtypeName = (d) => (d == null ? undefined : String(d.name ?? d).replace(/^torch\./, ''));
 
-/** Shapes on every node from one run on seeded inputs (ShapeProp); models that cannot run keep none. */
+/**
+ * Shapes on every node: inferred without data (gm.inferShapes: dynamic dims keep their names,
+ * 'batch', '4*batch'), or, when inference types nothing (no declared input types), from one run on
+ * seeded inputs (ShapeProp). Models that neither types keep none.
+ */
 function propagateShapes(m) {
+  try {
+    if (m.inferShapes().typed > 0) return true;
+  } catch {
+    // fall back to a run
+  }
   try {
     m.shapeProp(randomInputs(m, 0));
     return true;
@@ -61,7 +70,8 @@ function lightNodes(m, params, withShapes) {
     if (typeof onnxName === 'string' && onnxName !== n.name) out.onnxName = onnxName;
     if (withShapes) {
       const tm = n.getMeta('tensor_meta');
-      if (tm && Array.isArray(tm.shape)) Object.assign(out, { shape: tm.shape.map(Number), dtype: dtypeName(tm.dtype) });
+      // Named sizes ('batch', '4*batch') stay text; an unknown size shows as '?'.
+      if (tm && Array.isArray(tm.shape)) Object.assign(out, { shape: tm.shape.map((d) => (d === null ? '?' : typeof d === 'string' ? d : Number(d))), dtype: dtypeName(tm.dtype) });
     }
     if (n.op === 'get_attr') {
       const p = params.get(String(n.target));
