@@ -1,5 +1,5 @@
 // Internal to fx::exec: the QDQ pattern of quantized models, which the plan runs on integer
-// kernels (src/exec/ops_quant.cpp).
+// kernels (matched in src/exec/quant_plan.cpp, run by src/exec/ops_quant.cpp).
 //
 //   DequantizeLinear(xq, xs, xzp), DequantizeLinear(wq, ws, wzp) [, bias]
 //     -> Conv | MatMul | Gemm [-> Relu] -> QuantizeLinear(., ys, yzp)
@@ -31,6 +31,10 @@ struct PlannedQdq {
   /// DequantizeLinear nodes read only by the pattern: never run.
   std::vector<uint32_t> absorbed;
 };
+
+/// The QLinear ops a pattern runs as (ops_quant.cpp).
+void qlinear_conv(OpCall& c);
+void qlinear_matmul(OpCall& c);
 
 /// The QDQ pattern at `n` (a Conv, MatMul or Gemm), or one with fn == null. Nodes marked in
 /// `probed` (by id) are never fused away.
