@@ -1,0 +1,306 @@
+// Pooling: max-pool (separable: a column pass over each window's rows, then an AVX2 or scalar
+// row pass; a NaN-exact plane path for the general case), average pool and global average pool.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/conv.h"
+#include "kernels/scratch.h"
+#include "kernels/simd.h"
+#include "kernels/thread_pool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#include <immintrin.h>
+#endif
+
+namespace fx::kernels {
+
+namespace {
+
+// One plane of max_pool2d, any window, NaN-exact: row at a time, for each window offset (kh, kw)
+// the output columns whose input is inside the row form one range, so the inner loop has no
+// bounds checks and no branches (a select that lets NaN win and stay).
+void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* orow = o + oh * OW;
+    std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+    for (int64_t kh = 0; kh < p.KH; ++kh) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+      if (ih < 0 || ih >= p.H) continue;
+      const float* irow = plane + ih * p.W;
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        const int64_t off = kw * p.dilation_w - p.pad_left;
+        const int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
+        const int64_t hi = std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1);
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          const float v = irow[ow * p.stride_w + off], b = orow[ow];
+          orow[ow] = (v > b || v != v) ? v : b;
+        }
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#define FXWASM_POOL_AVX2 1
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// The even and odd lanes of q[0..16): [q0 q2 .. q14] and [q1 q3 .. q15].
+__attribute__((target("avx2"), always_inline)) inline void even_odd_avx2(const float* q,
+                                                                         __m256& even,
+                                                                         __m256& odd) {
+  const __m256 a = _mm256_loadu_ps(q), b = _mm256_loadu_ps(q + 8);
+  even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+}
+
+// hrow[0..8) = max of q[2j], q[2j + 1], q[2j + 2] (reads q[0..18)).
+__attribute__((target("avx2"), always_inline)) inline void max8_k3s2_avx2(const float* q,
+                                                                          float* hrow) {
+  __m256 e0, o0, e2, o2;
+  even_odd_avx2(q, e0, o0);
+  even_odd_avx2(q + 2, e2, o2);
+  _mm256_storeu_ps(hrow, _mm256_max_ps(_mm256_max_ps(e0, o0), e2));
+}
+
+// orow[at..at+8) = max over rows[0..n) at the same columns; lanes where a row has a NaN are
+// set in `nan`. N > 0: n is N (unrolled, the usual 2- and 3-row windows); else any n.
+template <int N>
+__attribute__((target("avx2"), always_inline)) inline void max_rows8_avx2(const float* const* rows,
+                                                                          int64_t n, float* orow,
+                                                                          int64_t at, __m256& nan) {
+  if (N > 0) n = N;
+  __m256 m = _mm256_loadu_ps(rows[0] + at);
+  __m256 bad = _mm256_cmp_ps(m, m, _CMP_UNORD_Q);
+  for (int64_t r = 1; r < n; ++r) {
+    const __m256 x = _mm256_loadu_ps(rows[r] + at);
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    m = _mm256_max_ps(m, x);
+  }
+  nan = _mm256_or_ps(nan, bad);
+  _mm256_storeu_ps(orow + at, m);
+}
+
+template <int N>
+__attribute__((target("avx2"))) int64_t max_rows_n_avx2(const float* const* rows, int64_t n,
+                                                        float* orow, int64_t W, bool& nan) {
+  __m256 bad = _mm256_setzero_ps();
+  int64_t w = 0;
+  for (; w + 8 <= W; w += 8) max_rows8_avx2<N>(rows, n, orow, w, bad);
+  if (w < W && W >= 8) {  // the last eight once more, overlapping
+    max_rows8_avx2<N>(rows, n, orow, W - 8, bad);
+    w = W;
+  }
+  nan = nan || _mm256_movemask_ps(bad) != 0;
+  return w;
+}
+
+// Eight outputs at a time of a 3-wide, stride-2 window row (ResNet's and SqueezeNet's 3x3/2
+// pools), for outputs [ow, end) whose windows are inside the row. The 18 floats loaded for eight
+// outputs may run past the row (those land in no used lane), never past `limit`, the end of its
+// buffer. A last group of fewer than eight is done as the last
+// eight, overlapping. Returns where it stopped.
+__attribute__((target("avx2"))) int64_t max_row_k3s2_avx2(const float* irow, float* hrow,
+                                                          int64_t ow, int64_t end, int64_t pad_left,
+                                                          const float* limit) {
+  const int64_t first = ow;
+  for (; ow + 8 <= end && irow + ow * 2 - pad_left + 18 <= limit; ow += 8)
+    max8_k3s2_avx2(irow + ow * 2 - pad_left, hrow + ow);
+  // (Only when those eight cover everything left: end - 8 <= ow.)
+  if (ow < end && end - 8 >= first && end - 8 <= ow &&
+      irow + (end - 8) * 2 - pad_left + 18 <= limit) {
+    max8_k3s2_avx2(irow + (end - 8) * 2 - pad_left, hrow + end - 8);
+    ow = end;
+  }
+  return ow;
+}
+
+// orow[ow] = max of rows[0..n)[ow], eight at a time; returns where it stopped. Sets `nan` when
+// one of the values read is a NaN. (Unrolled for two and three rows: the loop over n kept one
+// max chain per eight columns in flight and took twice as long.)
+int64_t max_rows_avx2(const float* const* rows, int64_t n, float* orow, int64_t W, bool& nan) {
+  if (n == 3) return max_rows_n_avx2<3>(rows, n, orow, W, nan);
+  if (n == 2) return max_rows_n_avx2<2>(rows, n, orow, W, nan);
+  return max_rows_n_avx2<0>(rows, n, orow, W, nan);
+}
+#endif
+
+// hrow[ow] = max over kw of irow[ow * stride_w - pad_left + kw * dilation_w], in-row positions
+// only (-inf where the window has none). NaN-free rows.
+// `limit`: the end of the row's buffer (vector loads may run past the row, not past it).
+void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t OW,
+                  [[maybe_unused]] const float* limit) {
+  const int64_t sw = p.stride_w, dw = p.dilation_w, span = (p.KW - 1) * dw;
+  // Outputs whose whole window is inside the row: [lo, hi).
+  const int64_t lo = std::min(OW, (p.pad_left + sw - 1) / sw);
+  const int64_t last = p.W - 1 - span + p.pad_left;  // largest window start (+ pad) inside
+  const int64_t hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / sw + 1));
+  auto edge = [&](int64_t ow) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t iw = ow * sw - p.pad_left + kw * dw;
+      if (iw >= 0 && iw < p.W) m = std::max(m, irow[iw]);
+    }
+    hrow[ow] = m;
+  };
+  for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
+  int64_t ow = lo;
+  if (dw == 1 && sw == 1) {
+    for (; ow + 4 <= hi; ow += 4) {
+      const float* q = irow + ow - p.pad_left;
+      v4f m = load4(q);
+      for (int64_t kw = 1; kw < p.KW; ++kw) m = max4(m, load4(q + kw));
+      store4(hrow + ow, m);
+    }
+  } else if (dw == 1 && sw == 2) {
+    // Four outputs from the even lanes of eight consecutive inputs per kw, while those eight
+    // floats are inside the row; 3-wide windows (the common 3x3 / stride 2 pool) unrolled.
+    auto even = [](const float* q) {
+      return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
+    };
+    const int64_t end = std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1);
+    if (p.KW == 3) {
+#ifdef FXWASM_POOL_AVX2
+      if (cpu_has_avx2()) ow = max_row_k3s2_avx2(irow, hrow, ow, hi, p.pad_left, limit);
+#endif
+      for (; ow + 4 <= end; ow += 4) {
+        const float* q = irow + ow * 2 - p.pad_left;
+        store4(hrow + ow, max4(max4(even(q), even(q + 1)), even(q + 2)));
+      }
+    }
+    for (; ow + 4 <= end; ow += 4) {
+      const float* q = irow + ow * 2 - p.pad_left;
+      v4f m = even(q);
+      for (int64_t kw = 1; kw < p.KW; ++kw) m = max4(m, even(q + kw));
+      store4(hrow + ow, m);
+    }
+  }
+  for (; ow < hi; ++ow) {
+    const float* q = irow + ow * sw - p.pad_left;
+    float m = q[0];
+    for (int64_t kw = 1; kw < p.KW; ++kw) m = std::max(m, q[kw * dw]);
+    hrow[ow] = m;
+  }
+  for (ow = hi; ow < OW; ++ow) edge(ow);
+}
+
+}  // namespace
+
+void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  // Separable on NaN-free planes: per output row, the max over the window's input rows, column
+  // by column (into vrow), then the max along each window of vrow, with plain vector max
+  // instructions (rows first: at stride 2 the row pass, which shuffles, then runs on half as
+  // many rows). The column pass notes any NaN it reads; such a plane is redone on the exact path
+  // (a NaN must win wherever it is in the window, and vector max instructions drop it).
+  constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  std::vector<float>& vrow = scratch(Scratch::ConvRow);
+  vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
+  const float* vrow_end = vrow.data() + vrow.size();
+  for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
+    const float* plane = in + nc * p.H * p.W;
+    float* o = out + nc * OH * OW;
+    if (p.KH > kMaxRows) {
+      max_pool_plane_exact(p, plane, o);
+      continue;
+    }
+    bool nan = false;
+    for (int64_t oh = 0; oh < OH && !nan; ++oh) {
+      float* orow = o + oh * OW;
+      const float* rows[kMaxRows];
+      int64_t n = 0;
+      for (int64_t kh = 0; kh < p.KH; ++kh) {
+        const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+        if (ih >= 0 && ih < p.H) rows[n++] = plane + ih * p.W;
+      }
+      if (n == 0) {
+        std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+        continue;
+      }
+      float* v = vrow.data();
+      int64_t w = 0;
+#ifdef FXWASM_POOL_AVX2
+      if (cpu_has_avx2()) w = max_rows_avx2(rows, n, v, p.W, nan);
+#endif
+      v4i bad = {0, 0, 0, 0};
+      for (; w + 4 <= p.W; w += 4) {
+        v4f m = load4(rows[0] + w);
+        bad |= m != m;
+        for (int64_t r = 1; r < n; ++r) {
+          const v4f x = load4(rows[r] + w);
+          bad |= x != x;
+          m = max4(m, x);
+        }
+        store4(v + w, m);
+      }
+      nan = nan || (bad[0] | bad[1] | bad[2] | bad[3]) != 0;
+      for (; w < p.W; ++w) {
+        float m = rows[0][w];
+        for (int64_t r = 1; r < n; ++r) {
+          nan = nan || rows[r][w] != rows[r][w];
+          m = std::max(m, rows[r][w]);
+        }
+        nan = nan || m != m;
+        v[w] = m;
+      }
+      max_pool_row(p, v, orow, OW, vrow_end);
+    }
+    if (nan) max_pool_plane_exact(p, plane, o);
+  }
+}
+
+void avg_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
+    const float* plane = in + nc * p.H * p.W;
+    float* o = out + nc * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float sum = 0.0f;
+        int64_t inside = 0, in_padded = 0;
+        for (int64_t kh = 0; kh < p.KH; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+            // Positions in the padded input (not past it, which ceil_mode can reach) count
+            // when count_include_pad is set.
+            if (ih < p.H + p.pad_bottom && iw < p.W + p.pad_right) ++in_padded;
+            if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+            sum += plane[ih * p.W + iw];
+            ++inside;
+          }
+        }
+        const int64_t count = p.count_include_pad ? in_padded : inside;
+        o[oh * OW + ow] = count ? sum / static_cast<float>(count) : 0.0f;
+      }
+  }
+}
+
+void global_avg_pool(int64_t N, int64_t C, int64_t HW, const float* in, float* out) {
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    // Sixteen partial sums in four independent vector chains (a single serial chain was
+    // latency-bound: ~0.1 ms for SqueezeNet's 1000 x 13 x 13), combined in double.
+    const float* x = in + nc * HW;
+    v4f s0 = splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 16 <= HW; i += 16) {
+      s0 += load4(x + i);
+      s1 += load4(x + i + 4);
+      s2 += load4(x + i + 8);
+      s3 += load4(x + i + 12);
+    }
+    const v4f s = (s0 + s1) + (s2 + s3);
+    double sum = static_cast<double>(s[0]) + s[1] + s[2] + s[3];
+    for (; i < HW; ++i) sum += x[i];
+    out[nc] = static_cast<float>(sum / static_cast<double>(HW));
+  }
+}
+
+}  // namespace fx::kernels
