@@ -230,15 +230,12 @@ val gm_call_op(double id, double tmp_gid, std::string target, std::string args, 
 
 val gm_coverage(double id) {
   return guarded([&] {
-    val out = val::array();
-    for (const fx::exec::CoverageGap& g : fx::exec::coverage(*gm_entry(id).gm)) {
-      val o = val::object();
-      o.set("node", g.node);
-      o.set("target", g.target);
-      o.set("reason", g.reason);
-      out.call<void>("push", o);
-    }
-    return out;
+    return objects_to_js(fx::exec::coverage(*gm_entry(id).gm),
+                         [](val& o, const fx::exec::CoverageGap& g) {
+                           o.set("node", g.node);
+                           o.set("target", g.target);
+                           o.set("reason", g.reason);
+                         });
   });
 }
 
@@ -283,14 +280,11 @@ val gm_infer_shapes(double id, val shapes) {
       }
     }
     const fx::exec::ShapeInferResult r = fx::exec::infer_shapes(*gm_entry(id).gm, o);
-    val gaps = val::array();
-    for (const fx::exec::ShapeInferGap& g : r.gaps) {
-      val e = val::object();
-      e.set("node", g.node);
-      e.set("target", g.target);
-      e.set("reason", g.reason);
-      gaps.call<void>("push", e);
-    }
+    val gaps = objects_to_js(r.gaps, [](val& o, const fx::exec::ShapeInferGap& g) {
+      o.set("node", g.node);
+      o.set("target", g.target);
+      o.set("reason", g.reason);
+    });
     val out = val::object();
     out.set("typed", static_cast<double>(r.typed));
     out.set("total", static_cast<double>(r.total));

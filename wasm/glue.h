@@ -16,6 +16,19 @@ namespace fxwasm {
 
 using emscripten::val;
 
+/// A JS array with one plain object per item, its fields set by fill(object, item): the shape of
+/// every report list (coverage, schema problems, shape-inference and lowering gaps).
+template <class T, class Fill>
+val objects_to_js(const std::vector<T>& items, Fill&& fill) {
+  val out = val::array();
+  for (const T& item : items) {
+    val o = val::object();
+    fill(o, item);
+    out.call<void>("push", o);
+  }
+  return out;
+}
+
 // graph.cpp: fx::Graph.
 double graph_new();
 bool graph_delete(double gid);
@@ -104,9 +117,8 @@ std::string gm_add_constant(double id, std::string base, val tensor);
 // exec.cpp: running a GraphModule (fx::exec), and tensors as JS objects.
 val gm_run(double id, val inputs, val probe);
 val gm_coverage(double id);
-val gm_call_op(double id, double tmp_gid, std::string target, std::string args,
-               std::string kwargs, val inputs, double num_outputs, double meta_gid,
-               double meta_nid);
+val gm_call_op(double id, double tmp_gid, std::string target, std::string args, std::string kwargs,
+               val inputs, double num_outputs, double meta_gid, double meta_nid);
 val gm_value_kinds(double id);
 void gm_shape_prop(double id, val inputs);
 val gm_infer_shapes(double id, val shapes);

@@ -207,16 +207,12 @@ std::string gm_meta(double id) {
 // would accept the graph); `opset` 0 is the module's own.
 val gm_check_schemas(double id, double opset) {
   return guarded([&] {
-    val out = val::array();
-    for (const fx::onnx::SchemaProblem& p :
-         fx::onnx::check_schemas(*gm_entry(id).gm, static_cast<int64_t>(opset))) {
-      val o = val::object();
-      o.set("node", p.node);
-      o.set("target", p.target);
-      o.set("rule", p.rule);
-      out.call<void>("push", o);
-    }
-    return out;
+    return objects_to_js(fx::onnx::check_schemas(*gm_entry(id).gm, static_cast<int64_t>(opset)),
+                         [](val& o, const fx::onnx::SchemaProblem& p) {
+                           o.set("node", p.node);
+                           o.set("target", p.target);
+                           o.set("rule", p.rule);
+                         });
   });
 }
 

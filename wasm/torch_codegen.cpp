@@ -12,17 +12,13 @@ namespace fxwasm {
 
 val gm_lowering_coverage(double id) {
   return guarded([&] {
-    val out = val::array();
-    for (const fx::torch_codegen::LoweringGap& g :
-         fx::torch_codegen::lowering_coverage(*gm_entry(id).gm)) {
-      val o = val::object();
-      o.set("node", g.node);
-      o.set("op", g.op);
-      o.set("opset", static_cast<double>(g.opset));
-      o.set("reason", g.reason);
-      out.call<void>("push", o);
-    }
-    return out;
+    return objects_to_js(fx::torch_codegen::lowering_coverage(*gm_entry(id).gm),
+                         [](val& o, const fx::torch_codegen::LoweringGap& g) {
+                           o.set("node", g.node);
+                           o.set("op", g.op);
+                           o.set("opset", static_cast<double>(g.opset));
+                           o.set("reason", g.reason);
+                         });
   });
 }
 

@@ -241,13 +241,13 @@ async function selectNode(name, { from } = {}) {
     td.className = 'mono';
     td.textContent = v;
   }
-  $('inspector').replaceChildren(t, editBar(info, snapNode));
+  $('inspector').replaceChildren(t, editBar(info));
   if (from) selectTab('node', false);
 }
 
 // ---- editing ---------------------------------------------------------------------------------------
 /** The inspector's edit controls for node `info` (each edit is undoable: Undo / Ctrl+Z). */
-function editBar(info, snapNode) {
+function editBar(info) {
   const bar = document.createElement('div');
   bar.id = 'edit-bar';
   const isOutput = (current.properties.outputNodes ?? []).includes(info.name);
@@ -284,7 +284,6 @@ function editBar(info, snapNode) {
     button('Delete', 'delete');
   }
   if (info.op === 'placeholder') button('Make batch dynamic', 'dynamic-batch');
-  void snapNode;
   return bar;
 }
 
