@@ -80,6 +80,31 @@ if (mode === 'exec') {
               verdict(ok) + (specModels.has(m) ? '' : ' (issue 5 only)'), cell(t), ratio(a?.median_ms, t?.median_ms)];
     }));
 
+  // Import (session creation) + first run, and the process's peak RSS (issue 19's big-model rows).
+  const over = (impl, m, key) => {
+    const v = recs.filter((r) => r.impl === impl && r.model === m && r[key] != null && !r.profile).map((r) => r[key]);
+    return v.length ? median(v) : null;
+  };
+  if (models.some((m) => over('fxwasm-native', m, 'load_first_ms') != null)) {
+    console.log('Import + first run, ms (median over rounds), and peak RSS of the process, MB (file size beside)');
+    table(['model', 'file MB', 'fxwasm wasm', 'ort-web', 'fx/ort-web', 'fxwasm native', 'ort-node', 'fx/ort-node',
+           'peak RSS: fx wasm', 'ort-web', 'fx native', 'ort-node', 'fx native / file'],
+      models.map((m) => {
+        const f = (impl) => over(impl, m, 'load_first_ms'), rss = (impl) => over(impl, m, 'peak_rss_mb');
+        let fileMb = null;
+        try {
+          fileMb = fs.statSync(path.join(ROOT, 'models/zoo', `${m}.onnx`)).size / 2 ** 20;
+        } catch {
+          // not in models/zoo
+        }
+        const n = (v) => (v == null ? '-' : v.toFixed(0));
+        return [m, n(fileMb), n(f('fxwasm')), n(f('ortweb')), ratio(f('fxwasm'), f('ortweb')),
+                n(f('fxwasm-native')), n(f('ortnode')), ratio(f('fxwasm-native'), f('ortnode')),
+                n(rss('fxwasm')), n(rss('ortweb')), n(rss('fxwasm-native')), n(rss('ortnode')),
+                fileMb && rss('fxwasm-native') ? (rss('fxwasm-native') / fileMb).toFixed(2) + 'x' : '-'];
+      }));
+  }
+
   console.log('Output check: sum |y| of the first output (same seeded inputs), relative to onnxruntime-node');
   table(['model', 'onnxruntime-node', 'fxwasm wasm', 'ort-web', 'fxwasm native', 'torch eager'],
     models.map((m) => {

@@ -72,7 +72,7 @@ ensure_models
 # --input DTYPE:SHAPE flags of the native driver, from NAME.json.
 input_flags() {
   node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-           console.log(s.inputs.map(i => `--input ${i.dtype}:${i.shape.join(",")}`).join(" "))' \
+           console.log(s.inputs.map(i => `--input ${i.dtype}:${(i.example ?? i.shape).join(",")}`).join(" "))' \
     "models/zoo/$1.json"
 }
 

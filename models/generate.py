@@ -154,6 +154,20 @@ def transformer_encoder() -> nn.Module:
     return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
 
 
+def bert_encoder() -> nn.Module:
+    """A BERT-base-sized encoder: 12 post-LN layers of d_model 768, 12 heads, feed-forward 3072,
+    GELU, batch_first; embeddings in, hidden states out; batch and sequence length dynamic;
+    ~340 MB, benchmark-only."""
+    layer = nn.TransformerEncoderLayer(768, 12, dim_feedforward=3072, dropout=0.1,
+                                       activation="gelu", batch_first=True)
+    encoder = nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+    # The layers are deep copies of one: give each its own weights, or the exporter keeps one
+    # copy (equal initializers are shared) and the model is 1/12 of BERT's size.
+    for p in encoder.parameters():
+        nn.init.normal_(p, std=0.02)
+    return encoder
+
+
 @dataclasses.dataclass
 class Spec:
     """How to build and export one zoo model."""
@@ -216,6 +230,17 @@ ZOO: List[Spec] = [
     Spec("cnn_dynamic", "the conv-bn-relu CNN in eval mode with a dynamic batch axis",
          ConvBnReluCNN, {"input": (2, 3, 32, 32)}, ["logits"], opset=15,
          dynamic={"input": {0: "N"}, "logits": {0: "N"}}),
+    # Benchmark-only, big models (issue 19; bench/run_big_models.sh): opset 14 as the issue's
+    # torchvision exports, seeded random weights.
+    Spec("convnext_tiny", "torchvision ConvNeXt-T (7x7 depthwise convs, channels-last LayerNorm, "
+         "GELU); ~110 MB, benchmark-only", lambda: torchvision.models.convnext_tiny(weights=None),
+         IMAGE, ["logits"], opset=14, small=False, bench_only=True),
+    Spec("vit_b_16", "torchvision ViT-B/16 (12 layers, 12 heads, d 768); ~330 MB, benchmark-only",
+         lambda: torchvision.models.vit_b_16(weights=None), IMAGE, ["logits"], opset=14,
+         small=False, bench_only=True),
+    Spec("bert_encoder", bert_encoder.__doc__ or "", bert_encoder, {"x": (1, 128, 768)},
+         ["y"], opset=14, small=False, bench_only=True,
+         dynamic={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}),
     # Benchmark-only (bench/run_onnx_import.sh): the ~100 MB model of SPEC §3's import target.
     Spec("resnet50", "torchvision ResNet-50 (BN folded into Conv by the exporter); ~98 MB, "
          "benchmark-only", lambda: torchvision.models.resnet50(weights=None), IMAGE, ["logits"],
@@ -287,7 +312,11 @@ def describe(spec: Spec, proto: onnx.ModelProto) -> dict:
         "description": spec.description,
         "opset": opset,
         "seed": SEED,
-        "inputs": value_specs(proto.graph.input),
+        # A dynamic input also records the shape it was exported at ("example"), which the
+        # benchmarks run it at.
+        "inputs": [dict(v, example=list(spec.inputs[v["name"]]))
+                   if any(isinstance(d, str) for d in v["shape"]) else v
+                   for v in value_specs(proto.graph.input)],
         "outputs": value_specs(proto.graph.output),
         "nodes": len(proto.graph.node),
         "initializers": len(proto.graph.initializer),
