@@ -218,7 +218,7 @@ class Inference {
       }
     }
     if (all_data && in_numel <= kSmall && small_out) {
-      if (auto computed = evaluate(n, c, in)) return *computed;
+      if (auto computed = evaluate(n, in)) return *computed;
     }
     if (apply_size_arithmetic(op, c, in, out)) return out;
     if (!ruled) throw RuleGap{"no shape rule for onnx." + op};
@@ -226,14 +226,12 @@ class Inference {
   }
 
   // The op run on its (constant, small) inputs; nullopt when it cannot run here.
-  std::optional<std::vector<Fact>> evaluate(Node* n, const OpCall& rule_call,
-                                            const std::vector<Fact>& in) {
+  std::optional<std::vector<Fact>> evaluate(Node* n, const std::vector<Fact>& in) {
     const TargetInfo& info = target_info(n->target().function());
     if (!info.fn || !*info.fn || takes_non_tensors(*n)) return std::nullopt;
     OpCall c{*n, {}, n->kwargs(), {}, &gm_, nullptr};
     for (const Fact& f : in) c.inputs.push_back(f.present ? &*f.data : nullptr);
     (*info.fn)(c);  // an error here is the model's own, on its constants: reported as the gap
-    (void)rule_call;
     std::vector<Fact> out;
     for (const Value& v : c.outputs) {
       if (!v.is_tensor()) return std::nullopt;
