@@ -83,16 +83,17 @@ async function readNodeWasm(options) {
  * and the threaded glue's global.Worker is taken back too.
  */
 function callFactory(create, moduleOptions, lend) {
-  if (!isNode) return create(moduleOptions);
-  const before = {
-    uncaughtException: process.listeners('uncaughtException'),
-    unhandledRejection: process.listeners('unhandledRejection'),
-  };
-  const lent = { __dirname: decodeURIComponent(new URL(/* @vite-ignore */ '../dist/', import.meta.url).pathname), Worker: undefined, ...lend };
+  const before = isNode
+    ? { uncaughtException: process.listeners('uncaughtException'), unhandledRejection: process.listeners('unhandledRejection') }
+    : {};
+  // __dirname only if there is none; `lend`'s globals (and the Worker the glue sets) always.
+  const defaults = isNode ? { __dirname: decodeURIComponent(new URL(/* @vite-ignore */ '../dist/', import.meta.url).pathname), Worker: undefined } : {};
+  const lent = { ...defaults, ...lend };
   const saved = {};
   for (const k of Object.keys(lent)) {
     saved[k] = Object.getOwnPropertyDescriptor(globalThis, k);
-    if (!saved[k] && lent[k] !== undefined) globalThis[k] = lent[k];
+    if (lent[k] !== undefined && (!saved[k] || k in lend))
+      Object.defineProperty(globalThis, k, { value: lent[k], writable: true, configurable: true });
   }
   try {
     return create(moduleOptions);
@@ -144,15 +145,15 @@ async function loadSingle(options) {
 
 /** The threaded module (threads.mjs), with `threads` - 1 Workers; throws if it cannot load. */
 async function loadThreaded(options, threads) {
-  const { create, moduleOptions, globals, started } = await prepareThreaded(options, threads);
+  const { create, moduleOptions, globals, started, failure } = await prepareThreaded(options, threads);
   try {
-    return await callFactory(create, moduleOptions, globals ?? {});
+    return await Promise.race([callFactory(create, moduleOptions, globals), failure]);
   } catch (e) {
     for (const w of started) w.terminate();
     throw e;
   } finally {
     // Loaded (or dead): Workers parked in the pool must not keep a Node process alive.
-    for (const w of started) w.unref();
+    for (const w of started) w.unref?.();
   }
 }
 

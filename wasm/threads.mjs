@@ -63,9 +63,10 @@ async function nodeHref(p) {
 }
 
 /**
- * Imports the threaded glue and returns { create, moduleOptions, globals }: the factory, the
- * options to call it with, and (Node) the globals to lend for the call plus `started`, the
- * Workers it made (see the top of the file).
+ * Imports the threaded glue and returns { create, moduleOptions, globals, started, failure }: the
+ * factory, the options to call it with, the globals to lend for the call (Node: `require`; a
+ * browser: a Worker that reports load errors), the Workers it made, and a promise that rejects
+ * when one of them fails (see the top of the file).
  */
 export async function prepareThreaded(options, threads) {
   const moduleOptions = { fxPoolSize: threads - 1 };
@@ -89,11 +90,33 @@ export async function prepareThreaded(options, threads) {
   // Each Worker imports the glue itself, from this URL (EXPORT_ES6 glue has no script URL of
   // its own to give them).
   moduleOptions.mainScriptUrlOrBlob = glue;
+  const started = [];
+  // A Worker that fails to load would leave the factory waiting for it forever: report it.
+  let failed;
+  const failure = new Promise((_, reject) => (failed = reject));
+  failure.catch(() => {});
+  const watch = (w) => {
+    started.push(w);
+    const onError = (e) => failed(new Error(`a Worker of the threaded module failed: ${e?.message ?? e}`));
+    if (typeof w.on === 'function') w.on('error', onError);
+    else w.addEventListener('error', onError);
+  };
   if (!isNode) {
     const wasm = String(locate(THREAD_FILES.wasm));
-    const worker = String(locate(THREAD_FILES.worker));
+    let worker = String(locate(THREAD_FILES.worker));
+    // Bundlers inline small assets as data: URLs (Vite: under 4 kB, as this script is); a Worker
+    // from one would run in an opaque origin, so give it a same-origin blob: URL instead.
+    if (worker.startsWith('data:'))
+      worker = URL.createObjectURL(new Blob([await (await fetch(worker)).arrayBuffer()], { type: 'text/javascript' }));
     moduleOptions.locateFile = (name) => (name === THREAD_FILES.wasm ? wasm : name === THREAD_FILES.worker ? worker : name);
-    return { create, moduleOptions, globals: null, started: [] };
+    const PageWorker = globalThis.Worker;
+    class WatchedWorker extends PageWorker {
+      constructor(url, options) {
+        super(url, options);
+        watch(this);
+      }
+    }
+    return { create, moduleOptions, globals: { Worker: WatchedWorker }, started, failure };
   }
   const [fs, path, wt, mod] = await Promise.all([importNode('fs'), importNode('path'), importNode('worker_threads'), importNode('module')]);
   const fileOf = async (name) => {
@@ -109,15 +132,14 @@ export async function prepareThreaded(options, threads) {
   }
   const workerSource = fs.readFileSync(workerPath, 'utf8');
   moduleOptions.locateFile = (name) => (name === THREAD_FILES.worker ? workerPath : path.join(path.dirname(wasmPath), name));
-  const started = [];
   // worker_threads.Worker for the glue: fx-threads.worker.js's text, run as CommonJS.
   class GlueWorker extends wt.Worker {
     constructor() {
       super(workerSource, { eval: true });
-      started.push(this);
+      watch(this);
     }
   }
   const nodeRequire = mod.createRequire(import.meta.url);
   const lentRequire = (name) => (name === 'worker_threads' ? { ...wt, Worker: GlueWorker } : nodeRequire(name));
-  return { create, moduleOptions, globals: { require: lentRequire }, started };
+  return { create, moduleOptions, globals: { require: lentRequire }, started, failure };
 }
