@@ -1423,7 +1423,7 @@ export class FxWorker {
 /**
  * Starts fxwasm in a worker (a Web Worker in browsers, a worker thread under Node) with its own
  * wasm instance, so a page stays responsive while models import, run and go through passes.
- * Options are init()'s without functions (`wasmBinary`, `limits`). Bundlers (Vite, webpack) ship
+ * Options are init()'s without functions (`wasmBinary`, `limits`, `threads`). Bundlers (Vite, webpack) ship
  * the worker as a chunk of its own.
  */
 export function createWorker(options?: Omit<InitOptions, 'locateFile'>): Promise<FxWorker>;

@@ -145,9 +145,11 @@ async function loadSingle(options) {
 
 /** The threaded module (threads.mjs), with `threads` - 1 Workers; throws if it cannot load. */
 async function loadThreaded(options, threads) {
-  const { create, moduleOptions, globals, started, failure } = await prepareThreaded(options, threads);
+  const { create, moduleOptions, globals, started, failure, loaded } = await prepareThreaded(options, threads);
   try {
-    return await Promise.race([callFactory(create, moduleOptions, globals), failure]);
+    const module = await Promise.race([callFactory(create, moduleOptions, globals), failure]);
+    loaded();
+    return module;
   } catch (e) {
     for (const w of started) w.terminate();
     throw e;

@@ -63,10 +63,10 @@ async function nodeHref(p) {
 }
 
 /**
- * Imports the threaded glue and returns { create, moduleOptions, globals, started, failure }: the
- * factory, the options to call it with, the globals to lend for the call (Node: `require`; a
- * browser: a Worker that reports load errors), the Workers it made, and a promise that rejects
- * when one of them fails (see the top of the file).
+ * Imports the threaded glue and returns { create, moduleOptions, globals, started, failure,
+ * loaded }: the factory, the options to call it with, the globals to lend for the call (Node:
+ * `require`; a browser: a Worker that reports load errors), the Workers it made, a promise that
+ * rejects when one of them fails while loading, and what to call once the module has loaded.
  */
 export async function prepareThreaded(options, threads) {
   const moduleOptions = { fxPoolSize: threads - 1 };
@@ -95,12 +95,23 @@ export async function prepareThreaded(options, threads) {
   let failed;
   const failure = new Promise((_, reject) => (failed = reject));
   failure.catch(() => {});
+  let loading = true;
   const watch = (w) => {
     started.push(w);
     const onError = (e) => failed(new Error(`a Worker of the threaded module failed: ${e?.message ?? e}`));
     if (typeof w.on === 'function') w.on('error', onError);
     else w.addEventListener('error', onError);
+    // The glue's own handler (worker.onerror) rethrows the error, which under Node ends the
+    // process: while loading, the failure goes to init() instead, which falls back.
+    let glueHandler = null;
+    Object.defineProperty(w, 'onerror', {
+      configurable: true,
+      get: () => (e) => (loading ? undefined : glueHandler?.(e)),
+      set: (f) => (glueHandler = f),
+    });
   };
+  /** Called by init() once the module has loaded: Worker errors go to the glue again. */
+  const loaded = () => (loading = false);
   if (!isNode) {
     const wasm = String(locate(THREAD_FILES.wasm));
     let worker = String(locate(THREAD_FILES.worker));
@@ -116,7 +127,7 @@ export async function prepareThreaded(options, threads) {
         watch(this);
       }
     }
-    return { create, moduleOptions, globals: { Worker: WatchedWorker }, started, failure };
+    return { create, moduleOptions, globals: { Worker: WatchedWorker }, started, failure, loaded };
   }
   const [fs, path, wt, mod] = await Promise.all([importNode('fs'), importNode('path'), importNode('worker_threads'), importNode('module')]);
   const fileOf = async (name) => {
@@ -132,14 +143,22 @@ export async function prepareThreaded(options, threads) {
   }
   const workerSource = fs.readFileSync(workerPath, 'utf8');
   moduleOptions.locateFile = (name) => (name === THREAD_FILES.worker ? workerPath : path.join(path.dirname(wasmPath), name));
-  // worker_threads.Worker for the glue: fx-threads.worker.js's text, run as CommonJS.
+  // worker_threads.Worker for the glue: fx-threads.worker.js's text, run as CommonJS. Workers
+  // inherit the process's flags, and `node --input-type=module` (or a default type of module)
+  // would make the text an ES module, where `require` is not defined: leave those out.
+  const execArgv = [];
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const a = process.execArgv[i];
+    if (/^--(input-type|experimental-default-type)$/.test(a)) i++;
+    else if (!/^--(input-type|experimental-default-type)=/.test(a)) execArgv.push(a);
+  }
   class GlueWorker extends wt.Worker {
     constructor() {
-      super(workerSource, { eval: true });
+      super(workerSource, { eval: true, execArgv });
       watch(this);
     }
   }
   const nodeRequire = mod.createRequire(import.meta.url);
   const lentRequire = (name) => (name === 'worker_threads' ? { ...wt, Worker: GlueWorker } : nodeRequire(name));
-  return { create, moduleOptions, globals: { require: lentRequire }, started, failure };
+  return { create, moduleOptions, globals: { require: lentRequire }, started, failure, loaded };
 }

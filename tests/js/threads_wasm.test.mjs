@@ -67,6 +67,25 @@ test('1,000 runs across 4 GraphModules with interleaved delete(): no deadlock, n
   expect(r.peak).toBeGreaterThan(r.baseline.heapUsed);
 }, 360000);
 
+test('Node: a Worker script that fails as it loads makes init() fall back to one thread, naming the error', () => {
+  const r = child(['badworker'], 120000);
+  expect(r.info).toEqual({
+    build: 'single',
+    threads: 1,
+    requested: 2,
+    reason: 'the threaded module did not load (a Worker of the threaded module failed: this worker script fails)',
+  });
+  expect(r.shape).toEqual([2, 10]);
+}, 150000);
+
+test('Node: threads under `node --input-type=module -e` too (Workers inherit the flag; their script is CommonJS)', () => {
+  const code = `const { init } = await import(${JSON.stringify(path.join(ROOT, 'wasm/index.mjs'))});
+    console.log(JSON.stringify((await init({ threads: 2 })).threads()));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120000 });
+  expect(r.stderr).toBe('');
+  expect(JSON.parse(r.stdout)).toEqual({ build: 'threads', threads: 2, requested: 2, reason: null });
+}, 150000);
+
 describe('Chromium', () => {
   let browser;
   const PAGE = `<!doctype html><html><body><script type="module">

@@ -6,7 +6,9 @@
 //                                                       at each count via setThreads
 //   node tests/js/threads_wasm_run.mjs stress RUNS      RUNS runs over 4 GraphModules, deleted and
 //                                                       reloaded in turn, threads switching 1 <-> 2
+//   node tests/js/threads_wasm_run.mjs badworker        init({threads: 2}) with a failing Worker script
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -108,8 +110,20 @@ async function stress(runs) {
   return { info, end, runs, deletes, mismatches, shortfalls, ms, baseline, peak, after: { heapUsed: fx.heapUsed(), liveHandles: fx.liveHandles() } };
 }
 
+/** init({threads: 2}) whose Workers' script throws as it loads: the single-thread module, and why. */
+async function badWorker() {
+  const bad = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fxwasm-threads-')), 'bad.worker.js');
+  fs.writeFileSync(bad, "throw new Error('this worker script fails');\n");
+  const fx = await init({ threads: 2, locateFile: (name, dir) => (name === 'fx-threads.worker.js' ? bad : path.join(dir, name)) });
+  const gm = fx.loadONNX(fs.readFileSync(path.join(ROOT, 'models/sample.onnx')));
+  const [y] = gm.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
+  fs.rmSync(path.dirname(bad), { recursive: true });
+  return { info: fx.threads(), shape: y.shape };
+}
+
 let out;
-if (mode === 'zoo') out = await zoo(arg.split(',').map(Number));
+if (mode === 'badworker') out = await badWorker();
+else if (mode === 'zoo') out = await zoo(arg.split(',').map(Number));
 else if (mode === 'stress') out = await stress(Number(arg));
 else throw new Error(`usage: threads_wasm_run.mjs zoo 1[,2,3] | stress RUNS`);
 process.stdout.write(JSON.stringify(out) + '\n');
