@@ -28,6 +28,12 @@ function child(args, timeout) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
+test('init({threads}) takes an integer from 1 to 256', async () => {
+  const { init } = await import('../../wasm/index.mjs');
+  for (const bad of [0, 1.5, 257, '2'])
+    await expect(init({ threads: bad })).rejects.toMatchObject({ kind: 'ValueError', message: expect.stringMatching(/integer from 1 to 256/) });
+});
+
 test('the threaded files are built next to dist/fx.mjs', () => {
   for (const f of ['fx-threads.mjs', 'fx-threads.wasm', 'fx-threads.worker.js'])
     expect(fs.existsSync(path.join(ROOT, 'dist', f))).toBe(true);
