@@ -5,7 +5,7 @@
 // JSON line per invocation; run each side in its own process.
 //
 //   node bench/onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx [--runs 10] [--min-ms 20]
-//                            [--warmup 2] [--warmup-ms 4000]
+//                            [--warmup 2] [--warmup-ms 4000] [--threads 1]
 //   node bench/onnx_exec.mjs init fxwasm|ortweb
 //
 // Inputs: NAME.json next to the model gives names and shapes; values come from the mulberry32
@@ -14,6 +14,11 @@
 // Timing: warm-up (at least --warmup runs and --warmup-ms, so V8 has tiered up the wasm code),
 // then --runs repetitions of k back-to-back runs each (k chosen so a repetition takes >=
 // --min-ms); median and min of the per-run means. The model bytes are read before timing.
+//
+// --threads N (fxwasm and ortweb; bench/run_threads_wasm.sh): fxwasm loads the threaded module
+// with init({ threads: N }) when N >= 2 (the line records fx.threads(), so a fallback to one
+// thread shows); onnxruntime-web gets env.wasm.numThreads = N (its threaded wasm: worker_threads
+// over a SharedArrayBuffer in Node) and intraOpNumThreads = N.
 //
 // `init fxwasm`: time of `await init()` of the fxwasm package in a fresh process (reads,
 // compiles and instantiates dist/fx.wasm). `init ortweb`: time of the first
@@ -83,9 +88,9 @@ async function timeIt(fn, { runs, minMs, warmup, warmupMs }) {
   return { median_ms: ts[ts.length >> 1], min_ms: ts[0], runs, inner };
 }
 
-async function loadOrtWeb() {
+async function loadOrtWeb(threads = 1) {
   const ort = await import('onnxruntime-web');
-  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.numThreads = threads;
   ort.env.wasm.simd = true;
   ort.env.wasm.proxy = false;
   ort.env.wasm.wasmPaths = path.join(ROOT, 'node_modules/onnxruntime-web/dist/');
@@ -106,20 +111,20 @@ async function runSide(side, model, opts) {
   let l0;
   if (side === 'fxwasm') {
     const { default: init } = await import(path.join(PKG, 'wasm/index.mjs'));
-    const fx = await init();
+    const fx = await init(opts.threads > 1 ? { threads: opts.threads } : {});
     l0 = performance.now();
     const gm = fx.loadONNX(bytes);
     const feeds = inputs.map(({ dtype, shape, data }) => ({ dtype, shape, data }));
     run = () => gm.run(feeds);
     first = (out) => out[0].data;
-    extra = { heap_bytes: fx.heapSize() };
+    extra = { heap_bytes: fx.heapSize(), threads: fx.threads().threads, build: fx.threads().build };
   } else if (side === 'ortweb' || side === 'ortnode') {
     let ort, session;
     if (side === 'ortweb') {
-      ort = await loadOrtWeb();
+      ort = await loadOrtWeb(opts.threads);
       l0 = performance.now();
-      session = await ort.InferenceSession.create(bytes, ORT_WEB_OPTIONS);
-      extra = { onnxruntime_web: ort.env.versions.web };
+      session = await ort.InferenceSession.create(bytes, { ...ORT_WEB_OPTIONS, intraOpNumThreads: opts.threads });
+      extra = { onnxruntime_web: ort.env.versions.web, threads: opts.threads };
     } else {
       const ortRun = await import(path.join(ROOT, 'scripts/ort_run.mjs'));
       ort = (await import('onnxruntime-node')).default;
@@ -168,9 +173,9 @@ async function initSide(side) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000 };
+  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000, threads: 1 };
   const pos = [];
-  const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs' };
+  const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs', '--threads': 'threads' };
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] in valued) opts[valued[argv[i]]] = Number(argv[++i]);
     else if (argv[i].startsWith('--')) throw new Error(`unknown option ${argv[i]}`);

@@ -8,7 +8,8 @@
 #
 # Prints one table: per model and thread count, fxwasm ms, onnxruntime ms, fxwasm/onnxruntime,
 # and each side's speed-up from 1 to 2 threads. Results are bit-identical across thread counts
-# (tests/cpp/threads_test.cpp); the wasm build has one thread (no pthreads build yet).
+# (tests/cpp/threads_test.cpp). The same in wasm (dist/fx-threads.wasm beside onnxruntime-web):
+# bench/run_threads_wasm.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${ROUNDS:-3}"

@@ -4,12 +4,24 @@
 # that survives `rm -rf build`. Idempotent: does nothing when the stamped install is there.
 #
 #   scripts/build_protobuf_wasm.sh            # prints the install prefix on its last line
+#   scripts/build_protobuf_wasm.sh --pthread  # the variant for the threaded module (fx-threads):
+#                                             # every object of a --shared-memory link needs
+#                                             # atomics + bulk memory, so it is built with -pthread
+#                                             # into its own prefix (...-wasmeh-pthread)
 #
 # Env: FXWASM_DEPS_DIR (default ~/.cache/fxwasm) — where sources and the install go.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf '[protobuf-wasm] %s\n' "$*" >&2; }
+
+variant=""
+cxxflags="-fwasm-exceptions"
+case "${1:-}" in
+  "") ;;
+  --pthread) variant="-pthread"; cxxflags="$cxxflags -pthread" ;;
+  *) echo "usage: $0 [--pthread]" >&2; exit 2 ;;
+esac
 
 deps="${FXWASM_DEPS_DIR:-$HOME/.cache/fxwasm}"
 # Debian's protoc and runtime headers must match the wasm runtime exactly (generated code checks
@@ -19,7 +31,7 @@ upver="${debver%%-*}"
 upver="${upver#*:}"
 # -wasmeh: built with native wasm exceptions, as fxwasm is (CMakeLists.txt); the objects of the
 # two exception models do not link together.
-prefix="$deps/protobuf-lite-wasm-$upver-wasmeh"
+prefix="$deps/protobuf-lite-wasm-$upver-wasmeh$variant"
 stamp="$prefix/.fxwasm-stamp"
 
 if [ -f "$stamp" ] && [ -f "$prefix/lib/libprotobuf-lite.a" ]; then
@@ -54,13 +66,14 @@ if [ ! -f "$srcdir/CMakeLists.txt" ]; then
 fi
 
 export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
-bdir="$deps/build/protobuf-wasm-$upver-wasmeh"
+bdir="$deps/build/protobuf-wasm-$upver-wasmeh$variant"
 log "building libprotobuf-lite with Emscripten into $prefix"
-# -fwasm-exceptions: the objects link into modules that catch C++ exceptions (fx::Error).
+# -fwasm-exceptions: the objects link into modules that catch C++ exceptions (fx::Error);
+# -pthread (the variant): they link into a shared-memory module.
 emcmake cmake -S "$srcdir" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_INSTALL_PREFIX="$prefix" -Dprotobuf_BUILD_TESTS=OFF \
   -Dprotobuf_BUILD_PROTOC_BINARIES=OFF -Dprotobuf_BUILD_SHARED_LIBS=OFF \
-  -Dprotobuf_WITH_ZLIB=OFF -DCMAKE_CXX_FLAGS="-fwasm-exceptions" >&2
+  -Dprotobuf_WITH_ZLIB=OFF -DCMAKE_CXX_FLAGS="$cxxflags" >&2
 cmake --build "$bdir" --target libprotobuf-lite --parallel "$(nproc)" >&2
 # Install only what a lite consumer needs: the static library and the headers.
 mkdir -p "$prefix/lib" "$prefix/include"

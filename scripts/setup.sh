@@ -73,6 +73,8 @@ fi
 # --- protobuf-lite for wasm ------------------------------------------------------------------------
 # Built once from Debian's source package into ~/.cache/fxwasm (FXWASM_DEPS_DIR).
 bash scripts/build_protobuf_wasm.sh >/dev/null
+# The -pthread variant, for the threaded module (build/wasm-threads, dist/fx-threads.*).
+bash scripts/build_protobuf_wasm.sh --pthread >/dev/null
 
 # --- the model zoo ------------------------------------------------------------------------------------
 # ONNX exports of torchvision/transformer models with seeded random weights (~90 MB, not committed):

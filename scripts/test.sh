@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Everything CI checks, in order: setup (idempotent installs), native + wasm builds, the C++ tests
+# Everything CI checks, in order: setup (idempotent installs), native + wasm builds (the wasm step
+# builds both modules: build/wasm and the threaded build/wasm-threads), the C++ tests
 # natively (ctest), the installed CMake package used by tests/package, the C++ tests as wasm under
 # node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
 # package as packed (npm pack -> install into an empty folder -> import), and the JS tests (Jest).
@@ -150,7 +151,8 @@ else
     trap 'rm -rf "$tmp"' EXIT
     tgz=$(npm pack --silent --pack-destination "$tmp" | tail -1)
     tar -tzf "$tmp/$tgz" | sort > "$logs/npm-pack-files.txt"
-    for f in package/package.json package/dist/fx.mjs package/dist/fx.wasm package/wasm/index.mjs; do
+    for f in package/package.json package/dist/fx.mjs package/dist/fx.wasm package/wasm/index.mjs \
+             package/dist/fx-threads.mjs package/dist/fx-threads.wasm package/dist/fx-threads.worker.js; do
       grep -qx "$f" "$logs/npm-pack-files.txt" || { echo "missing from tarball: $f"; exit 1; }
     done
     mkdir "$tmp/consumer" && cd "$tmp/consumer"
@@ -161,6 +163,11 @@ else
       const fx = await import('fxwasm');
       if (typeof fx.init === 'function') await fx.init();
       console.log('imported fxwasm from the packed tarball:', Object.keys(fx).length, 'exports');"
+    # The threaded module from the tarball (dist/fx-threads.*): init({threads: 2}) must get it.
+    node --input-type=module -e "
+      const t = (await (await import('fxwasm')).init({ threads: 2 })).threads();
+      if (t.build !== 'threads' || t.threads !== 2) throw new Error('no threaded module: ' + JSON.stringify(t));
+      console.log('the packed tarball runs the threaded module:', JSON.stringify(t));"
   ) 2>&1 | tee "$logs/npm-pack.log" | cut -c1-$maxcol
   if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "npm pack" ok "$(elapsed "$t")"
   else record "npm pack" FAILED "$(elapsed "$t")"; fi

@@ -77,6 +77,8 @@ EMSCRIPTEN_BINDINGS(fxwasm) {
   function("heapUsed", &heap_used);
   function("releaseCachedMemory", &release_cached_memory);
   function("liveHandles", &live_handles);
+  function("setNumThreads", &set_num_threads);
+  function("numThreads", &num_threads);
 
   function("graphNew", &graph_new);
   function("graphDelete", &graph_delete);

@@ -328,4 +328,11 @@ double heap_used() { return static_cast<double>(mallinfo().uordblks); }
 
 void release_cached_memory() { fx::exec::release_cached_memory(); }
 
+double set_num_threads(double n) {
+  fx::exec::set_num_threads(static_cast<int>(n));
+  return fx::exec::num_threads();
+}
+
+double num_threads() { return fx::exec::num_threads(); }
+
 }  // namespace fxwasm

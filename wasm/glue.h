@@ -132,6 +132,11 @@ val value_to_js(const fx::exec::Value& v);
 double heap_used();
 /// fx::exec::release_cached_memory(): the executor's arena, packed weights and plans.
 void release_cached_memory();
+/// fx::exec::set_num_threads(n) (1 in the single-thread module; in the threaded one at most the
+/// Worker pool + 1); returns the count the kernels got.
+double set_num_threads(double n);
+/// fx::exec::num_threads().
+double num_threads();
 
 // passes.cpp: the pass manager and the subgraph rewriter.
 val pass_info();

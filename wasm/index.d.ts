@@ -1287,6 +1287,32 @@ export interface InitOptions {
   wasmBinary?: ArrayBuffer | Uint8Array;
   /** Resource limits to set at once (see {@link Limits}). */
   limits?: Partial<Limits>;
+  /**
+   * Threads for the kernels (integer, 1 to 256; default 1). With 2 or more, init() loads the
+   * threaded module `dist/fx-threads.mjs` + `.wasm` + `.worker.js` (pthreads over a
+   * SharedArrayBuffer; `threads - 1` Workers, started before init() resolves) when the environment
+   * allows it: Node >= 18, or a page or worker that is `crossOriginIsolated` (served with
+   * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`).
+   * Otherwise, or if those files cannot be loaded, it loads the single-thread module as without
+   * the option: {@link ThreadInfo.reason} says why. `locateFile` is asked for the threaded files
+   * by those names too. Results are the same at any thread count.
+   */
+  threads?: number;
+}
+
+/** What {@link Fx.threads} reports: which module init() loaded and the kernels' thread count. */
+export interface ThreadInfo {
+  /** `'threads'`: dist/fx-threads.* (pthreads); `'single'`: dist/fx.* (one thread). */
+  readonly build: 'threads' | 'single';
+  /** Threads the kernels use now (the calling thread included). */
+  readonly threads: number;
+  /** What init({threads}) asked for (1 when absent). */
+  readonly requested: number;
+  /**
+   * Why the single-thread module was loaded although threads were asked for (e.g. the page is
+   * not cross-origin isolated, or the threaded files could not be fetched); null otherwise.
+   */
+  readonly reason: string | null;
 }
 
 /**
@@ -1409,6 +1435,13 @@ export interface Fx {
    * this returns the heap to within about 1 MB of what it was before loading.
    */
   releaseCachedMemory(): void;
+  /** Which module init() loaded, and how many threads the kernels use (see {@link InitOptions.threads}). */
+  threads(): ThreadInfo;
+  /**
+   * Sets the kernels' thread count, from 1 up to init({threads})'s count (the threaded module's
+   * Workers are fixed when it loads; always 1 in the single-thread module); returns the count set.
+   */
+  setThreads(n: number): number;
 }
 
 /** A model loaded in a worker ({@link FxWorker.loadONNX}): a GraphModule's asynchronous mirror. */
@@ -1449,7 +1482,7 @@ export class FxWorker {
 /**
  * Starts fxwasm in a worker (a Web Worker in browsers, a worker thread under Node) with its own
  * wasm instance, so a page stays responsive while models import, run and go through passes.
- * Options are init()'s without functions (`wasmBinary`, `limits`). Bundlers (Vite, webpack) ship
+ * Options are init()'s without functions (`wasmBinary`, `limits`, `threads`). Bundlers (Vite, webpack) ship
  * the worker as a chunk of its own.
  */
 export function createWorker(options?: Omit<InitOptions, 'locateFile'>): Promise<FxWorker>;

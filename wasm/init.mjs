@@ -27,6 +27,7 @@ import { Node, mapArg, mapAggregate } from './node.mjs';
 import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { Interpreter, Transformer, AttributeRef } from './interpreter.mjs';
+import { threadsUnavailable, prepareThreaded } from './threads.mjs';
 import { passNames, passInfo, runPasses, replacePattern, matchPattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, loadOnnxMetaKeys } from './onnx.mjs';
 import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
@@ -36,6 +37,18 @@ function setLimits(limits) {
   if (limits === null || typeof limits !== 'object') throw new FxError('TypeError', 'setLimits: expected {maxTensorBytes, maxRunBytes, maxElements}');
   M.setLimits(limits);
   ck();
+}
+
+/**
+ * Sets how many threads the kernels use, from 1 to what init({threads}) started (the threaded
+ * module's Workers are fixed when it loads); returns the count they got. Results do not depend on
+ * it (tests/js/threads_wasm.test.mjs).
+ */
+function setThreads(n) {
+  if (!Number.isInteger(n) || n < 1) throw new FxError('ValueError', `setThreads(n): expected an integer >= 1, got ${String(n)}`);
+  const got = M.setNumThreads(Math.min(n, threadInfo.build === 'threads' ? threadInfo.requested : 1));
+  threadInfo = Object.freeze({ ...threadInfo, threads: got });
+  return got;
 }
 
 /** The memoized init() promise. */
@@ -63,7 +76,39 @@ async function readNodeWasm(options) {
   return fs.readFile(where);
 }
 
-async function load(options) {
+/**
+ * Calls an Emscripten factory. Under Node, the 3.1.6 loader reads __dirname (undefined in ES
+ * modules) and installs process-wide uncaughtException/unhandledRejection handlers: give it the
+ * first, take back the second; `lend` adds globals for the call only (threads.mjs: `require`),
+ * and the threaded glue's global.Worker is taken back too.
+ */
+function callFactory(create, moduleOptions, lend) {
+  const before = isNode
+    ? { uncaughtException: process.listeners('uncaughtException'), unhandledRejection: process.listeners('unhandledRejection') }
+    : {};
+  // __dirname only if there is none; `lend`'s globals (and the Worker the glue sets) always.
+  const defaults = isNode ? { __dirname: decodeURIComponent(new URL(/* @vite-ignore */ '../dist/', import.meta.url).pathname), Worker: undefined } : {};
+  const lent = { ...defaults, ...lend };
+  const saved = {};
+  for (const k of Object.keys(lent)) {
+    saved[k] = Object.getOwnPropertyDescriptor(globalThis, k);
+    if (lent[k] !== undefined && (!saved[k] || k in lend))
+      Object.defineProperty(globalThis, k, { value: lent[k], writable: true, configurable: true });
+  }
+  try {
+    return create(moduleOptions);
+  } finally {
+    for (const k of Object.keys(lent)) {
+      if (saved[k]) Object.defineProperty(globalThis, k, saved[k]);
+      else delete globalThis[k];
+    }
+    for (const [event, old] of Object.entries(before))
+      for (const l of process.listeners(event)) if (!old.includes(l)) process.removeListener(event, l);
+  }
+}
+
+/** The single-thread module dist/fx.mjs + dist/fx.wasm. */
+async function loadSingle(options) {
   const moduleOptions = {};
   if (options.wasmBinary != null) {
     moduleOptions.wasmBinary = options.wasmBinary;
@@ -82,29 +127,8 @@ async function load(options) {
   }
   // What the browser fetches, for the error if it cannot.
   const wasmUrl = moduleOptions.wasmBinary ? null : moduleOptions.locateFile?.('fx.wasm', new URL(/* @vite-ignore */ '../dist/', import.meta.url).href);
-  let pending;
-  if (isNode) {
-    // The 3.1.6 loader reads __dirname (undefined in ES modules) and installs process-wide
-    // uncaughtException/unhandledRejection handlers; give it the first, take back the second.
-    const before = {
-      uncaughtException: process.listeners('uncaughtException'),
-      unhandledRejection: process.listeners('unhandledRejection'),
-    };
-    const hadDirname = Object.prototype.hasOwnProperty.call(globalThis, '__dirname');
-    if (!hadDirname) globalThis.__dirname = decodeURIComponent(new URL(/* @vite-ignore */ '../dist/', import.meta.url).pathname);
-    try {
-      pending = createFxModule(moduleOptions);
-    } finally {
-      if (!hadDirname) delete globalThis.__dirname;
-      for (const [event, old] of Object.entries(before))
-        for (const l of process.listeners(event)) if (!old.includes(l)) process.removeListener(event, l);
-    }
-  } else {
-    pending = createFxModule(moduleOptions);
-  }
-  let module;
   try {
-    module = await pending;
+    return await callFactory(createFxModule, moduleOptions, {});
   } catch (e) {
     // Emscripten's own words ("both async and sync fetching of the wasm failed") name neither
     // the URL nor the way out.
@@ -117,10 +141,58 @@ async function load(options) {
         : `cannot instantiate fx.wasm (${why}): is wasmBinary the package's dist/fx.wasm?`,
     );
   }
+}
+
+/** The threaded module (threads.mjs), with `threads` - 1 Workers; throws if it cannot load. */
+async function loadThreaded(options, threads) {
+  const { create, moduleOptions, globals, started, failure, loaded } = await prepareThreaded(options, threads);
+  try {
+    const module = await Promise.race([callFactory(create, moduleOptions, globals), failure]);
+    loaded();
+    return module;
+  } catch (e) {
+    for (const w of started) w.terminate();
+    throw e;
+  } finally {
+    // Loaded (or dead): Workers parked in the pool must not keep a Node process alive.
+    for (const w of started) w.unref?.();
+  }
+}
+
+/** init({threads})'s value: undefined -> 1; otherwise an integer in [1, 256]. */
+function threadsOption(t) {
+  if (t === undefined || t === null) return 1;
+  if (!Number.isInteger(t) || t < 1 || t > 256)
+    throw new FxError('ValueError', `init({threads}): expected an integer from 1 to 256, got ${String(t)}`);
+  return t;
+}
+
+/** What init() loaded: see threads() in index.d.ts. */
+let threadInfo = null;
+
+async function load(options) {
+  const requested = threadsOption(options.threads);
+  let module = null;
+  let reason = null;
+  if (requested > 1) {
+    reason = threadsUnavailable();
+    if (!reason) {
+      try {
+        module = await loadThreaded(options, requested);
+      } catch (e) {
+        reason = `the threaded module did not load (${e instanceof Error ? e.message : String(e)})`;
+      }
+    }
+  }
+  const threaded = module !== null;
+  if (!threaded) module = await loadSingle(options);
   setModule(module, isNode ? await importNode('fs') : null);
   loadPassRegistry();
   loadOnnxMetaKeys();
   if (options.limits != null) setLimits(options.limits);
+  // The kernels' pool: the calling thread and the module's Workers (threaded module only).
+  const threads = threaded ? M.setNumThreads(requested) : 1;
+  threadInfo = Object.freeze({ build: threaded ? 'threads' : 'single', threads, requested, reason });
   api = Object.freeze({
     version: M.version(),
     Graph,
@@ -171,6 +243,9 @@ async function load(options) {
     releaseCachedMemory: () => M.releaseCachedMemory(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),
+    // The count as the kernels report it now (releaseCachedMemory restarts the Workers' threads).
+    threads: () => Object.freeze({ ...threadInfo, threads: M.numThreads() }),
+    setThreads,
   });
   return api;
 }
@@ -178,7 +253,9 @@ async function load(options) {
 /**
  * Loads the wasm module once (memoized) and resolves to the API object. Options only matter on
  * the first call: `wasmBinary` (the bytes of fx.wasm) or `locateFile(name, dir)` (where to find
- * it; default: next to dist/fx.mjs).
+ * it; default: next to dist/fx.mjs); `threads: N` (N >= 2) loads the threaded module
+ * dist/fx-threads.* instead when the environment allows it (Node; a cross-origin isolated page or
+ * worker), and the single-thread one otherwise, saying why in `threads().reason`.
  */
 export function init(options = {}) {
   if (!initPromise) {

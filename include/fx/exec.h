@@ -195,7 +195,8 @@ void set_num_threads(int n);
 int num_threads();
 
 /// Frees the arena memory the executor keeps for reuse between runs (the parts no value holds),
-/// the weights it packed for its kernels and its plans (this thread's).
+/// the weights it packed for its kernels and its plans (this thread's), and the kernel scratch of
+/// this thread and of the thread pool's workers (set_num_threads; they are restarted).
 void release_cached_memory();
 /// Frees only what was derived from weights nothing holds any more (the packed copies of a
 /// deleted model's weights; this thread's). Also happens whenever a new weight is packed.

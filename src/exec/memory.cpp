@@ -168,6 +168,7 @@ void release_cached_memory() {
   release_constant_cache();
   release_plans();
   kernels::release_scratch();
+  kernels::release_worker_scratch();
 }
 
 Value new_value(Dtype dtype, std::vector<int64_t> shape) {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -36,9 +37,11 @@ class Pool {
 
   int size() const { return size_; }
 
-  void resize(int n) {
+  // `restart`: stop and start the workers even when n is the current size (each worker's
+  // thread_local scratch goes with its thread).
+  void resize(int n, bool restart = false) {
     std::lock_guard<std::mutex> busy(busy_);
-    if (n == size_) return;
+    if (n == size_ && !restart) return;
     {
       std::lock_guard<std::mutex> lock(m_);
       stop_ = true;
@@ -49,8 +52,17 @@ class Pool {
     workers_.clear();
     stop_ = false;
     stopping_.store(false);
-    size_ = n;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
+    size_ = 1;
+    for (int i = 1; i < n; ++i) {
+      try {
+        workers_.emplace_back([this] { work(); });
+      } catch (const std::system_error&) {
+        // No thread to be had (in wasm: the module's pre-created Worker pool is used up, and
+        // pthread_create fails rather than wait for a new Worker): keep the threads started.
+        break;
+      }
+      size_ = i + 1;
+    }
   }
 
   // false when the pool is busy (another caller): the caller then runs inline.
@@ -160,6 +172,8 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return pool().size(); }
+
+void release_worker_scratch() { pool().resize(pool().size(), /*restart=*/true); }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

@@ -155,6 +155,32 @@ TEST(Threads, ParallelForCoversTheRangeOnceNestsInlineAndRethrows) {
   EXPECT_EQ(sum, 100);
 }
 
+// release_cached_memory() also frees the workers' scratch by restarting them: the count stays,
+// the pool keeps working, and a caller running meanwhile is not disturbed.
+TEST(Threads, ReleaseCachedMemoryRestartsTheWorkersAndKeepsTheirCount) {
+  if (!kThreads) GTEST_SKIP() << "no threads in this build";
+  Threads t(3);
+  auto gm = load("zoo/squeezenet1_1.onnx");
+  ASSERT_TRUE(gm);
+  const auto inputs = fxtest::seeded_inputs(*gm);
+  const auto expected = fx::exec::run(*gm, inputs);
+  std::atomic<int> wrong{0};
+  std::thread other([&] {
+    for (int r = 0; r < 6; ++r)
+      if (!same_bits(expected, fx::exec::run(*gm, inputs))) ++wrong;
+  });
+  for (int r = 0; r < 6; ++r) {
+    fx::exec::release_cached_memory();
+    EXPECT_EQ(fx::exec::num_threads(), 3);
+  }
+  other.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_TRUE(same_bits(expected, fx::exec::run(*gm, inputs)));
+  std::atomic<int64_t> sum{0};
+  fx::kernels::parallel_for(300, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum, 300);
+}
+
 TEST(Threads, ManyRunsFromTwoCallersWithModulesDestroyedInBetween) {
   if (!kThreads) GTEST_SKIP() << "no threads in this build";
   Threads t(2);

@@ -3,7 +3,9 @@
 // webpack for the browser with nothing marked external, and run the bundles in Debian's Chromium. Vite ships
 // fx.wasm by itself (the package finds it with new URL(..., import.meta.url)); esbuild does not
 // copy assets, and then init() fails with an FxError naming the URL and locateFile, and works once
-// locateFile points at the file. Vite also bundles createWorker()'s worker as a chunk.
+// locateFile points at the file. Vite also bundles createWorker()'s worker as a chunk. Vite and
+// webpack also ship the threaded module's files (dist/fx-threads.*): served cross-origin isolated,
+// init({threads: 2}) gets them.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +17,7 @@ import { chromium } from 'playwright-core';
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'fxwasm-bundlers-'));
 const app = path.join(tmp, 'app');
-let server, browser, base;
+let server, isoServer, browser, base, isoBase;
 
 function run(cmd, args, cwd) {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } });
@@ -37,11 +39,13 @@ try {
     await w.terminate();
     throw 'done';
   }
-  const fx = await init(wasm ? { locateFile: () => wasm } : {});
+  // ?threads=2: the threaded module, whose files the bundle must ship too (served isolated).
+  const threads = Number(params.get('threads') ?? 1);
+  const fx = await init({ ...(wasm ? { locateFile: () => wasm } : {}), ...(threads > 1 ? { threads } : {}) });
   const bytes = new Uint8Array(await (await fetch('./sample.onnx')).arrayBuffer());
   const gm = fx.loadONNX(bytes);
   const [y] = gm.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
-  window.result = { shape: y.shape, data: Array.from(y.data) };
+  window.result = { shape: y.shape, data: Array.from(y.data), ...(threads > 1 ? { threads: fx.threads() } : {}) };
 } catch (e) {
   if (e !== 'done') window.result = { error: (e.kind ?? e.name) + ': ' + e.message };
 }
@@ -85,29 +89,35 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(app, 'out-webpack/index.html'), '<!doctype html><html><body><script type="module" src="./main.js"></script></body></html>\n');
   for (const out of ['out-esbuild', 'out-vite', 'out-webpack']) fs.copyFileSync(path.join(REPO, 'models/sample.onnx'), path.join(app, out, 'sample.onnx'));
   const types = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
-  server = http.createServer((req, res) => {
+  // The second server sends COOP + COEP: its pages are cross-origin isolated (threads allowed).
+  const serve = (headers) => http.createServer((req, res) => {
     const file = path.join(app, decodeURIComponent(req.url.split('?')[0]).replace(/\/$/, '/index.html'));
     if (!file.startsWith(app) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) return res.writeHead(404).end();
-    res.writeHead(200, { 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream' });
+    res.writeHead(200, { ...headers, 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream' });
     fs.createReadStream(file).pipe(res);
   });
+  server = serve({});
+  isoServer = serve({ 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise((r) => isoServer.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${server.address().port}/`;
+  isoBase = `http://127.0.0.1:${isoServer.address().port}/`;
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
 }, 180000);
 
 afterAll(async () => {
   await browser?.close();
   await new Promise((r) => server?.close(r));
+  await new Promise((r) => isoServer?.close(r));
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 /** Opens a page of the app and returns what main.mjs left in window.result. */
-async function open(url) {
+async function open(url, from = base) {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(base + url);
+  await page.goto(from + url);
   await page.waitForFunction(() => window.result !== undefined, null, { timeout: 60000 });
   const result = await page.evaluate(() => window.result);
   await page.close();
@@ -158,3 +168,15 @@ test('esbuild: without the wasm next to it, init() names the URL and locateFile;
   expect(missing.error).toMatch(/^RuntimeError: cannot load fx\.wasm from http:\/\/127\.0\.0\.1:\d+\/dist\/fx\.wasm .*locateFile.*wasmBinary/);
   expect(await open('out-esbuild/?wasm=/node_modules/fxwasm/dist/fx.wasm')).toEqual(await expected());
 }, 90000);
+
+test('Vite and webpack ship the threaded module: a cross-origin isolated page gets 2 threads, a plain one falls back', async () => {
+  const want = await expected();
+  for (const out of ['out-vite/', 'out-webpack/']) {
+    const iso = await open(`${out}?threads=2`, isoBase);
+    expect([out, iso.threads]).toEqual([out, { build: 'threads', threads: 2, requested: 2, reason: null }]);
+    delete iso.threads;
+    expect(iso).toEqual(want);
+    const plain = await open(`${out}?threads=2`);
+    expect([out, plain.threads.build, plain.threads.reason]).toEqual([out, 'single', expect.stringMatching(/not cross-origin isolated/)]);
+  }
+}, 120000);

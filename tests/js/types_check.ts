@@ -23,7 +23,7 @@ import init, {
   AttributeRef,
   createWorker,
 } from 'fxwasm';
-import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue, TensorDtype, Dim, ShapeInferenceReport } from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue, TensorDtype, Dim, ShapeInferenceReport, ThreadInfo } from 'fxwasm';
 
 export async function main(): Promise<string> {
   const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
@@ -115,6 +115,11 @@ export async function main(): Promise<string> {
     if (e instanceof FxError && e.kind === 'StaleHandleError') return e.node ?? e.message;
   }
   const heap: number = fx.heapUsed() + fx.heapSize() + fx.liveHandles();
+  const info: ThreadInfo = fx.threads();
+  const build: 'threads' | 'single' = info.build;
+  const why: string | null = info.reason;
+  const got: number = fx.setThreads(info.requested);
+  const threaded: Promise<Fx> = init({ threads: 2 });
 
   // @ts-expect-error: args must be an array
   g.callFunction('torch.relu', x);
@@ -127,7 +132,7 @@ export async function main(): Promise<string> {
   // @ts-expect-error: the FxError kind is a closed set
   const badKind: FxError['kind'] = 'NopeError';
 
-  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind].join();
+  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind, build, why, got, threaded].join();
 }
 
 // Execution, passes and rewriting (checked by tsc, not run).
