@@ -294,8 +294,8 @@ int main(int argc, char** argv) {
         "{\"impl\": \"%s\", \"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
         "\"runs\": %d, \"inner\": %d, \"out_sum\": %.9g, \"out_abs_sum\": %.9g, "
         "\"load_first_ms\": %.1f, \"peak_rss_mb\": %.1f}\n",
-        impl, name.c_str(), t.median * 1e3, t.min * 1e3, runs, t.inner, sum, abs_sum,
-        load_first_ms, peak_rss_mb());
+        impl, name.c_str(), t.median * 1e3, t.min * 1e3, runs, t.inner, sum, abs_sum, load_first_ms,
+        peak_rss_mb());
     std::fflush(stdout);
     if (profile) {
       std::vector<NodeCost> costs = profile_nodes(*gm, inputs);
