@@ -135,8 +135,8 @@ float first_f32(const OpCall& c, const Value& v) {
 }
 
 int64_t normalize_axis(const OpCall& c, int64_t axis, int64_t rank, const char* what) {
-  const int64_t lo = -std::max<int64_t>(rank, 1), hi = std::max<int64_t>(rank, 1);
-  if (axis < lo || axis >= hi)
+  // A 0-d tensor has no axis: ops index the shape with the result, so none is in range.
+  if (axis < -rank || axis >= rank)
     c.fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
            std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
