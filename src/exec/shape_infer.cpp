@@ -209,17 +209,13 @@ class Inference {
         all_data = all_data && f.data.has_value();
         if (f.data) in_numel += f.data->numel();
       }
-    bool small_out = !ruled;
-    if (ruled) {
-      small_out = true;
-      for (const Fact& f : out) {
-        const auto v = f.ranked ? numel(f.dims).value() : std::nullopt;
-        small_out = small_out && v && *v <= kSmall;
-      }
-    }
-    if (all_data && in_numel <= kSmall && small_out) {
+    // Outputs the rule sized as small (an op without a rule: only its small inputs bound them).
+    const bool small_out = std::all_of(out.begin(), out.end(), [](const Fact& f) {
+      const auto v = f.ranked ? numel(f.dims).value() : std::nullopt;
+      return v && *v <= kSmall;
+    });
+    if (all_data && in_numel <= kSmall && small_out)
       if (auto computed = evaluate(n, in)) return *computed;
-    }
     if (apply_size_arithmetic(op, c, in, out)) return out;
     if (!ruled) throw RuleGap{"no shape rule for onnx." + op};
     return out;
