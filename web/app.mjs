@@ -292,9 +292,10 @@ async function applyEdit(edit) {
   await show(snap);
   undoDepth++;
   $('undo').disabled = false;
-  document.body.dataset.edits = String(undoDepth);
   if (current.nodes.some((n) => n.name === edit.node)) await selectNode(edit.node, { from: 'edit' });
   setStatus(`${edit.kind} ${edit.node}: done (Undo or Ctrl+Z to take it back)`);
+  // Set last: the page (and its tests) read data-edits as "the edit and its re-selection are done".
+  document.body.dataset.edits = String(undoDepth);
 }
 let undoDepth = 0;
 function clearUndo() {

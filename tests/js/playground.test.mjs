@@ -448,10 +448,15 @@ async function selectByCode(name) {
 
 async function edit(kind, { attr, value } = {}) {
   const before = await page.getAttribute('body', 'data-edits');
+  const statusBefore = await page.textContent('#status');
   if (attr !== undefined) await page.fill('#edit-attr', attr);
   if (value !== undefined) await page.fill('#edit-value', value);
   await page.click(`#edit-bar [data-edit="${kind}"]`);
-  await page.waitForFunction((b) => (document.body.dataset.edits ?? null) !== b || document.getElementById('status').classList.contains('error'), before);
+  // Done: the edit count moved, or a new error was reported (an earlier error may still be shown).
+  await page.waitForFunction(([b, s]) => {
+    const status = document.getElementById('status');
+    return (document.body.dataset.edits ?? null) !== b || (status.classList.contains('error') && status.textContent !== s);
+  }, [before, statusBefore]);
 }
 
 test('editing: attribute, outputs, dynamic batch, names; undo; refused edits; the export passes onnx.checker and onnxruntime', async () => {
