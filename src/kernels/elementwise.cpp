@@ -7,6 +7,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/vmath.h"
+
 namespace fx::kernels {
 
 int64_t numel(const Shape& s) {
@@ -318,8 +320,49 @@ template <class F>
 void map(const float* in, float* out, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
 }
-float sigmoid(float x) {
-  return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+// The transcendental maps of kernels/vmath.h: four lanes (SSE, or simd128 in wasm), and eight
+// where the CPU has AVX2 (the native build targets baseline x86-64). Both widths give the same
+// bits (vmath.h), so the dispatch does not change results.
+enum class VecOp { Exp, ExpShifted, Erf, Gelu, Sigmoid };
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC notes (at the end of the file) that an 8-lane value passed by value changes the ABI
+// without AVX: the lambdas below are inlined into vec_map_avx2, which is compiled for AVX2.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+template <class V>
+inline void vec_map(VecOp op, const float* in, float* out, int64_t n, float shift) {
+  switch (op) {
+    case VecOp::Exp:
+      return vmath::map<V>(in, out, n, [](V x) { return vmath::exp(x); });
+    case VecOp::ExpShifted: {
+      const V s = vmath::splat<V>(shift);
+      return vmath::map<V>(in, out, n, [s](V x) { return vmath::exp(x - s); });
+    }
+    case VecOp::Erf:
+      return vmath::map<V>(in, out, n, [](V x) { return vmath::erf(x); });
+    case VecOp::Gelu:
+      return vmath::map<V>(in, out, n, [](V x) { return vmath::gelu(x); });
+    case VecOp::Sigmoid:
+      return vmath::map<V>(in, out, n, [](V x) { return vmath::sigmoid(x); });
+  }
+}
+
+#if defined(__x86_64__) && !defined(__AVX2__)
+typedef float v8f __attribute__((vector_size(32)));
+__attribute__((target("avx2"))) void vec_map_avx2(VecOp op, const float* in, float* out, int64_t n,
+                                                  float shift) {
+  vec_map<v8f>(op, in, out, n, shift);
+}
+#endif
+
+void vec_apply(VecOp op, const float* in, float* out, int64_t n, float shift = 0.0f) {
+#if defined(__x86_64__) && !defined(__AVX2__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return vec_map_avx2(op, in, out, n, shift);
+#endif
+  vec_map<v4f>(op, in, out, n, shift);
 }
 }  // namespace
 
@@ -328,11 +371,11 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, 
     case UnaryOp::Relu:
       return map(in, out, n, [](float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); });
     case UnaryOp::Sigmoid:
-      return map(in, out, n, sigmoid);
+      return vec_apply(VecOp::Sigmoid, in, out, n);
     case UnaryOp::Tanh:
       return map(in, out, n, [](float x) { return std::tanh(x); });
     case UnaryOp::Exp:
-      return map(in, out, n, [](float x) { return std::exp(x); });
+      return vec_apply(VecOp::Exp, in, out, n);
     case UnaryOp::Log:
       return map(in, out, n, [](float x) { return std::log(x); });
     case UnaryOp::Sqrt:
@@ -342,7 +385,7 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, 
     case UnaryOp::Abs:
       return map(in, out, n, [](float x) { return std::fabs(x); });
     case UnaryOp::Erf:
-      return map(in, out, n, [](float x) { return std::erf(x); });
+      return vec_apply(VecOp::Erf, in, out, n);
     case UnaryOp::Floor:
       return map(in, out, n, [](float x) { return std::floor(x); });
     case UnaryOp::Ceil:
@@ -377,8 +420,7 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, 
       return map(in, out, n,
                  [](float x) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); });
     case UnaryOp::Gelu:
-      return map(in, out, n,
-                 [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); });
+      return vec_apply(VecOp::Gelu, in, out, n);
     case UnaryOp::GeluTanh:
       return map(in, out, n, [](float x) {
         return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
@@ -403,10 +445,8 @@ void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, b
       const float log_sum = static_cast<float>(std::log(sum));
       for (int64_t i = 0; i < axis_size; ++i) y[i] = (x[i] - mx) - log_sum;
     } else {
-      for (int64_t i = 0; i < axis_size; ++i) {
-        y[i] = std::exp(x[i] - mx);
-        sum += y[i];
-      }
+      vec_apply(VecOp::ExpShifted, x, y, axis_size, mx);
+      for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t i = 0; i < axis_size; ++i) y[i] *= inv;
     }

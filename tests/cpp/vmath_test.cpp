@@ -1,0 +1,188 @@
+// The vector exp, erf and GELU (kernels/vmath.h) against double-precision libm, over a dense sweep
+// of floats (every 97th bit pattern between -110 and 110, plus the edges), and the kernels that
+// use them (Exp, Erf, Gelu, Sigmoid, Softmax) against the scalar formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/elementwise.h"
+#include "kernels/vmath.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"  // 8-lane vectors by value without -mavx (same bits)
+#endif
+
+namespace {
+
+using fx::kernels::v4f;
+namespace vmath = fx::kernels::vmath;
+const auto exp4 = [](v4f x) { return vmath::exp(x); };
+const auto erf4 = [](v4f x) { return vmath::erf(x); };
+const auto gelu4 = [](v4f x) { return vmath::gelu(x); };
+template <class F>
+void map4(const float* in, float* out, int64_t n, F f) {
+  vmath::map<v4f>(in, out, n, f);
+}
+
+/// Floats from -110 to 110: every 97th bit pattern, both signs, and the edges of the ranges.
+std::vector<float> sweep() {
+  std::vector<float> xs;
+  const uint32_t hi = 0x42DC0000u;  // 110.0f
+  for (uint32_t bits = 0; bits <= hi; bits += 97) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    xs.push_back(f);
+    xs.push_back(-f);
+  }
+  for (float f : {0.0f, -0.0f, 1e-30f, 88.72283f, 88.72284f, 88.7f, -87.33f, -87.34f, -103.9f,
+                  -104.0f, -150.0f, 200.0f, 4.0f, -4.0f, 3.99f, 0.5f, 1e-7f})
+    xs.push_back(f);
+  return xs;
+}
+
+/// Distance in units in the last place of `want` (rounded to float), with denormals counted
+/// in the smallest denormal's unit.
+double ulps(float got, double want) {
+  const float w = static_cast<float>(want);
+  if (got == w) return 0;
+  const double unit = std::max<double>(std::ldexp(1.0, std::ilogb(w == 0 ? 1e-45f : w) - 23),
+                                       std::numeric_limits<float>::denorm_min());
+  return std::fabs(static_cast<double>(got) - want) / unit;
+}
+
+TEST(Vmath, ExpIsWithinOneAndAHalfUlpFromDenormalsToOverflow) {
+  const std::vector<float> xs = sweep();
+  std::vector<float> ys(xs.size());
+  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), exp4);
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = std::exp(static_cast<double>(xs[i]));
+    if (want > std::numeric_limits<float>::max()) {
+      EXPECT_EQ(ys[i], std::numeric_limits<float>::infinity()) << "x = " << xs[i];
+      continue;
+    }
+    const double u = ulps(ys[i], want);
+    if (u > worst) worst = u, worst_x = xs[i];
+  }
+  EXPECT_LE(worst, 1.5) << "at x = " << worst_x;
+}
+
+TEST(Vmath, ErfIsWithinFourUlp) {
+  const std::vector<float> xs = sweep();
+  std::vector<float> ys(xs.size());
+  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), erf4);
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_LE(std::fabs(ys[i]), 1.0f) << "x = " << xs[i];
+    if (std::fabs(xs[i]) < 1e-37f) continue;  // denormal inputs: erf(x) = 1.128 x, denormal too
+    const double u = ulps(ys[i], std::erf(static_cast<double>(xs[i])));
+    if (u > worst) worst = u, worst_x = xs[i];
+  }
+  EXPECT_LE(worst, 4.0) << "at x = " << worst_x;
+}
+
+TEST(Vmath, GeluKeepsItsNegativeTail) {
+  const std::vector<float> xs = sweep();
+  std::vector<float> ys(xs.size());
+  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), gelu4);
+  double worst_near = 0, worst_far = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i], want = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    if (std::fabs(want) < 1e-30) continue;  // GELU(-11.5): results go denormal below
+    double& worst = std::fabs(x) < 3 ? worst_near : worst_far;
+    worst = std::max(worst, std::fabs(ys[i] - want) / std::fabs(want));
+  }
+  EXPECT_LE(worst_near, 1e-6);  // |x| < 3
+  EXPECT_LE(worst_far, 2e-5);   // to GELU(-11.5): x^2 rounds by 6e-8, e^(-x^2/2) by 3e-6 x^2
+}
+
+TEST(Vmath, NanStaysNanAndInfinitiesSaturate) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  const float in[5] = {nan, inf, -inf, 0.0f, -nan};
+  float e[5], f[5];
+  map4(in, e, 5, exp4);
+  map4(in, f, 5, erf4);
+  EXPECT_TRUE(std::isnan(e[0]) && std::isnan(e[4]) && std::isnan(f[0]) && std::isnan(f[4]));
+  EXPECT_EQ(e[1], inf);
+  EXPECT_EQ(e[2], 0.0f);
+  EXPECT_EQ(e[3], 1.0f);
+  EXPECT_EQ(f[1], 1.0f);
+  EXPECT_EQ(f[2], -1.0f);
+  EXPECT_EQ(f[3], 0.0f);
+}
+
+TEST(Vmath, AnElementsResultDoesNotDependOnItsPosition) {
+  // Lengths 1..9: the tail goes through the vector path too.
+  const float v = 0.3718f;
+  for (int64_t n = 1; n <= 9; ++n) {
+    std::vector<float> in(static_cast<size_t>(n), v), out(static_cast<size_t>(n));
+    map4(in.data(), out.data(), n, erf4);
+    for (float y : out) EXPECT_EQ(y, out[0]) << "n = " << n;
+  }
+}
+
+TEST(Vmath, EightLanesGiveTheSameBitsAsFour) {
+  typedef float v8f __attribute__((vector_size(32)));
+  const std::vector<float> xs = sweep();
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> a(xs.size()), b(xs.size());
+  const auto same = [&](const char* what) {
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
+  };
+  vmath::map<v4f>(xs.data(), a.data(), n, exp4);
+  vmath::map<v8f>(xs.data(), b.data(), n, [](v8f x) { return vmath::exp(x); });
+  same("exp");
+  vmath::map<v4f>(xs.data(), a.data(), n, erf4);
+  vmath::map<v8f>(xs.data(), b.data(), n, [](v8f x) { return vmath::erf(x); });
+  same("erf");
+  vmath::map<v4f>(xs.data(), a.data(), n, gelu4);
+  vmath::map<v8f>(xs.data(), b.data(), n, [](v8f x) { return vmath::gelu(x); });
+  same("gelu");
+  // And the kernel (AVX2 when the CPU has it) gives the four-lane bits.
+  fx::kernels::unary_f32(fx::kernels::UnaryOp::Gelu, xs.data(), b.data(), n, 0.0f, 0.0f);
+  same("unary_f32 Gelu");
+}
+
+TEST(Vmath, KernelsUsingThemMatchTheScalarFormulas) {
+  using fx::kernels::UnaryOp;
+  std::vector<float> xs;
+  for (int i = -400; i <= 400; ++i) xs.push_back(static_cast<float>(i) * 0.0253f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> y(xs.size());
+  const struct {
+    UnaryOp op;
+    double (*f)(double);
+  } cases[] = {
+      {UnaryOp::Exp, [](double x) { return std::exp(x); }},
+      {UnaryOp::Erf, [](double x) { return std::erf(x); }},
+      {UnaryOp::Sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
+      {UnaryOp::Gelu, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }},
+  };
+  for (const auto& c : cases) {
+    fx::kernels::unary_f32(c.op, xs.data(), y.data(), n, 0.0f, 0.0f);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = c.f(xs[i]);
+      EXPECT_NEAR(y[i], want, 2e-5 * std::fabs(want) + 1e-37)
+          << "op " << static_cast<int>(c.op) << " x = " << xs[i];
+    }
+  }
+  // Softmax over rows of 7 (a partial vector at each row's end) sums to 1 and matches exp/sum.
+  std::vector<float> s(xs.size() / 7 * 7);
+  fx::kernels::softmax_f32(xs.data(), s.data(), static_cast<int64_t>(s.size() / 7), 7, false);
+  for (size_t r = 0; r < s.size() / 7; ++r) {
+    double mx = -1e30, sum = 0;
+    for (size_t k = 0; k < 7; ++k) mx = std::max<double>(mx, xs[r * 7 + k]);
+    for (size_t k = 0; k < 7; ++k) sum += std::exp(xs[r * 7 + k] - mx);
+    for (size_t k = 0; k < 7; ++k)
+      EXPECT_NEAR(s[r * 7 + k], std::exp(xs[r * 7 + k] - mx) / sum, 3e-7) << "row " << r;
+  }
+}
+
+}  // namespace
