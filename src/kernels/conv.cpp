@@ -25,6 +25,8 @@ bool is_pointwise(const Conv2dParams& p) {
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 bool is_depthwise(const Conv2dParams& p) { return p.group == p.C && p.M == p.C && p.group > 1; }
+// The channel-interleaved depthwise path keeps a kernel's taps in registers: up to 7x7.
+constexpr int64_t kMaxDepthwiseTaps = 49;
 
 // Output pixels per im2col band: whole 32-column GEMM panels whose kdim rows take about
 // kBandFloats floats (an L2-sized part of the unfolded input), at least 256 columns.
@@ -234,16 +236,17 @@ __attribute__((always_inline)) inline void transpose8x8(v8f* r) {
   }
 }
 
-// Depthwise 3x3 on small planes (the 28x28, 14x14 and 7x7 layers of MobileNet, where rows are
-// too short for vectors along them): L channels at a time (the lanes of V), interleaved into a
-// zero-padded buffer P[row][col][channel] (8x8 blocks transposed in registers), so every tap of
-// L outputs is one vector load and one multiply-add with no bounds checks; the results are
+// Depthwise KxK (K <= 7) on small planes (the 28x28, 14x14 and 7x7 layers of MobileNet, where
+// rows are too short for vectors along them), and every 5x5 and 7x7 (ConvNeXt's, EfficientNet's,
+// where the scalar row loop ran at 2-6 GMAC/s): L channels at a time (the lanes of V), interleaved
+// into a zero-padded buffer P[row][col][channel] (8x8 blocks transposed in registers), so every tap
+// of L outputs is one vector load and one multiply-add with no bounds checks; the results are
 // de-interleaved into the planes at the end the same way.
 template <class V, int L>
-__attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dParams& p,
-                                                                   const float* in,
-                                                                   const float* weight,
-                                                                   const float* bias, float* out) {
+__attribute__((always_inline)) inline void depthwise_small_impl(const Conv2dParams& p,
+                                                                const float* in,
+                                                                const float* weight,
+                                                                const float* bias, float* out) {
   static_assert(L % 8 == 0 && sizeof(V) == L * sizeof(float), "L lanes, in blocks of eight");
   auto load = [](const float* q) __attribute__((always_inline)) {
     V v;
@@ -256,7 +259,8 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
     return v;
   };
   const int64_t OH = p.out_h(), OW = p.out_w(), sh = p.stride_h, sw = p.stride_w;
-  const int64_t Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 3, HW = p.H * p.W;
+  const int64_t KH = p.KH, KW = p.KW, taps = KH * KW;
+  const int64_t Hp = (OH - 1) * sh + KH, Wp = (OW - 1) * sw + KW, HW = p.H * p.W;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   std::vector<float>& P = scratch(Scratch::ConvP);
@@ -269,8 +273,8 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c0 = 0; c0 < p.C; c0 += L) {
       const int64_t lanes = std::min<int64_t>(L, p.C - c0);
-      V w[9], b = V{};
-      for (int k = 0; k < 9; ++k) w[k] = V{};
+      V w[kMaxDepthwiseTaps], b = V{};
+      for (int64_t k = 0; k < taps; ++k) w[k] = V{};
       const float* planes = in + (n * p.C + c0) * HW;
       int64_t pix = 0;
       if (lanes == L) {  // eight pixels of eight planes at a time, transposed in registers
@@ -300,15 +304,16 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
             P[static_cast<size_t>((ih * Wp + iw) * L + j)] = planes[j * HW + q];
         }
       for (int64_t j = 0; j < lanes; ++j) {
-        for (int k = 0; k < 9; ++k) w[k][j] = weight[(c0 + j) * 9 + k];
+        for (int64_t k = 0; k < taps; ++k) w[k][j] = weight[(c0 + j) * taps + k];
         b[j] = bias ? bias[c0 + j] : 0.0f;
       }
       for (int64_t oh = 0; oh < OH; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow) {
           const float* q = &P[static_cast<size_t>((oh * sh * Wp + ow * sw) * L)];
           V acc = b;
-          for (int kh = 0; kh < 3; ++kh)
-            for (int kw = 0; kw < 3; ++kw) acc += w[kh * 3 + kw] * load(q + (kh * Wp + kw) * L);
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw)
+              acc += w[kh * KW + kw] * load(q + (kh * Wp + kw) * L);
           if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
           std::memcpy(&T[static_cast<size_t>((oh * OW + ow) * L)], &acc, sizeof acc);
         }
@@ -332,16 +337,15 @@ __attribute__((always_inline)) inline void depthwise3x3_small_impl(const Conv2dP
   }
 }
 
-__attribute__((target("avx2,fma"))) void depthwise3x3_small_avx2(const Conv2dParams& p,
-                                                                 const float* in,
-                                                                 const float* weight,
-                                                                 const float* bias, float* out) {
-  depthwise3x3_small_impl<v8f, 8>(p, in, weight, bias, out);
+__attribute__((target("avx2,fma"))) void depthwise_small_avx2(const Conv2dParams& p,
+                                                              const float* in, const float* weight,
+                                                              const float* bias, float* out) {
+  depthwise_small_impl<v8f, 8>(p, in, weight, bias, out);
 }
 typedef float v16f __attribute__((vector_size(64)));
-__attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_small_avx512(
+__attribute__((target("avx512f,avx2,fma"))) void depthwise_small_avx512(
     const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
-  depthwise3x3_small_impl<v16f, 16>(p, in, weight, bias, out);
+  depthwise_small_impl<v16f, 16>(p, in, weight, bias, out);
 }
 __attribute__((target("avx2,fma"))) void depthwise3x3_avx2(const Conv2dParams& p, const float* in,
                                                            const float* weight, const float* bias,
@@ -357,8 +361,8 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // than the row path.)
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
-  if (avx512 && small_plane(p, true)) return depthwise3x3_small_avx512(p, in, weight, bias, out);
-  if (avx2 && small_plane(p, false)) return depthwise3x3_small_avx2(p, in, weight, bias, out);
+  if (avx512 && small_plane(p, true)) return depthwise_small_avx512(p, in, weight, bias, out);
+  if (avx2 && small_plane(p, false)) return depthwise_small_avx2(p, in, weight, bias, out);
   if (avx2) return depthwise3x3_avx2(p, in, weight, bias, out);
 #endif
   depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
@@ -391,6 +395,18 @@ void depthwise_serial(const Conv2dParams& p, const float* in, const float* weigh
   if (p.KH == 3 && p.KW == 3 && p.dilation_h == 1 && p.dilation_w == 1 &&
       (p.stride_w == 1 || p.stride_w == 2))
     return depthwise3x3(p, in, weight, bias, out);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+  // Larger kernels, channel-interleaved at any plane size. ConvNeXt-T's 7x7 pad 3 layers with
+  // sixteen lanes, medians, row loop -> this: 56x56 x 96 2.28 -> 0.68 ms, 28x28 x 192 1.57 ->
+  // 0.35, 14x14 x 384 1.31 -> 0.19, 7x7 x 768 1.08 -> 0.10. Not in wasm: with four lanes the
+  // interleaved 3x3 lost to the row loop there.
+  if (p.dilation_h == 1 && p.dilation_w == 1 && p.KH * p.KW <= kMaxDepthwiseTaps) {
+    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+    if (avx512) return depthwise_small_avx512(p, in, weight, bias, out);
+    if (avx2) return depthwise_small_avx2(p, in, weight, bias, out);
+  }
+#endif
   const int64_t OH = p.out_h(), OW = p.out_w();
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {

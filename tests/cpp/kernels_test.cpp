@@ -234,6 +234,13 @@ Conv2dParams asymmetric() {
   return p;
 }
 
+Conv2dParams depthwise_7x1() {
+  Conv2dParams p = conv(1, 17, 12, 10, 17, 7, 1, 0, 17);
+  p.KW = 1;
+  p.pad_top = 3, p.pad_bottom = 2, p.pad_left = 0, p.pad_right = 1;
+  return p;
+}
+
 Conv2dParams winograd_asymmetric() {
   Conv2dParams p = conv(1, 32, 12, 12, 32, 3, 1, 0);
   p.pad_top = 2, p.pad_left = 1, p.pad_bottom = 0, p.pad_right = 2;
@@ -273,6 +280,15 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 pad 2", conv(2, 17, 5, 12, 17, 3, 2, 2, 17), false},
         ConvCase{"depthwise 3x3 fewer pixels than lanes", conv(1, 8, 2, 3, 8, 3, 1, 1, 8), true},
         ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
+        // Larger kernels take the channel-interleaved path natively at any plane size
+        // (ConvNeXt's 7x7 pad 3): partial 16- and 8-lane blocks, two images, stride 2, a plane
+        // smaller than the kernel, 7x1 taps, and a dilated one that keeps the row loop.
+        ConvCase{"depthwise 7x7 pad 3, 40 channels", conv(1, 40, 14, 14, 40, 7, 1, 3, 40), true},
+        ConvCase{"depthwise 7x7 pad 3, 58-wide", conv(2, 19, 9, 58, 19, 7, 1, 3, 19), false},
+        ConvCase{"depthwise 7x7/2 pad 3, 7x7 plane", conv(1, 24, 7, 7, 24, 7, 2, 3, 24), true},
+        ConvCase{"depthwise 7x7 pad 3, 3x5 plane", conv(1, 9, 3, 5, 9, 7, 1, 3, 9), true},
+        ConvCase{"depthwise 5x5 dilated 2", conv(1, 12, 13, 13, 12, 5, 1, 4, 12, 2), true},
+        ConvCase{"depthwise 7x1", depthwise_7x1(), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
         // Two im2col bands (256 + 124 output pixels), the first ending inside an output row.
