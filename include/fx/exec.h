@@ -209,10 +209,12 @@ void release_dead_weights();
 /// The graph is not changed, but some patterns run fused, within float rounding of the
 /// node-by-node result: a Relu/Clip into the Conv/Gemm/MatMul/Add/BatchNormalization before it;
 /// an Add of a constant 1-D bias into the MatMul before it; a LayerNormalization written out as
-/// ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add into one kernel. A pattern runs unfused
-/// when any of its intermediate values is probed or used elsewhere. Constant weights of Conv,
-/// MatMul and Gemm are packed for the GEMM (Winograd-transformed for 3x3 stride-1 convolutions)
-/// on the first run and reused while the weight tensor lives (release_cached_memory()).
+/// ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add into one kernel; a GELU written out as
+/// Div(x, sqrt 2)/Erf/Add 1/Mul x/Mul 0.5 (float32 constants equal to those values) into one
+/// kernel. A pattern runs unfused when any of its intermediate values is probed or used elsewhere.
+/// Constant weights of Conv, MatMul and Gemm are packed for the GEMM (Winograd-transformed for 3x3
+/// stride-1 convolutions) on the first run and reused while the weight tensor lives
+/// (release_cached_memory()).
 ///
 /// What run() works out from the graph alone (each node's op, value slots, last uses, fusions,
 /// parsed attributes) is kept in a plan per (graph, Graph::version(), input dtypes and shapes,

@@ -271,37 +271,67 @@ bool fuse_matmul_add(GraphModule& gm) {
   return finish(gm, modified);
 }
 
+std::optional<GeluMatch> match_gelu(const GraphModule& gm, Node* erf, bool exact) {
+  if (!is_op(Argument(erf), "onnx.Erf") || erf->args().size() != 1 || !erf->args()[0].is_node())
+    return std::nullopt;
+  GeluMatch m;
+  // The other operand of binary `n` when the remaining one is the scalar constant `c` (either
+  // order when `commutative`). Exactly: a float32 constant equal to float(c), for the executor,
+  // whose fused kernel must agree with the nodes within float rounding.
+  auto operand = [&](const Node* n, double c, bool commutative) -> const Argument* {
+    if (!exact) return other_operand(gm, n, c, commutative);
+    if (n->args().size() != 2) return nullptr;
+    for (int k : {1, 0}) {
+      if (k == 0 && !commutative) break;
+      const Tensor* t = constant(gm, n->args()[k]);
+      if (t && t->dtype == Dtype::Float32 && t->numel() == 1 && t->data &&
+          *reinterpret_cast<const float*>(t->data->data()) == static_cast<float>(c)) {
+        m.constant_rank = std::max(m.constant_rank, static_cast<int64_t>(t->shape.size()));
+        return &n->args()[1 - k];
+      }
+    }
+    return nullptr;
+  };
+  const double kSqrt2 = std::sqrt(2.0);
+  Node* scaled = erf->args()[0].to_node();  // x / sqrt(2) or x * (1 / sqrt(2))
+  const Argument* x = nullptr;
+  if (is_op(Argument(scaled), "onnx.Div")) x = operand(scaled, kSqrt2, false);
+  if (is_op(Argument(scaled), "onnx.Mul")) x = operand(scaled, 1.0 / kSqrt2, true);
+  Node* plus1 = single_user(erf);
+  if (!x || !x->is_node() || !plus1 || !is_op(Argument(plus1), "onnx.Add") ||
+      operand(plus1, 1.0, true) == nullptr)
+    return std::nullopt;
+  Node* prod = single_user(plus1);  // x * (1 + erf) or (0.5 * x) * (1 + erf)
+  if (!prod || !is_op(Argument(prod), "onnx.Mul") || prod->args().size() != 2) return std::nullopt;
+  const Argument& other = prod->args()[0] == Argument(plus1) ? prod->args()[1] : prod->args()[0];
+  m.x = x->to_node();
+  m.interior = {scaled, erf, plus1};
+  if (other == *x) {  // the 0.5 comes last
+    Node* half = single_user(prod);
+    if (!half || !is_op(Argument(half), "onnx.Mul") || !operand(half, 0.5, true))
+      return std::nullopt;
+    m.interior.push_back(prod);
+    m.result = half;
+  } else if (is_op(other, "onnx.Mul")) {  // the 0.5 scaled x first
+    const Argument* inner = operand(other.to_node(), 0.5, true);
+    if (!inner || *inner != *x || other.to_node()->users().size() != 1) return std::nullopt;
+    m.interior.push_back(other.to_node());
+    m.result = prod;
+  } else {
+    return std::nullopt;
+  }
+  return m;
+}
+
 bool fuse_gelu(GraphModule& gm) {
   Graph& g = gm.graph();
   bool modified = false;
-  const double kSqrt2 = std::sqrt(2.0);
   for (Node* erf : g.nodes()) {
-    if (!is_op(Argument(erf), "onnx.Erf") || erf->args().size() != 1 || !erf->args()[0].is_node())
-      continue;
-    Node* scaled = erf->args()[0].to_node();  // x / sqrt(2) or x * (1 / sqrt(2))
-    const Argument* x = nullptr;
-    if (is_op(Argument(scaled), "onnx.Div")) x = other_operand(gm, scaled, kSqrt2, false);
-    if (is_op(Argument(scaled), "onnx.Mul")) x = other_operand(gm, scaled, 1.0 / kSqrt2, true);
-    Node* plus1 = single_user(erf);
-    if (!x || !x->is_node() || !plus1 || !is_op(Argument(plus1), "onnx.Add") ||
-        other_operand(gm, plus1, 1.0, true) == nullptr)
-      continue;
-    Node* prod = single_user(plus1);  // x * (1 + erf) or (0.5 * x) * (1 + erf)
-    if (!prod || !is_op(Argument(prod), "onnx.Mul") || prod->args().size() != 2) continue;
-    const Argument& other = prod->args()[0] == Argument(plus1) ? prod->args()[1] : prod->args()[0];
-    Node* result = nullptr;
-    if (other == *x) {  // the 0.5 comes last
-      Node* half = single_user(prod);
-      if (half && is_op(Argument(half), "onnx.Mul") && other_operand(gm, half, 0.5, true))
-        result = half;
-    } else if (is_op(other, "onnx.Mul")) {  // the 0.5 scaled x first
-      const Argument* inner = other_operand(gm, other.to_node(), 0.5, true);
-      if (inner && *inner == *x && other.to_node()->users().size() == 1) result = prod;
-    }
-    if (!result) continue;
-    auto guard = g.inserting_before(result);
-    Node* gelu = g.call_function(fn("onnx.Gelu"), {*x});
-    result->replace_all_uses_with(gelu);
+    const std::optional<GeluMatch> m = match_gelu(gm, erf, false);
+    if (!m) continue;
+    auto guard = g.inserting_before(m->result);
+    Node* gelu = g.call_function(fn("onnx.Gelu"), {Argument(m->x)});
+    m->result->replace_all_uses_with(gelu);
     modified = true;
   }
   return finish(gm, modified);

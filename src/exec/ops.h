@@ -123,6 +123,18 @@ struct LayerNormMatch {
 /// `rank`: the rank of x if known (the executor), else -1 (read from shape metadata).
 std::optional<LayerNormMatch> match_layer_norm(const GraphModule& gm, Node* div, int64_t rank = -1);
 
+/// A GELU decomposed as exporters write it (the Erf form): x / sqrt(2) (or x * (1 / sqrt(2))),
+/// Erf, + 1, then * x and * 0.5 in either order, every intermediate used once. Found from its Erf
+/// node (fuse-gelu and the executor). `exact`: the constants must be float32 and equal to the
+/// float values (the executor); else within 1e-4 relative.
+struct GeluMatch {
+  Node* x = nullptr;
+  std::vector<Node*> interior;  // the scaling, Erf, Add, and the first of the two products
+  Node* result = nullptr;       // the last Mul
+  int64_t constant_rank = 0;    // the largest rank of the scalar constants (exact matches)
+};
+std::optional<GeluMatch> match_gelu(const GraphModule& gm, Node* erf, bool exact);
+
 /// LayerNormalization's optional outputs Mean and InvStdDev (shape x.shape[:axis] + 1s), pushed
 /// when the node declares them (ops_layers.cpp).
 void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon);

@@ -2,6 +2,7 @@
 #include "exec/plan.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace fx::exec {
 
@@ -75,6 +76,29 @@ Node* plan_layer_norm_div(const Node* mean, bool probed) {
   for (Node* u : sub->users())
     if (u->op() == Opcode::CallFunction && target_info(u->target().function()).div) div = u;
   return div;
+}
+
+// The GELU pattern at Erf node `erf`, planned at its first node (run.cpp's gelu_at), when no
+// intermediate is probed or read outside the pattern.
+void plan_gelu(const GraphModule& gm, Node* erf, const std::vector<char>& probed,
+               const std::vector<size_t>& position, Plan& p) {
+  const std::optional<GeluMatch> m = match_gelu(gm, erf, true);
+  if (!m || probed[m->result->id()]) return;
+  size_t first = position[m->result->id()];
+  for (const Node* q : m->interior) {
+    if (probed[q->id()]) return;
+    for (const Node* u : q->users())
+      if (u != m->result &&
+          std::find(m->interior.begin(), m->interior.end(), u) == m->interior.end())
+        return;
+    first = std::min(first, position[q->id()]);
+  }
+  PlannedGelu& g = p.steps[first].gelu;
+  if (g.x != kNoNode) return;  // (one pattern per first node)
+  g.x = static_cast<uint32_t>(m->x->id());
+  g.result = static_cast<uint32_t>(m->result->id());
+  for (const Node* q : m->interior) g.covered.push_back(static_cast<uint32_t>(q->id()));
+  g.constant_rank = m->constant_rank;
 }
 
 std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>& inputs,
@@ -196,6 +220,9 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
       if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
     s.frees_end = static_cast<uint32_t>(p.frees.size());
   }
+  for (Node* n : nodes)
+    if (n->op() == Opcode::CallFunction && n->target().function().qualname() == "onnx.Erf")
+      plan_gelu(gm, n, probed, position, p);
   return plan;
 }
 

@@ -62,6 +62,15 @@ struct PlannedLayerNorm {
   float epsilon = 0.0f;
 };
 
+/// A GELU written out as Div/Erf/Add/Mul/Mul (match_gelu, exact constants), run as one kernel at
+/// the pattern's first node when nothing outside it reads an intermediate.
+struct PlannedGelu {
+  uint32_t x = kNoNode;           // the input's node id (kNoNode: no pattern starts here)
+  uint32_t result = kNoNode;      // the last Mul, which gets the value
+  std::vector<uint32_t> covered;  // the pattern's other nodes (skipped)
+  int64_t constant_rank = 0;      // x must have at least this rank (else the nodes broadcast)
+};
+
 /// One node of the graph, in graph order.
 struct Step {
   enum class Kind : uint8_t { Input, Constant, Call, Getitem, Output, NotRunnable, Nothing };
@@ -84,6 +93,7 @@ struct Step {
   // ReduceMean: the Div of a possible LayerNormalization pattern starting here.
   Node* layer_norm_div = nullptr;
   PlannedLayerNorm layer_norm;
+  PlannedGelu gelu;        // a GELU pattern whose first node this is
   PlannedQdq qdq;          // Conv/MatMul/Gemm: a QDQ pattern run as one integer op
   bool absorbed = false;   // a DequantizeLinear only a planned QDQ pattern reads: never runs
   size_t num_outputs = 1;  // OpCall::num_outputs()

@@ -26,7 +26,7 @@ bool is_pointwise(const Conv2dParams& p) {
 }
 bool is_depthwise(const Conv2dParams& p) { return p.group == p.C && p.M == p.C && p.group > 1; }
 // The channel-interleaved depthwise path keeps a kernel's taps in registers: up to 7x7.
-constexpr int64_t kMaxDepthwiseTaps = 49;
+[[maybe_unused]] constexpr int64_t kMaxDepthwiseTaps = 49;  // (x86 only)
 
 // Output pixels per im2col band: whole 32-column GEMM panels whose kdim rows take about
 // kBandFloats floats (an L2-sized part of the unfolded input), at least 256 columns.

@@ -10,6 +10,7 @@
 #include "fx/exec.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
+#include "kernels/elementwise.h"
 #include "zoo_util.h"
 
 namespace {
@@ -375,6 +376,97 @@ TEST(ExecPlan, KwargChangesReachCachedAttributes) {
   out = fx::exec::run(gm, {in});
   EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(out[0].to_f32()[0], 17.0f);  // 1*1 + 4*4
+}
+
+// ---- a GELU written out (Div, Erf, Add, Mul, Mul) runs as one kernel ----
+
+fx::Tensor scalar_f32(float v, std::vector<int64_t> shape = {}) {
+  fx::Tensor t;
+  t.shape = std::move(shape);
+  t.data = std::make_shared<std::vector<uint8_t>>(sizeof v);
+  std::memcpy(const_cast<uint8_t*>(t.data->data()), &v, sizeof v);
+  return t;
+}
+
+// x -> GELU as torch exports it: 0.5 last (`half_first`: 0.5 * x first), with `root2` as the
+// divisor; `erf_output` also returns the Erf (an intermediate read outside the pattern).
+std::unique_ptr<fx::GraphModule> written_out_gelu(bool half_first, float root2,
+                                                  std::vector<int64_t> const_shape = {},
+                                                  bool erf_output = false) {
+  auto g = std::make_unique<fx::Graph>();
+  auto root = std::make_shared<fx::Module>();
+  root->register_buffer("root2", scalar_f32(root2, const_shape));
+  root->register_buffer("one", scalar_f32(1.0f));
+  root->register_buffer("half", scalar_f32(0.5f));
+  Node* x = g->placeholder("x");
+  Node* div = g->call_function(fn("onnx.Div"), {x, g->get_attr("root2")});
+  Node* erf = g->call_function(fn("onnx.Erf"), {div});
+  Node* plus1 = g->call_function(fn("onnx.Add"), {erf, g->get_attr("one")});
+  Node* out;
+  if (half_first) {
+    Node* h = g->call_function(fn("onnx.Mul"), {g->get_attr("half"), x});
+    out = g->call_function(fn("onnx.Mul"), {h, plus1});
+  } else {
+    Node* prod = g->call_function(fn("onnx.Mul"), {x, plus1});
+    out = g->call_function(fn("onnx.Mul"), {prod, g->get_attr("half")});
+  }
+  if (erf_output)
+    g->output(Argument::tuple({out, erf}));
+  else
+    g->output(out);
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g));
+}
+
+TEST(ExecPlan, AWrittenOutGeluRunsAsTheGeluKernelUnlessItsPartsAreNeeded) {
+  std::vector<float> xs;
+  for (int i = -60; i <= 60; ++i) xs.push_back(static_cast<float>(i) * 0.1037f);
+  const Value in = Value::from_f32({11, 11}, xs);
+  std::vector<float> kernel(xs.size());
+  fx::kernels::unary_f32(fx::kernels::UnaryOp::Gelu, xs.data(), kernel.data(),
+                         static_cast<int64_t>(xs.size()), 0.0f, 0.0f);
+  const float root2 = static_cast<float>(std::sqrt(2.0));
+  for (bool half_first : {false, true}) {
+    SCOPED_TRACE(half_first ? "0.5 * x first" : "0.5 last");
+    auto gm = written_out_gelu(half_first, root2);
+    // Fused: the GELU kernel's bits. Probing the Erf runs the nodes one by one: the same
+    // values to rounding, and the probe is the Erf's own value.
+    EXPECT_EQ(fx::exec::run(*gm, {in})[0].to_f32(), kernel);
+    fx::exec::RunOptions probe;
+    probe.probe = {"erf"};
+    const fx::exec::RunResult r = fx::exec::run(*gm, {in}, probe);
+    ASSERT_EQ(r.probes.size(), 1u);
+    const std::vector<float> unfused = r.outputs[0].to_f32(), erf = r.probes[0].second.to_f32();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      EXPECT_NEAR(unfused[i], kernel[i], 1e-6f * (1.0f + std::fabs(kernel[i]))) << xs[i];
+      EXPECT_NEAR(erf[i], std::erf(xs[i] / root2), 1e-6f) << xs[i];
+    }
+  }
+  // Not GELU to float rounding (a divisor 1e-4 off sqrt 2): the nodes run, so the output is
+  // what the probed (node-by-node) run gives, bit for bit.
+  {
+    auto gm = written_out_gelu(false, 1.4142f);
+    fx::exec::RunOptions probe;
+    probe.probe = {"erf"};
+    EXPECT_EQ(fx::exec::run(*gm, {in})[0].to_f32(),
+              fx::exec::run(*gm, {in}, probe).outputs[0].to_f32());
+    EXPECT_NE(fx::exec::run(*gm, {in})[0].to_f32(), kernel);
+  }
+  // The Erf is also an output: it must exist, so the pattern runs node by node.
+  {
+    auto gm = written_out_gelu(false, root2, {}, true);
+    const std::vector<Value> out = fx::exec::run(*gm, {in});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{11, 11}));
+    for (size_t i = 0; i < xs.size(); ++i)
+      EXPECT_NEAR(out[0].to_f32()[i], kernel[i], 1e-6f * (1.0f + std::fabs(kernel[i])));
+  }
+  // A constant of higher rank than x broadcasts the result up: [5] in, [1, 5] out.
+  {
+    auto gm = written_out_gelu(false, root2, {1, 1});
+    const Value small = Value::from_f32({5}, {-2.0f, -1.0f, 0.0f, 1.0f, 2.0f});
+    EXPECT_EQ(fx::exec::run(*gm, {small})[0].shape(), (std::vector<int64_t>{1, 5}));
+    EXPECT_EQ(fx::exec::run(*gm, {in})[0].to_f32(), kernel);  // rank 2: fused again
+  }
 }
 
 }  // namespace
