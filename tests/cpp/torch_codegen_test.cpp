@@ -325,8 +325,9 @@ TEST(TorchCodegenStateDict, ZipStructure) {
     EXPECT_EQ(e.name, "archive/data/" + std::to_string(i));
     const fx::Bytes b = tensors[i].second.bytes();
     ASSERT_EQ(e.size, b->size()) << tensors[i].first;
-    if (!b->empty())  // (memcmp of no bytes still needs valid pointers)
+    if (!b->empty()) {  // (memcmp of no bytes still needs valid pointers)
       EXPECT_EQ(std::memcmp(z.data() + e.data_offset, b->data(), b->size()), 0) << tensors[i].first;
+    }
   }
   // The pickle: protocol 2, and it ends with SETITEMS, STOP.
   const ZipEntry& pkl = entries.front();
