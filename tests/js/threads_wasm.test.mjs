@@ -6,6 +6,8 @@
 //  - 1,000 runs across 4 GraphModules with interleaved delete() and thread-count switches finish
 //    (no deadlock) with the same results throughout, and leave the heap and the handle tables
 //    where they started (no leak);
+//  - errors are the single-thread module's: kind, message and node (typed C++ catches work there,
+//    wasm/eh_threads_shim.cpp);
 //  - a cross-origin isolated page gets threads, a page without COOP/COEP falls back to the
 //    single-thread module and says why, and both compute the same result; when the Workers'
 //    script cannot load, init() falls back too instead of waiting forever.
@@ -56,6 +58,17 @@ test('every zoo model at 1, 2 and 3 threads in the threaded module: bit-identica
     }
   }
 }, 1500000);
+
+test('errors are typed in the threaded module as in the single-thread one (C++ catch clauses match)', () => {
+  const single = child(['errors', '1'], 120000);
+  const threaded = child(['errors', '2'], 120000);
+  expect(threaded.info.build).toBe('threads');
+  const kinds = single.got.map((g) => g.kind ?? 'ok');
+  // Each bad call fails with its own kind, none as an "unknown C++ exception".
+  expect(kinds).toEqual(expect.arrayContaining(['ParseError', 'ValueError', 'RuntimeError', 'GraphError', 'UnsupportedError', 'ResourceError']));
+  expect(threaded.got).toEqual(single.got);
+  for (const g of threaded.got) expect(g.message ?? '').not.toMatch(/unknown C\+\+ exception/);
+}, 300000);
 
 test('1,000 runs across 4 GraphModules with interleaved delete(): no deadlock, no leak, same results', () => {
   const r = child(['stress', '1000'], 300000);

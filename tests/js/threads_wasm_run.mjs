@@ -7,6 +7,7 @@
 //   node tests/js/threads_wasm_run.mjs stress RUNS      RUNS runs over 4 GraphModules, deleted and
 //                                                       reloaded in turn, threads switching 1 <-> 2
 //   node tests/js/threads_wasm_run.mjs badworker        init({threads: 2}) with a failing Worker script
+//   node tests/js/threads_wasm_run.mjs errors N         typed errors of a list of bad calls
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -121,10 +122,50 @@ async function badWorker() {
   return { info: fx.threads(), shape: y.shape };
 }
 
+/**
+ * Errors on the module init({threads}) loads: each call's {kind, message, node}, and what C++
+ * code that catches errors itself returns (shape inference records a gap and goes on). The
+ * threaded module must give what the single-thread one gives (typed C++ catch clauses work).
+ */
+async function errors(threads) {
+  const fx = await init({ threads });
+  const got = [];
+  const attempt = (what, f) => {
+    try {
+      got.push({ what, ok: f() });
+    } catch (e) {
+      got.push({ what, kind: e.kind, message: e.message, node: e.node ?? null });
+    }
+  };
+  const sample = fs.readFileSync(path.join(ROOT, 'models/sample.onnx'));
+  attempt('junk bytes', () => fx.loadONNX(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8])) && 'loaded');
+  const gm = fx.loadONNX(sample);
+  attempt('no inputs', () => gm.run([]));
+  attempt('wrong rank', () => gm.run([{ data: new Float32Array(6), shape: [2, 3] }]));
+  attempt('erase a used node', () => gm.graph.eraseNode(gm.graph.findNode('conv')));
+  attempt('unknown op', () => {
+    const g = new fx.Graph();
+    g.output(g.callFunction('onnx.NoSuchOp', [g.placeholder('x')]));
+    return new fx.GraphModule(g).run([{ data: new Float32Array(1), shape: [1] }]);
+  });
+  attempt('shapes with a gap', () => {
+    const r = gm.inferShapes();
+    return { typed: r.typed, total: r.total, gaps: r.gaps.map((g) => g.node) };
+  });
+  const dir = path.join(ROOT, 'tests/fuzz/regressions');
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.onnx')).sort())
+    attempt(f, () => {
+      const m = fx.loadONNX(fs.readFileSync(path.join(dir, f)));
+      return m.run(m.graph.nodes.filter((n) => n.op === 'placeholder').map(() => ({ data: new Float32Array(1), shape: [1] }))).length;
+    });
+  return { info: fx.threads(), got };
+}
+
 let out;
 if (mode === 'badworker') out = await badWorker();
+else if (mode === 'errors') out = await errors(Number(arg));
 else if (mode === 'zoo') out = await zoo(arg.split(',').map(Number));
 else if (mode === 'stress') out = await stress(Number(arg));
-else throw new Error(`usage: threads_wasm_run.mjs zoo 1[,2,3] | stress RUNS`);
+else throw new Error(`usage: threads_wasm_run.mjs zoo 1[,2,3] | stress RUNS | badworker | errors N`);
 process.stdout.write(JSON.stringify(out) + '\n');
 // Nothing must be left holding the process open (the module's Workers are unref()'d): no exit().
