@@ -4,8 +4,12 @@
 import { init, FxError, Node } from '../wasm/index.mjs';
 import { randomInputs, outputNames, mulberry32 } from '../wasm/inputs.mjs';
 import { parsePattern, buildPatternPass } from './pattern_dsl.mjs';
-// Vite emits fx.wasm as an asset and gives its URL (relative to the built site).
+// Vite emits fx.wasm and the threaded module's three files as assets and gives their URLs
+// (relative to the built site).
 import wasmUrl from '../dist/fx.wasm?url';
+import threadsGlueUrl from '../dist/fx-threads.mjs?url';
+import threadsWasmUrl from '../dist/fx-threads.wasm?url';
+import threadsWorkerUrl from '../dist/fx-threads.worker.js?url';
 
 let fx = null;
 let original = null;  // bytes of the model as opened (the "before" side of comparisons)
@@ -15,7 +19,15 @@ const undoStack = []; // modules before each edit (sharing their tensors with th
 let name = '';
 
 const progress = (text, fraction) => postMessage({ type: 'progress', text, fraction });
-const start = () => (fx ? Promise.resolve(fx) : init({ locateFile: () => wasmUrl }).then((api) => (fx = api)));
+// On a cross-origin-isolated page (the playground's server and static hosting send COOP/COEP)
+// the threaded module runs the kernels on up to 4 cores; elsewhere init() falls back to fx.wasm
+// and fx.threads() says why.
+const FILES = { 'fx.wasm': wasmUrl, 'fx-threads.mjs': threadsGlueUrl, 'fx-threads.wasm': threadsWasmUrl, 'fx-threads.worker.js': threadsWorkerUrl };
+const wantedThreads = Math.max(1, Math.min(4, self.navigator?.hardwareConcurrency ?? 1));
+const start = () =>
+  fx
+    ? Promise.resolve(fx)
+    : init({ threads: wantedThreads, locateFile: (file) => FILES[file] ?? wasmUrl }).then((api) => (fx = api));
 
 const ITEM_BYTES = { float32: 4, float64: 8, float16: 2, bfloat16: 2, int64: 8, int32: 4, int16: 2, int8: 1, uint8: 1, bool: 1, uint16: 2, uint32: 4, uint64: 8, complex64: 8, complex128: 16 };
 const numel = (shape) => shape.reduce((a, b) => a * Number(b), 1);
@@ -118,6 +130,7 @@ function snapshot(m) {
       parameters: weights.count,
       parameterBytes: weights.bytes,
       nodes: nodes.length,
+      threads: fx.threads(),
     },
   };
 }

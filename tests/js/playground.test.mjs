@@ -94,16 +94,23 @@ test('the build is a static site: index.html, hashed assets, the wasm, the model
   console.log(`page weight (dist/playground without models/): ${bytes} bytes`);
 });
 
-test('a plain static server hosts it; scripts/serve.mjs adds COOP/COEP (cross-origin isolated)', async () => {
+test('a plain static server hosts it; scripts/serve.mjs adds COOP/COEP (cross-origin isolated), so the kernels run threaded', async () => {
   const p = await browser.newPage();
   const errs = [];
   p.on('pageerror', (e) => errs.push(e.message));
   await p.goto(`http://127.0.0.1:${plain.address().port}/`);
   await p.waitForSelector('body[data-loaded="sample.onnx"]', { timeout: 60000 });
   expect(await p.evaluate(() => crossOriginIsolated)).toBe(false);
+  // Not isolated: one thread (fx.wasm), and the properties say why.
+  expect(await p.getAttribute('body', 'data-threads')).toBe('1');
+  expect(await p.textContent('#properties tr[data-prop="runs on"] td.mono')).toMatch(/^1 thread \(fx\.wasm: .*Cross-Origin-Opener-Policy/);
   await p.close();
   expect(errs).toEqual([]);
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+  // Isolated: the worker loaded fx-threads.wasm with a thread per core (up to 4).
+  const cores = Math.min(4, await page.evaluate(() => navigator.hardwareConcurrency));
+  expect(await page.getAttribute('body', 'data-threads')).toBe(String(cores));
+  if (cores > 1) expect(await page.textContent('#properties tr[data-prop="runs on"] td.mono')).toBe(`${cores} threads (fx-threads.wasm)`);
   const r = await fetch(base);
   expect(r.headers.get('cross-origin-opener-policy')).toBe('same-origin');
   expect(r.headers.get('cross-origin-embedder-policy')).toBe('require-corp');
