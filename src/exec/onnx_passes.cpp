@@ -226,12 +226,25 @@ double scalar(const GraphModule& gm, const Argument& a) {
 
 bool near(double v, double want) { return std::fabs(v - want) <= 1e-4 * std::fabs(want); }
 
-// For a binary node with a scalar constant operand near `c`: the other operand (either order
-// when `commutative`), else nullptr.
-const Argument* other_operand(const GraphModule& gm, const Node* n, double c, bool commutative) {
+// For a binary node with a scalar constant operand equal to `c`: the other operand (either order
+// when `commutative`), else nullptr. `exact`: a float32 constant equal to float(c) (what the
+// executor's fused kernels compute with, so they agree with the nodes to rounding); else any
+// float constant within 1e-4 relative (the passes). Raises *rank to the constant's rank.
+const Argument* other_operand(const GraphModule& gm, const Node* n, double c, bool commutative,
+                              bool exact, int64_t* rank) {
   if (n->args().size() != 2) return nullptr;
-  if (near(scalar(gm, n->args()[1]), c)) return &n->args()[0];
-  if (commutative && near(scalar(gm, n->args()[0]), c)) return &n->args()[1];
+  for (int k : {1, 0}) {
+    if (k == 0 && !commutative) break;
+    const Tensor* t = constant(gm, n->args()[k]);
+    if (!t || t->numel() != 1) continue;
+    const bool equal =
+        exact ? t->dtype == Dtype::Float32 &&
+                    *reinterpret_cast<const float*>(t->data->data()) == static_cast<float>(c)
+              : near(scalar(gm, n->args()[k]), c);
+    if (!equal) continue;
+    *rank = std::max(*rank, static_cast<int64_t>(t->shape.size()));
+    return &n->args()[1 - k];
+  }
   return nullptr;
 }
 
@@ -275,22 +288,8 @@ std::optional<GeluMatch> match_gelu(const GraphModule& gm, Node* erf, bool exact
   if (!is_op(Argument(erf), "onnx.Erf") || erf->args().size() != 1 || !erf->args()[0].is_node())
     return std::nullopt;
   GeluMatch m;
-  // The other operand of binary `n` when the remaining one is the scalar constant `c` (either
-  // order when `commutative`). Exactly: a float32 constant equal to float(c), for the executor,
-  // whose fused kernel must agree with the nodes within float rounding.
-  auto operand = [&](const Node* n, double c, bool commutative) -> const Argument* {
-    if (!exact) return other_operand(gm, n, c, commutative);
-    if (n->args().size() != 2) return nullptr;
-    for (int k : {1, 0}) {
-      if (k == 0 && !commutative) break;
-      const Tensor* t = constant(gm, n->args()[k]);
-      if (t && t->dtype == Dtype::Float32 && t->numel() == 1 && t->data &&
-          *reinterpret_cast<const float*>(t->data->data()) == static_cast<float>(c)) {
-        m.constant_rank = std::max(m.constant_rank, static_cast<int64_t>(t->shape.size()));
-        return &n->args()[1 - k];
-      }
-    }
-    return nullptr;
+  auto operand = [&](const Node* n, double c, bool commutative) {
+    return other_operand(gm, n, c, commutative, exact, &m.constant_rank);
   };
   const double kSqrt2 = std::sqrt(2.0);
   Node* scaled = erf->args()[0].to_node();  // x / sqrt(2) or x * (1 / sqrt(2))

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 
@@ -359,11 +360,11 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
   // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
   // than the row path.)
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
-  if (avx512 && small_plane(p, true)) return depthwise_small_avx512(p, in, weight, bias, out);
-  if (avx2 && small_plane(p, false)) return depthwise_small_avx2(p, in, weight, bias, out);
-  if (avx2) return depthwise3x3_avx2(p, in, weight, bias, out);
+  if (cpu_has_avx512() && small_plane(p, true))
+    return depthwise_small_avx512(p, in, weight, bias, out);
+  if (cpu_has_avx2_fma() && small_plane(p, false))
+    return depthwise_small_avx2(p, in, weight, bias, out);
+  if (cpu_has_avx2_fma()) return depthwise3x3_avx2(p, in, weight, bias, out);
 #endif
   depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
 }
@@ -401,10 +402,8 @@ void depthwise_serial(const Conv2dParams& p, const float* in, const float* weigh
   // 0.35, 14x14 x 384 1.31 -> 0.19, 7x7 x 768 1.08 -> 0.10. Not in wasm: with four lanes the
   // interleaved 3x3 lost to the row loop there.
   if (p.dilation_h == 1 && p.dilation_w == 1 && p.KH * p.KW <= kMaxDepthwiseTaps) {
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
-    if (avx512) return depthwise_small_avx512(p, in, weight, bias, out);
-    if (avx2) return depthwise_small_avx2(p, in, weight, bias, out);
+    if (cpu_has_avx512()) return depthwise_small_avx512(p, in, weight, bias, out);
+    if (cpu_has_avx2_fma()) return depthwise_small_avx2(p, in, weight, bias, out);
   }
 #endif
   const int64_t OH = p.out_h(), OW = p.out_w();

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/cpu.h"
 #include "kernels/vmath.h"
 
 namespace fx::kernels {
@@ -349,7 +350,7 @@ inline void vec_map(VecOp op, const float* in, float* out, int64_t n, float shif
   }
 }
 
-#if defined(__x86_64__) && !defined(__AVX2__)
+#ifdef FXWASM_X86_DISPATCH
 typedef float v8f __attribute__((vector_size(32)));
 __attribute__((target("avx2"))) void vec_map_avx2(VecOp op, const float* in, float* out, int64_t n,
                                                   float shift) {
@@ -358,9 +359,8 @@ __attribute__((target("avx2"))) void vec_map_avx2(VecOp op, const float* in, flo
 #endif
 
 void vec_apply(VecOp op, const float* in, float* out, int64_t n, float shift = 0.0f) {
-#if defined(__x86_64__) && !defined(__AVX2__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return vec_map_avx2(op, in, out, n, shift);
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx2()) return vec_map_avx2(op, in, out, n, shift);
 #endif
   vec_map<v4f>(op, in, out, n, shift);
 }
@@ -438,15 +438,14 @@ void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, b
     float* y = out + r * axis_size;
     float mx = -INFINITY;
     for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, x[i]);
+    vec_apply(VecOp::ExpShifted, x, y, axis_size, mx);  // e^(x - max) into y
     double sum = 0;
+    for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
     if (log) {
-      for (int64_t i = 0; i < axis_size; ++i) sum += std::exp(x[i] - mx);
       // (x - max) - log(sum): subtracting max first keeps precision for large inputs.
       const float log_sum = static_cast<float>(std::log(sum));
       for (int64_t i = 0; i < axis_size; ++i) y[i] = (x[i] - mx) - log_sum;
     } else {
-      vec_apply(VecOp::ExpShifted, x, y, axis_size, mx);
-      for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t i = 0; i < axis_size; ++i) y[i] *= inv;
     }

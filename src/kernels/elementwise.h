@@ -90,7 +90,7 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha =
 
 /// Softmax over the last `axis_size` elements of each of `rows` rows (ONNX opset >= 13 with
 /// the axis moved last); `log` gives LogSoftmax. Max-subtracted, so large inputs do not
-/// overflow.
+/// overflow. `in` and `out` must not overlap.
 void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, bool log = false);
 
 /// LayerNormalization over the last `size` elements of each row: (x - mean) / sqrt(var + eps)

@@ -6,6 +6,7 @@
 // (checked at run time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds
 // replaces it, and a 6 x 32 kernel on zmm registers where AVX-512F is there.
 #include "kernels/gemm.h"
+#include "kernels/cpu.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
 #include "kernels/thread_pool.h"
@@ -350,15 +351,6 @@ FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps,
                   _mm512_set1_ps, max512, min512)
 #undef FXWASM_X86_KERNEL
 
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
-
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
 #endif
 
 using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,

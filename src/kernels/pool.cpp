@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/cpu.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
 #include "kernels/thread_pool.h"
@@ -45,10 +46,6 @@ void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
 #define FXWASM_POOL_AVX2 1
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
 
 // The even and odd lanes of q[0..16): [q0 q2 .. q14] and [q1 q3 .. q15].
 __attribute__((target("avx2"), always_inline)) inline void even_odd_avx2(const float* q,

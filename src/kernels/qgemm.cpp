@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/cpu.h"
+
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
 #elif defined(__SSE2__)
@@ -34,16 +36,8 @@ constexpr int64_t NR = 8;  // columns of the portable kernel's tile (two 4-lane 
 #ifdef FXWASM_QGEMM_AVX2
 constexpr int64_t NR_AVX2 = 16;     // two 8-lane ymm vectors
 constexpr int64_t NR_VNNI512 = 32;  // two 16-lane zmm vectors
-bool has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-// vpdpwssd: the multiply-add and the accumulation in one instruction, on 16 lanes.
-bool has_vnni512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vnni");
-  return has;
-}
+// (vpdpwssd, on AVX-512 VNNI: the multiply-add and the accumulation in one instruction, on 16
+// lanes.)
 #endif
 // K pairs per block: a 128-pair slice of a 16-column B panel (8 KB) stays in L1 while the A
 // panels stream past it.
@@ -51,8 +45,8 @@ constexpr int64_t KCP = 128;
 
 int64_t right_panel() {
 #ifdef FXWASM_QGEMM_AVX2
-  if (has_vnni512()) return NR_VNNI512;
-  if (has_avx2()) return NR_AVX2;
+  if (cpu_has_avx512_vnni()) return NR_VNNI512;
+  if (cpu_has_avx2()) return NR_AVX2;
 #endif
   return NR;
 }
@@ -250,7 +244,7 @@ void im2col_row(const T* image, int64_t H, int64_t W, int64_t KH, int64_t KW, in
 
 bool QPacked::u8s8_available() {
 #ifdef FXWASM_QGEMM_AVX2
-  return has_vnni512();
+  return cpu_has_avx512_vnni();
 #else
   return false;
 #endif

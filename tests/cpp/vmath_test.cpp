@@ -54,52 +54,67 @@ double ulps(float got, double want) {
   return std::fabs(static_cast<double>(got) - want) / unit;
 }
 
-TEST(Vmath, ExpIsWithinOneAndAHalfUlpFromDenormalsToOverflow) {
-  const std::vector<float> xs = sweep();
+const std::vector<float>& sweep_inputs() {
+  static const std::vector<float> xs = sweep();
+  return xs;
+}
+
+/// f over sweep_inputs(), four lanes at a time.
+template <class F>
+std::vector<float> on_sweep(F f) {
+  const std::vector<float>& xs = sweep_inputs();
   std::vector<float> ys(xs.size());
-  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), exp4);
-  double worst = 0;
-  float worst_x = 0;
+  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), f);
+  return ys;
+}
+
+/// The largest error seen, and where.
+struct Worst {
+  double error = 0;
+  float at = 0;
+  void see(double e, float x) {
+    if (e > error) error = e, at = x;
+  }
+};
+
+TEST(Vmath, ExpIsWithinOneAndAHalfUlpFromDenormalsToOverflow) {
+  const std::vector<float>& xs = sweep_inputs();
+  const std::vector<float> ys = on_sweep(exp4);
+  Worst worst;
   for (size_t i = 0; i < xs.size(); ++i) {
     const double want = std::exp(static_cast<double>(xs[i]));
-    if (want > std::numeric_limits<float>::max()) {
+    if (want > std::numeric_limits<float>::max())
       EXPECT_EQ(ys[i], std::numeric_limits<float>::infinity()) << "x = " << xs[i];
-      continue;
-    }
-    const double u = ulps(ys[i], want);
-    if (u > worst) worst = u, worst_x = xs[i];
+    else
+      worst.see(ulps(ys[i], want), xs[i]);
   }
-  EXPECT_LE(worst, 1.5) << "at x = " << worst_x;
+  EXPECT_LE(worst.error, 1.5) << "at x = " << worst.at;
 }
 
 TEST(Vmath, ErfIsWithinFourUlp) {
-  const std::vector<float> xs = sweep();
-  std::vector<float> ys(xs.size());
-  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), erf4);
-  double worst = 0;
-  float worst_x = 0;
+  const std::vector<float>& xs = sweep_inputs();
+  const std::vector<float> ys = on_sweep(erf4);
+  Worst worst;
   for (size_t i = 0; i < xs.size(); ++i) {
     EXPECT_LE(std::fabs(ys[i]), 1.0f) << "x = " << xs[i];
-    if (std::fabs(xs[i]) < 1e-37f) continue;  // denormal inputs: erf(x) = 1.128 x, denormal too
-    const double u = ulps(ys[i], std::erf(static_cast<double>(xs[i])));
-    if (u > worst) worst = u, worst_x = xs[i];
+    if (std::fabs(xs[i]) >= 1e-37f)  // (denormal inputs: erf(x) = 1.128 x, denormal too)
+      worst.see(ulps(ys[i], std::erf(static_cast<double>(xs[i]))), xs[i]);
   }
-  EXPECT_LE(worst, 4.0) << "at x = " << worst_x;
+  EXPECT_LE(worst.error, 4.0) << "at x = " << worst.at;
 }
 
 TEST(Vmath, GeluKeepsItsNegativeTail) {
-  const std::vector<float> xs = sweep();
-  std::vector<float> ys(xs.size());
-  map4(xs.data(), ys.data(), static_cast<int64_t>(xs.size()), gelu4);
-  double worst_near = 0, worst_far = 0;
+  const std::vector<float>& xs = sweep_inputs();
+  const std::vector<float> ys = on_sweep(gelu4);
+  Worst near, far;  // |x| < 3, and beyond
   for (size_t i = 0; i < xs.size(); ++i) {
     const double x = xs[i], want = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
     if (std::fabs(want) < 1e-30) continue;  // GELU(-11.5): results go denormal below
-    double& worst = std::fabs(x) < 3 ? worst_near : worst_far;
-    worst = std::max(worst, std::fabs(ys[i] - want) / std::fabs(want));
+    (std::fabs(x) < 3 ? near : far).see(std::fabs(ys[i] - want) / std::fabs(want), xs[i]);
   }
-  EXPECT_LE(worst_near, 1e-6);  // |x| < 3
-  EXPECT_LE(worst_far, 2e-5);   // to GELU(-11.5): x^2 rounds by 6e-8, e^(-x^2/2) by 3e-6 x^2
+  EXPECT_LE(near.error, 1e-6) << "at x = " << near.at;
+  // To GELU(-11.5): x^2 rounds by 6e-8, so e^(-x^2/2) by 3e-8 x^2.
+  EXPECT_LE(far.error, 2e-5) << "at x = " << far.at;
 }
 
 TEST(Vmath, NanStaysNanAndInfinitiesSaturate) {
@@ -159,29 +174,36 @@ TEST(Vmath, KernelsUsingThemMatchTheScalarFormulas) {
   const struct {
     UnaryOp op;
     double (*f)(double);
+    double rel;  // relative tolerance
   } cases[] = {
-      {UnaryOp::Exp, [](double x) { return std::exp(x); }},
-      {UnaryOp::Erf, [](double x) { return std::erf(x); }},
-      {UnaryOp::Sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
-      {UnaryOp::Gelu, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }},
+      {UnaryOp::Exp, [](double x) { return std::exp(x); }, 1e-6},
+      {UnaryOp::Erf, [](double x) { return std::erf(x); }, 1e-6},
+      {UnaryOp::Sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 1e-6},
+      // (down to GELU(-10.1) ~ 1e-23: the tail's bound, GeluKeepsItsNegativeTail)
+      {UnaryOp::Gelu, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, 2e-5},
   };
   for (const auto& c : cases) {
     fx::kernels::unary_f32(c.op, xs.data(), y.data(), n, 0.0f, 0.0f);
     for (size_t i = 0; i < xs.size(); ++i) {
       const double want = c.f(xs[i]);
-      EXPECT_NEAR(y[i], want, 2e-5 * std::fabs(want) + 1e-37)
+      EXPECT_NEAR(y[i], want, c.rel * std::fabs(want) + 1e-37)
           << "op " << static_cast<int>(c.op) << " x = " << xs[i];
     }
   }
-  // Softmax over rows of 7 (a partial vector at each row's end) sums to 1 and matches exp/sum.
-  std::vector<float> s(xs.size() / 7 * 7);
-  fx::kernels::softmax_f32(xs.data(), s.data(), static_cast<int64_t>(s.size() / 7), 7, false);
+  // Softmax and LogSoftmax over rows of 7 (a partial vector at each row's end): exp / sum and
+  // (x - max) - log(sum).
+  std::vector<float> s(xs.size() / 7 * 7), ls(s.size());
+  const int64_t rows = static_cast<int64_t>(s.size() / 7);
+  fx::kernels::softmax_f32(xs.data(), s.data(), rows, 7, false);
+  fx::kernels::softmax_f32(xs.data(), ls.data(), rows, 7, true);
   for (size_t r = 0; r < s.size() / 7; ++r) {
     double mx = -1e30, sum = 0;
     for (size_t k = 0; k < 7; ++k) mx = std::max<double>(mx, xs[r * 7 + k]);
     for (size_t k = 0; k < 7; ++k) sum += std::exp(xs[r * 7 + k] - mx);
-    for (size_t k = 0; k < 7; ++k)
+    for (size_t k = 0; k < 7; ++k) {
       EXPECT_NEAR(s[r * 7 + k], std::exp(xs[r * 7 + k] - mx) / sum, 3e-7) << "row " << r;
+      EXPECT_NEAR(ls[r * 7 + k], xs[r * 7 + k] - mx - std::log(sum), 1e-6) << "row " << r;
+    }
   }
 }
 
