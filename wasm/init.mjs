@@ -46,9 +46,7 @@ function setLimits(limits) {
  */
 function setThreads(n) {
   if (!Number.isInteger(n) || n < 1) throw new FxError('ValueError', `setThreads(n): expected an integer >= 1, got ${String(n)}`);
-  const got = M.setNumThreads(Math.min(n, threadInfo.build === 'threads' ? threadInfo.requested : 1));
-  threadInfo = Object.freeze({ ...threadInfo, threads: got });
-  return got;
+  return M.setNumThreads(Math.min(n, threadInfo.build === 'threads' ? threadInfo.requested : 1));
 }
 
 /** The memoized init() promise. */
@@ -167,7 +165,7 @@ function threadsOption(t) {
   return t;
 }
 
-/** What init() loaded: see threads() in index.d.ts. */
+/** What init() loaded ({build, requested, reason}); threads() adds the kernels' count now. */
 let threadInfo = null;
 
 async function load(options) {
@@ -191,8 +189,8 @@ async function load(options) {
   loadOnnxMetaKeys();
   if (options.limits != null) setLimits(options.limits);
   // The kernels' pool: the calling thread and the module's Workers (threaded module only).
-  const threads = threaded ? M.setNumThreads(requested) : 1;
-  threadInfo = Object.freeze({ build: threaded ? 'threads' : 'single', threads, requested, reason });
+  if (threaded) M.setNumThreads(requested);
+  threadInfo = { build: threaded ? 'threads' : 'single', requested, reason };
   api = Object.freeze({
     version: M.version(),
     Graph,
@@ -243,8 +241,9 @@ async function load(options) {
     releaseCachedMemory: () => M.releaseCachedMemory(),
     heapSize: () => M.HEAP8.length,
     liveHandles: () => M.liveHandles(),
-    // The count as the kernels report it now (releaseCachedMemory restarts the Workers' threads).
-    threads: () => Object.freeze({ ...threadInfo, threads: M.numThreads() }),
+    // The count as the kernels report it now (setThreads, and releaseCachedMemory restarts the
+    // Workers' threads).
+    threads: () => Object.freeze({ build: threadInfo.build, threads: M.numThreads(), requested: threadInfo.requested, reason: threadInfo.reason }),
     setThreads,
   });
   return api;
