@@ -1,5 +1,6 @@
 // fx::exec::Value: a dense tensor value over shared bytes (its storage for computed values
 // comes from memory.cpp).
+#include <algorithm>
 #include <cstring>
 
 #include "fx/exec.h"
@@ -16,6 +17,9 @@ const uint8_t* data_of(const std::vector<uint8_t>& b) { return b.empty() ? kNoBy
 }  // namespace
 
 int64_t Value::numel() const {
+  // A 0 first: an empty tensor's other dimensions may multiply past int64 (checked_numel accepts
+  // {0, huge, huge}; fuzz_run found ConstantOfShape [1048576, 2^52, 0]).
+  if (std::find(shape_.begin(), shape_.end(), 0) != shape_.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape_) n *= d;
   return n;

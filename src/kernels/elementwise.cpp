@@ -13,6 +13,8 @@
 namespace fx::kernels {
 
 int64_t numel(const Shape& s) {
+  // (an empty shape's other dimensions may multiply past int64: see Value::numel)
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return 0;
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
@@ -326,7 +328,7 @@ void map(const float* in, float* out, int64_t n, F f) {
 // bits (vmath.h), so the dispatch does not change results.
 enum class VecOp { Exp, ExpShifted, Erf, Gelu, Sigmoid };
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)  // (GCC and Clang)
 // GCC notes (at the end of the file) that an 8-lane value passed by value changes the ABI
 // without AVX: the lambdas below are inlined into vec_map_avx2, which is compiled for AVX2.
 #pragma GCC diagnostic ignored "-Wpsabi"

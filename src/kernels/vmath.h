@@ -17,7 +17,7 @@
 
 #include "kernels/simd.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)  // (GCC and Clang)
 // GCC notes that 8-lane values passed by value change the ABI without -mavx; these functions
 // are inlined into their AVX2-compiled callers (elementwise.cpp).
 #pragma GCC diagnostic push
@@ -161,6 +161,6 @@ inline void map(const float* in, float* out, int64_t n, F f) {
 
 }  // namespace fx::kernels::vmath
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)  // (GCC and Clang)
 #pragma GCC diagnostic pop
 #endif

@@ -212,6 +212,9 @@ TEST_F(Malformed, ApiSizesAreChecked) {
     EXPECT_EQ(e.kind(), fx::ErrorKind::Value);
   }
   EXPECT_EQ(fx::checked_numel({0, INT64_MAX, INT64_MAX}, "t"), 0);  // empty is fine
+  // ... and its element count is 0 however its dimensions are ordered (no overflowing product
+  // before the 0; UBSan's check in the sanitizer run).
+  EXPECT_EQ(Value::zeros(fx::Dtype::Float32, {int64_t{1} << 20, int64_t{1} << 52, 0}).numel(), 0);
 }
 
 // A graph of one op over named inputs (float32 unless given), built by hand.

@@ -12,7 +12,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/vmath.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)                     // (GCC and Clang)
 #pragma GCC diagnostic ignored "-Wpsabi"  // 8-lane vectors by value without -mavx (same bits)
 #endif
 
