@@ -326,7 +326,7 @@ void map(const float* in, float* out, int64_t n, F f) {
 // The transcendental maps of kernels/vmath.h: four lanes (SSE, or simd128 in wasm), and eight
 // where the CPU has AVX2 (the native build targets baseline x86-64). Both widths give the same
 // bits (vmath.h), so the dispatch does not change results.
-enum class VecOp { Exp, ExpShifted, Erf, Gelu, Sigmoid };
+enum class VecOp { Exp, Erf, Gelu, Sigmoid };
 
 #if defined(__GNUC__)  // (GCC and Clang)
 // GCC notes (at the end of the file) that an 8-lane value passed by value changes the ABI
@@ -334,37 +334,93 @@ enum class VecOp { Exp, ExpShifted, Erf, Gelu, Sigmoid };
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
+// (Forced inline, with its lambdas, into the AVX2 function below: see vmath.h.)
 template <class V>
-inline void vec_map(VecOp op, const float* in, float* out, int64_t n, float shift) {
+inline __attribute__((always_inline)) void vec_map(VecOp op, const float* in, float* out,
+                                                   int64_t n) {
   switch (op) {
     case VecOp::Exp:
-      return vmath::map<V>(in, out, n, [](V x) { return vmath::exp(x); });
-    case VecOp::ExpShifted: {
-      const V s = vmath::splat<V>(shift);
-      return vmath::map<V>(in, out, n, [s](V x) { return vmath::exp(x - s); });
-    }
+      return vmath::map<V>(
+          in, out, n, [](V x) __attribute__((always_inline)) { return vmath::exp(x); });
     case VecOp::Erf:
-      return vmath::map<V>(in, out, n, [](V x) { return vmath::erf(x); });
+      return vmath::map<V>(
+          in, out, n, [](V x) __attribute__((always_inline)) { return vmath::erf(x); });
     case VecOp::Gelu:
-      return vmath::map<V>(in, out, n, [](V x) { return vmath::gelu(x); });
+      return vmath::map<V>(
+          in, out, n, [](V x) __attribute__((always_inline)) { return vmath::gelu(x); });
     case VecOp::Sigmoid:
-      return vmath::map<V>(in, out, n, [](V x) { return vmath::sigmoid(x); });
+      return vmath::map<V>(
+          in, out, n, [](V x) __attribute__((always_inline)) { return vmath::sigmoid(x); });
   }
 }
 
 #ifdef FXWASM_X86_DISPATCH
 typedef float v8f __attribute__((vector_size(32)));
-__attribute__((target("avx2"))) void vec_map_avx2(VecOp op, const float* in, float* out, int64_t n,
-                                                  float shift) {
-  vec_map<v8f>(op, in, out, n, shift);
+__attribute__((target("avx2"))) void vec_map_avx2(VecOp op, const float* in, float* out,
+                                                  int64_t n) {
+  vec_map<v8f>(op, in, out, n);
 }
 #endif
 
-void vec_apply(VecOp op, const float* in, float* out, int64_t n, float shift = 0.0f) {
+void vec_apply(VecOp op, const float* in, float* out, int64_t n) {
 #ifdef FXWASM_X86_DISPATCH
-  if (cpu_has_avx2()) return vec_map_avx2(op, in, out, n, shift);
+  if (cpu_has_avx2()) return vec_map_avx2(op, in, out, n);
 #endif
-  vec_map<v4f>(op, in, out, n, shift);
+  vec_map<v4f>(op, in, out, n);
+}
+
+// y = e^(x - shift) over n floats, returning sum(y): the sum in a fixed order whatever the lane
+// count, eight float partial sums over each block of 64 elements (element i into sum i mod 8;
+// with four lanes, vectors alternate between two accumulators), the blocks' sums added in
+// double. (A sequential double sum made Softmax wait on one add's latency per element.)
+template <class V>
+inline __attribute__((always_inline)) double exp_shifted_sum(const float* x, float* y, int64_t n,
+                                                             float shift) {
+  constexpr int64_t L = sizeof(V) / sizeof(float), A = 8 / L;
+  const V s = vmath::splat<V>(shift);
+  double total = 0;
+  for (int64_t b = 0; b < n; b += 64) {
+    const int64_t e = std::min<int64_t>(n, b + 64);
+    V acc[A] = {};
+    int64_t i = b, k = 0;
+    for (; i + L <= e; i += L, ++k) {
+      V v;
+      std::memcpy(&v, x + i, sizeof v);
+      v = vmath::exp(v - s);
+      std::memcpy(y + i, &v, sizeof v);
+      acc[k % A] += v;
+    }
+    if (i < e) {  // the block's last partial vector, its missing lanes zero
+      float buf[L] = {};
+      std::memcpy(buf, x + i, static_cast<size_t>(e - i) * sizeof(float));
+      V v;
+      std::memcpy(&v, buf, sizeof v);
+      v = vmath::exp(v - s);
+      std::memcpy(buf, &v, sizeof v);
+      for (int64_t j = e - i; j < L; ++j) buf[j] = 0.0f;
+      std::memcpy(y + i, buf, static_cast<size_t>(e - i) * sizeof(float));
+      std::memcpy(&v, buf, sizeof v);
+      acc[k % A] += v;
+    }
+    float lanes[8];
+    std::memcpy(lanes, acc, sizeof lanes);
+    for (float a : lanes) total += a;
+  }
+  return total;
+}
+
+#ifdef FXWASM_X86_DISPATCH
+__attribute__((target("avx2"))) double exp_shifted_sum_avx2(const float* x, float* y, int64_t n,
+                                                            float shift) {
+  return exp_shifted_sum<v8f>(x, y, n, shift);
+}
+#endif
+
+double exp_shifted_sum_any(const float* x, float* y, int64_t n, float shift) {
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx2()) return exp_shifted_sum_avx2(x, y, n, shift);
+#endif
+  return exp_shifted_sum<v4f>(x, y, n, shift);
 }
 }  // namespace
 
@@ -434,15 +490,29 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, 
   }
 }
 
+namespace {
+// The largest of x[0..n), NaNs skipped (as a sequential `mx < x ? x : mx` does): eight running
+// maxima, which the compiler keeps in vector registers.
+float max_skipping_nan(const float* x, int64_t n) {
+  float m[8];
+  std::fill(m, m + 8, -INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) m[j] = m[j] < x[i + j] ? x[i + j] : m[j];
+  for (; i < n; ++i) m[0] = m[0] < x[i] ? x[i] : m[0];
+  float mx = m[0];
+  for (int j = 1; j < 8; ++j) mx = mx < m[j] ? m[j] : mx;
+  return mx;
+}
+
+}  // namespace
+
 void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, bool log) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = in + r * axis_size;
     float* y = out + r * axis_size;
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, x[i]);
-    vec_apply(VecOp::ExpShifted, x, y, axis_size, mx);  // e^(x - max) into y
-    double sum = 0;
-    for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
+    const float mx = max_skipping_nan(x, axis_size);
+    const double sum = exp_shifted_sum_any(x, y, axis_size, mx);  // e^(x - max) into y
     if (log) {
       // (x - max) - log(sum): subtracting max first keeps precision for large inputs.
       const float log_sum = static_cast<float>(std::log(sum));

@@ -24,37 +24,42 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
+// Every function here is forced inline: an 8-lane instance that the compiler kept out of line
+// would be compiled for the baseline target and take its vectors in memory, while its AVX2
+// caller passes them in ymm registers (GCC 12 at -O2 did this to exp_in_range, which two
+// functions call, and erf of the tail element came out NaN).
+#define FX_VMATH_INLINE inline __attribute__((always_inline))
+
 namespace fx::kernels::vmath {
 
 template <class V>
 using mask_t = decltype(V{} < V{});  // the signed-integer vector of V's comparisons
 
 template <class V>
-inline V splat(float x) {
+FX_VMATH_INLINE V splat(float x) {
   return V{} + x;
 }
 template <class V>
-inline V select(mask_t<V> m, V a, V b) {
+FX_VMATH_INLINE V select(mask_t<V> m, V a, V b) {
   using I = mask_t<V>;
   return reinterpret_cast<V>((m & reinterpret_cast<I>(a)) | (~m & reinterpret_cast<I>(b)));
 }
 template <class V>
-inline V abs(V x) {
+FX_VMATH_INLINE V abs(V x) {
   using I = mask_t<V>;
   return reinterpret_cast<V>(reinterpret_cast<I>(x) & (I{} + 0x7fffffff));
 }
 /// 2^n for integer lanes n in [-126, 127].
 template <class V>
-inline V pow2i(mask_t<V> n) {
+FX_VMATH_INLINE V pow2i(mask_t<V> n) {
   return reinterpret_cast<V>((n + 127) << 23);
 }
 
-/// e^x: Cephes' expf (x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial), with 2^n applied in two
-/// halves so results down to the smallest denormal and up to FLT_MAX are right.
+/// e^x for x in [-104, 88.7] (or NaN): Cephes' expf (x = n ln2 + r, |r| <= ln2/2, degree-6
+/// polynomial), with 2^n applied in two halves so results down to the smallest denormal are
+/// right. Larger x give garbage: `exp` below handles them, erfc's exponent never has them.
 template <class V>
-inline V exp(V x) {
-  const V lo = splat<V>(-104.0f), hi = splat<V>(88.8f);
-  const V xc = x < lo ? lo : (x > hi ? hi : x);
+FX_VMATH_INLINE V exp_in_range(V xc) {
   // n = round(x / ln2): adding 1.5 * 2^23 rounds to nearest in the mantissa.
   const V magic = splat<V>(12582912.0f);
   const V nf = (xc * splat<V>(1.44269504088896341f) + magic) - magic;
@@ -69,14 +74,21 @@ inline V exp(V x) {
   const V y = p * (r * r) + r + splat<V>(1.0f);
   const mask_t<V> n = __builtin_convertvector(nf, mask_t<V>);
   const mask_t<V> h = n >> 1;  // n in [-150, 128]: both halves within pow2i's range
-  V out = y * pow2i<V>(h) * pow2i<V>(n - h);
-  out = select<V>(x > splat<V>(88.72283935546875f), splat<V>(__builtin_inff()), out);
-  return select<V>(x != x, x, out);
+  return y * pow2i<V>(h) * pow2i<V>(n - h);
+}
+
+/// e^x: exp_in_range on x clamped to [-104, 88.8], then infinity above 88.72 and NaN kept.
+template <class V>
+FX_VMATH_INLINE V exp(V x) {
+  const V lo = splat<V>(-104.0f), hi = splat<V>(88.8f);
+  const V out = exp_in_range(x < lo ? lo : (x > hi ? hi : x));
+  return select<V>(x != x, x,
+                   select<V>(x > splat<V>(88.72283935546875f), splat<V>(__builtin_inff()), out));
 }
 
 /// erf(x) for |x| <= 0.5: its Taylor series to x^13 (relative error below 1e-9 there).
 template <class V>
-inline V erf_small(V x) {
+FX_VMATH_INLINE V erf_small(V x) {
   const V s = x * x;
   V p = splat<V>(1.0f / 9360.0f);
   p = p * s - splat<V>(1.0f / 1320.0f);
@@ -93,7 +105,7 @@ inline V erf_small(V x) {
 /// for every a. It keeps erfc's tail, which 1 - erf cannot (GELU of a negative x is
 /// x/2 erfc(|x| / sqrt 2)); a^2 is s2 x^2, so no rounding of x / sqrt 2 enters the exponent.
 template <class V>
-inline V erfc_scaled(V x, float s, float s2) {
+FX_VMATH_INLINE V erfc_scaled(V x, float s, float s2) {
   const V ax = abs(x);
   const V xc = ax > splat<V>(20.0f) ? splat<V>(20.0f) : ax;  // erfc is 0 in float well before
   const V t = splat<V>(1.0f) / (splat<V>(1.0f) + splat<V>(0.5f * s) * xc);
@@ -107,39 +119,40 @@ inline V erfc_scaled(V x, float s, float s2) {
   p = p * t + splat<V>(0.37409196f);
   p = p * t + splat<V>(1.00002368f);
   p = p * t - splat<V>(1.26551223f);
-  return t * exp(p - splat<V>(s2) * (xc * xc));
+  // The exponent is at most ~3e-8 (P(1)) and NaN only for a NaN x: only its low end needs a clamp.
+  const V e = p - splat<V>(s2) * (xc * xc);
+  return t * exp_in_range(e < splat<V>(-104.0f) ? splat<V>(-104.0f) : e);
 }
 
 /// erf(x): the Taylor series for |x| < 0.5, 1 - erfc(|x|) (sign restored) beyond; NaN stays NaN.
 template <class V>
-inline V erf(V x) {
+FX_VMATH_INLINE V erf(V x) {
   const V big = splat<V>(1.0f) - erfc_scaled(x, 1.0f, 1.0f);
   const V out =
       select<V>(abs(x) < splat<V>(0.5f), erf_small(x), select<V>(x < splat<V>(0.0f), -big, big));
   return select<V>(x != x, x, out);
 }
 
-/// GELU, x/2 (1 + erf(x / sqrt 2)), with 1 + erf taken as erfc(|z|) for z = x / sqrt 2 <= -0.5,
-/// so the negative tail keeps its relative precision.
+/// GELU, x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2 taken from c = erfc(|x| / sqrt 2):
+/// c / 2 for negative x, so the negative tail keeps its relative precision, and 1 - c / 2 for
+/// positive x. erfc_scaled is relatively accurate everywhere, so no second branch is needed
+/// near 0 (where Phi is about 1/2 either way).
 template <class V>
-inline V gelu(V x) {
-  const V z = x * splat<V>(0.70710678118654752f);
-  const V c = erfc_scaled(x, 0.70710678118654752f, 0.5f);
-  const V one_plus_erf = select<V>(abs(z) < splat<V>(0.5f), splat<V>(1.0f) + erf_small(z),
-                                   select<V>(z < splat<V>(0.0f), c, splat<V>(2.0f) - c));
-  return splat<V>(0.5f) * x * one_plus_erf;
+FX_VMATH_INLINE V gelu(V x) {
+  const V half_c = splat<V>(0.5f) * erfc_scaled(x, 0.70710678118654752f, 0.5f);
+  return x * select<V>(x < splat<V>(0.0f), half_c, splat<V>(1.0f) - half_c);
 }
 
 /// 1 / (1 + e^-x); for very negative x, e^-x is inf and the result 0 (it is below 1e-38 there).
 template <class V>
-inline V sigmoid(V x) {
+FX_VMATH_INLINE V sigmoid(V x) {
   return splat<V>(1.0f) / (splat<V>(1.0f) + exp(-x));
 }
 
 /// Applies a V-wide function to n floats; the last partial vector goes through a padded copy,
 /// so an element's result does not depend on where it sits.
 template <class V, class F>
-inline void map(const float* in, float* out, int64_t n, F f) {
+FX_VMATH_INLINE void map(const float* in, float* out, int64_t n, F f) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   int64_t i = 0;
   for (; i + L <= n; i += L) {
@@ -160,6 +173,8 @@ inline void map(const float* in, float* out, int64_t n, F f) {
 }
 
 }  // namespace fx::kernels::vmath
+
+#undef FX_VMATH_INLINE
 
 #if defined(__GNUC__)  // (GCC and Clang)
 #pragma GCC diagnostic pop

@@ -152,13 +152,16 @@ TEST(Vmath, EightLanesGiveTheSameBitsAsFour) {
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
   };
   vmath::map<v4f>(xs.data(), a.data(), n, exp4);
-  vmath::map<v8f>(xs.data(), b.data(), n, [](v8f x) { return vmath::exp(x); });
+  vmath::map<v8f>(
+      xs.data(), b.data(), n, [](v8f x) __attribute__((always_inline)) { return vmath::exp(x); });
   same("exp");
   vmath::map<v4f>(xs.data(), a.data(), n, erf4);
-  vmath::map<v8f>(xs.data(), b.data(), n, [](v8f x) { return vmath::erf(x); });
+  vmath::map<v8f>(
+      xs.data(), b.data(), n, [](v8f x) __attribute__((always_inline)) { return vmath::erf(x); });
   same("erf");
   vmath::map<v4f>(xs.data(), a.data(), n, gelu4);
-  vmath::map<v8f>(xs.data(), b.data(), n, [](v8f x) { return vmath::gelu(x); });
+  vmath::map<v8f>(
+      xs.data(), b.data(), n, [](v8f x) __attribute__((always_inline)) { return vmath::gelu(x); });
   same("gelu");
   // And the kernel (AVX2 when the CPU has it) gives the four-lane bits.
   fx::kernels::unary_f32(fx::kernels::UnaryOp::Gelu, xs.data(), b.data(), n, 0.0f, 0.0f);
