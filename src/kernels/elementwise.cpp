@@ -524,19 +524,40 @@ void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, b
   }
 }
 
+namespace {
+// sum(f(x[i])) for i < n, in a fixed order that vectorizes: eight float partial sums over each
+// block of 64 elements (element i into sum i mod 8), the blocks' sums added in double. (One
+// sequential double add per element made LayerNorm wait on the add's latency: 1.2 ns an element.)
+template <class F>
+double sum_in_blocks(const float* x, int64_t n, F f) {
+  double total = 0;
+  for (int64_t b = 0; b < n; b += 64) {
+    const int64_t e = std::min<int64_t>(n, b + 64);
+    float acc[8] = {};
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+      for (int j = 0; j < 8; ++j) acc[j] += f(x[i + j]);
+    for (int j = 0; i < e; ++i, ++j) acc[j] += f(x[i]);
+    for (float a : acc) total += a;
+  }
+  return total;
+}
+}  // namespace
+
 void layer_norm_f32(const float* in, const float* scale, const float* bias, float* out,
                     int64_t rows, int64_t size, float epsilon) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = in + r * size;
     float* y = out + r * size;
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < size; ++i) mean += x[i];
-    mean /= static_cast<double>(size);
-    for (int64_t i = 0; i < size; ++i) var += (x[i] - mean) * (x[i] - mean);
-    var /= static_cast<double>(size);
+    const double n = static_cast<double>(size);
+    const float m = static_cast<float>(sum_in_blocks(x, size, [](float v) { return v; }) / n);
+    const double var = sum_in_blocks(x, size, [m](float v) { return (v - m) * (v - m); }) / n;
     const float inv = static_cast<float>(1.0 / std::sqrt(var + epsilon));
-    const float m = static_cast<float>(mean);
-    for (int64_t i = 0; i < size; ++i) y[i] = (x[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+    if (bias) {
+      for (int64_t i = 0; i < size; ++i) y[i] = (x[i] - m) * inv * scale[i] + bias[i];
+    } else {
+      for (int64_t i = 0; i < size; ++i) y[i] = (x[i] - m) * inv * scale[i];
+    }
   }
 }
 

@@ -65,7 +65,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{50, 70, 20, false, true, -1.0f, 0.0f},
                       GemmCase{13, 17, 600, true, true, 1.0f, 0.5f},
                       GemmCase{200, 130, 520, false, false, 1.0f, 0.0f},  // several MC blocks
-                      GemmCase{3, 2100, 7, false, false, 1.0f, 0.0f},     // N spans two NC blocks
+                      // A read in place (x86): a last tile of 5 rows, three K slices, beta.
+                      GemmCase{101, 70, 700, false, false, 1.0f, 0.5f},
+                      GemmCase{3, 2100, 7, false, false, 1.0f, 0.0f},  // N spans two NC blocks
                       // Few rows (B read in place), full panels and a partial one, two K slices.
                       GemmCase{40, 75, 300, false, false, 1.0f, 0.5f},
                       GemmCase{5, 4, 0, false, false, 1.0f, 3.0f},      // K = 0: C = beta*C
