@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
@@ -285,8 +287,79 @@ void arg_reduce_f32(bool is_max, const Shape& in_shape, const float* in, int64_t
     }
 }
 
+namespace {
+
+// The permutation with size-1 dimensions dropped and input dimensions that stay adjacent and in
+// order merged: NCHW -> NHWC ([1, C, H, W], perm 0 2 3 1) is [C, H*W] -> [H*W, C].
+void merge_dims(const Shape& in_shape, const std::vector<int64_t>& perm, Shape& shape,
+                std::vector<int64_t>& order) {
+  std::vector<int64_t> kept;  // perm without size-1 dims
+  for (int64_t d : perm)
+    if (in_shape[static_cast<size_t>(d)] != 1) kept.push_back(d);
+  // Runs of consecutive input dims in `kept` become one dim each.
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (first input dim, size), in output order
+  for (size_t i = 0; i < kept.size();) {
+    size_t j = i + 1;
+    int64_t size = in_shape[static_cast<size_t>(kept[i])];
+    while (j < kept.size() && kept[j] == kept[j - 1] + 1) size *= in_shape[kept[j++]];
+    runs.push_back({kept[i], size});
+    i = j;
+  }
+  // Renumber the runs by their position in the input.
+  std::vector<size_t> by_input(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) by_input[i] = i;
+  std::sort(by_input.begin(), by_input.end(),
+            [&](size_t a, size_t b) { return runs[a].first < runs[b].first; });
+  shape.assign(runs.size(), 1);
+  order.assign(runs.size(), 0);
+  for (size_t r = 0; r < by_input.size(); ++r) {
+    shape[r] = runs[by_input[r]].second;
+    order[by_input[r]] = static_cast<int64_t>(r);
+  }
+}
+
+// out[b][c][r] = in[b][r][c] for 4-byte elements, in 16 x 16 tiles so that both sides touch
+// whole cache lines (the element loop read every output row's elements a whole input row apart:
+// 0.9 ns an element on ConvNeXt-T's NCHW <-> NHWC transposes).
+void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R, int64_t C) {
+  constexpr int64_t T = 16;
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint32_t* x = in + b * R * C;
+    uint32_t* y = out + b * R * C;
+    for (int64_t r0 = 0; r0 < R; r0 += T) {
+      const int64_t r1 = std::min(R, r0 + T);
+      for (int64_t c0 = 0; c0 < C; c0 += T) {
+        const int64_t c1 = std::min(C, c0 + T);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t r = r0; r < r1; ++r) y[c * R + r] = x[r * C + c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>& perm,
                size_t elem_size, void* out) {
+  if (elem_size == 4) {
+    Shape shape;
+    std::vector<int64_t> order;
+    merge_dims(in_shape, perm, shape, order);
+    // A batched swap of the last two (merged) dims, with rows long enough to be worth tiling.
+    const size_t m = shape.size();
+    if (m >= 2 && order[m - 1] == static_cast<int64_t>(m - 2) &&
+        order[m - 2] == static_cast<int64_t>(m - 1) && shape[m - 1] >= 8 && shape[m - 2] >= 8) {
+      bool leading_in_place = true;
+      for (size_t d = 0; d + 2 < m; ++d) leading_in_place &= order[d] == static_cast<int64_t>(d);
+      if (leading_in_place) {
+        int64_t batch = 1;
+        for (size_t d = 0; d + 2 < m; ++d) batch *= shape[d];
+        transpose_tiled(static_cast<const uint32_t*>(in), static_cast<uint32_t*>(out), batch,
+                        shape[m - 2], shape[m - 1]);
+        return;
+      }
+    }
+  }
   const size_t rank = in_shape.size();
   std::vector<int64_t> istride(rank, 1);
   for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d)

@@ -575,6 +575,31 @@ TEST(TensorOps, TransposeAnyPermutation) {
   EXPECT_EQ(yi, (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
 }
 
+// Every permutation of a rank-4 shape with size-1 and ragged dims (the tiled path takes those
+// that merge into a batched swap of two dims of >= 8, such as NCHW <-> NHWC), against index
+// arithmetic.
+TEST(TensorOps, TransposeTiledPathsMatchIndexArithmetic) {
+  for (const Shape& s : {Shape{1, 19, 9, 11}, Shape{3, 17, 1, 10}, Shape{2, 9, 8, 20}}) {
+    const int64_t n = s[0] * s[1] * s[2] * s[3];
+    std::vector<float> x(static_cast<size_t>(n)), y(x.size());
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
+    std::vector<int64_t> perm = {0, 1, 2, 3};
+    do {
+      fx::kernels::transpose(s, x.data(), perm, sizeof(float), y.data());
+      const int64_t st[4] = {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+      int64_t o = 0;
+      for (int64_t a = 0; a < s[perm[0]]; ++a)
+        for (int64_t b = 0; b < s[perm[1]]; ++b)
+          for (int64_t c = 0; c < s[perm[2]]; ++c)
+            for (int64_t d = 0; d < s[perm[3]]; ++d, ++o)
+              ASSERT_EQ(y[static_cast<size_t>(o)],
+                        x[static_cast<size_t>(a * st[perm[0]] + b * st[perm[1]] + c * st[perm[2]] +
+                                              d * st[perm[3]])])
+                  << "perm " << perm[0] << perm[1] << perm[2] << perm[3];
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+}
+
 }  // namespace
 
 namespace {
