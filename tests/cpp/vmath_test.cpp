@@ -1,8 +1,8 @@
 // The vector exp, erf and GELU (kernels/vmath.h) against double-precision libm, over a dense sweep
 // of floats (every 97th bit pattern between -110 and 110, plus the edges), and the kernels that
 // use them (Exp, Erf, Gelu, Sigmoid, Softmax) against the scalar formulas. Each bound is checked
-// on the four-lane path and on the kernels as dispatched on this CPU (eight lanes with AVX2, and
-// fused multiply-adds with FMA, which change the last bits).
+// on the four-lane path and on the kernels as dispatched on this CPU (eight lanes with AVX2,
+// sixteen with AVX-512F, and fused multiply-adds with FMA, which change the last bits).
 #include <gtest/gtest.h>
 
 #include <cmath>
