@@ -2,10 +2,12 @@
 // scalar libm calls cost 5-6 ns an element, which made GELU alone 18 % of ConvNeXt-T's time.
 //
 // Written once over GCC/Clang vector extensions, for any lane count V (v4f: SSE natively and
-// simd128 in wasm; an 8-lane type under an AVX2 target attribute, see elementwise.cpp). Only
-// +, -, *, / and lane selects are used, with no contraction into FMA (the build is ISO C++), so
-// every width gives the same bits, and callers run a tail through the vector path too: an
-// element's result does not depend on its position, the thread count or the machine.
+// simd128 in wasm; 8- and 16-lane types under AVX2 / AVX-512F target attributes, see
+// elementwise.cpp). Only +, -, *, / and lane selects are used. Without contraction into FMA
+// (the build is ISO C++) every width gives the same bits; the dispatch functions that enable
+// FMA (fp-contract=fast) change the last bits, within the same tested bounds. Callers run a tail
+// through the vector path too: an element's result does not depend on its position or the
+// thread count.
 //
 // Accuracy against double-precision libm over a dense sweep of [-110, 110]
 // (tests/cpp/vmath_test.cpp): exp within 1 ulp (denormal results included), erf within 3 ulp,
