@@ -441,17 +441,23 @@ inline __attribute__((always_inline)) double exp_shifted_sum(const float* x, flo
   return total;
 }
 
-// The largest of x[0..n), NaNs skipped (as a sequential `mx < x ? x : mx` does): eight running
-// maxima, which the compiler keeps in vector registers.
+// The largest of x[0..n), NaNs skipped (as a sequential `mx < x ? x : mx` does): running maxima
+// in V's lanes. The maximum does not depend on the order, so every width gives the same value.
+template <class V>
 inline __attribute__((always_inline)) float max_skipping_nan(const float* x, int64_t n) {
-  float m[8];
-  std::fill(m, m + 8, -INFINITY);
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V m = vmath::splat<V>(-INFINITY);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) m[j] = m[j] < x[i + j] ? x[i + j] : m[j];
-  for (; i < n; ++i) m[0] = m[0] < x[i] ? x[i] : m[0];
-  float mx = m[0];
-  for (int j = 1; j < 8; ++j) mx = mx < m[j] ? m[j] : mx;
+  for (; i + L <= n; i += L) {
+    V v;
+    std::memcpy(&v, x + i, sizeof v);
+    m = vmath::select<V>(m < v, v, m);
+  }
+  float lanes[L];
+  std::memcpy(lanes, &m, sizeof m);
+  float mx = lanes[0];
+  for (int64_t j = 1; j < L; ++j) mx = mx < lanes[j] ? lanes[j] : mx;
+  for (; i < n; ++i) mx = mx < x[i] ? x[i] : mx;
   return mx;
 }
 
@@ -462,7 +468,7 @@ inline __attribute__((always_inline)) void softmax_rows(const float* in, float* 
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = in + r * axis_size;
     float* y = out + r * axis_size;
-    const float mx = max_skipping_nan(x, axis_size);
+    const float mx = max_skipping_nan<V>(x, axis_size);
     const double sum = exp_shifted_sum<V>(x, y, axis_size, mx);  // e^(x - max) into y
     if (log) {
       // (x - max) - log(sum): subtracting max first keeps precision for large inputs.
