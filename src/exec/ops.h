@@ -174,6 +174,10 @@ struct OpCallPrivate {
   /// as it stores it (fused_clamp); otherwise the executor clamps after.
   float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
   bool clamp_applied = false;
+  /// A MatMul's fused bias Add (x @ W + b, b float32 with W's column count): the op may add it as
+  /// it stores its output (fused_col_bias); otherwise the executor adds it after.
+  const float* col_bias = nullptr;
+  bool col_bias_applied = false;
   /// OpCall::num_outputs() and opset() as the plan computed them (0 / -2: not known).
   size_t num_outputs = 0;
   int64_t opset = -2;
@@ -190,6 +194,14 @@ inline void fused_clamp(OpCall& c, float& lo, float& hi) {
   lo = c.internal->clamp_lo;
   hi = c.internal->clamp_hi;
   c.internal->clamp_applied = true;
+}
+
+/// The fused bias of c's MatMul node (null if none), which the op promises to add to its output
+/// as it stores it.
+inline const float* fused_col_bias(OpCall& c) {
+  if (!c.internal || !c.internal->col_bias) return nullptr;
+  c.internal->col_bias_applied = true;
+  return c.internal->col_bias;
 }
 
 template <class T>

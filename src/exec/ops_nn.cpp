@@ -304,7 +304,7 @@ void matmul(OpCall& c) {
           ? packed_right_operand(c, 1, false, b.shape()[0], b.shape()[1], b.shape()[1])
           : nullptr;
   kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                      out.mutable_data<float>(), packed.get());
+                      out.mutable_data<float>(), packed.get(), fused_col_bias(c));
   c.outputs.push_back(out);
 }
 

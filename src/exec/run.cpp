@@ -316,6 +316,7 @@ class Runner {
       internal.clamp_lo = lo;
       internal.clamp_hi = hi;
     }
+    if (bias) internal.col_bias = reinterpret_cast<const float*>(bias->data->data());
     try {
       (*s.fn)(call);
     } catch (const Error& e) {
@@ -348,10 +349,12 @@ class Runner {
       const int64_t cols = bias->shape[0];
       if (v.dtype() != Dtype::Float32 || v.shape().empty() || v.shape().back() != cols)
         node_error(*n, "internal error: a fused bias does not match the MatMul output");
-      const float* bv = reinterpret_cast<const float*>(bias->data->data());
-      float* y = v.mutable_data<float>();
-      for (int64_t r = 0, rows = v.numel() / std::max<int64_t>(cols, 1); r < rows; ++r, y += cols)
-        for (int64_t j = 0; j < cols; ++j) y[j] += bv[j];
+      if (!internal.col_bias_applied) {  // (the MatMul op adds it in the GEMM's store)
+        const float* bv = reinterpret_cast<const float*>(bias->data->data());
+        float* y = v.mutable_data<float>();
+        for (int64_t r = 0, rows = v.numel() / std::max<int64_t>(cols, 1); r < rows; ++r, y += cols)
+          for (int64_t j = 0; j < cols; ++j) y[j] += bv[j];
+      }
       st_.fused[s.bias_add] = s.id + 1;
     }
     if (activation && call.outputs.size() == 1 && call.outputs[0].dtype() == Dtype::Float32) {

@@ -129,7 +129,8 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
 // transposed, which adds the bias after all K blocks, gets the same bits).
 struct Store {
   bool first, last;
-  const float* bias;  // bias of this tile's first row, or null
+  const float* bias;      // bias of this tile's first row, or null
+  const float* col_bias;  // column bias of this tile's first column, or null
   float lo, hi;
   bool clamp;
   int64_t b_step;  // floats from one k row of the B panel to the next (the width when packed)
@@ -181,7 +182,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
   // Four results of row r at `dst`: scaled, C added (or beta * C), bias, clamp.
-  auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias) {
+  auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias, int64_t col) {
     v4f out = va * acc_rh;
     if (!first) {
       out += load4(dst);
@@ -189,6 +190,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       out += vb * load4(dst);
     }
     if (st.last && st.bias) out += vbias;
+    if (st.last && st.col_bias) out += load4(st.col_bias + col);
     if (clamp) {
       out = out < vlo ? vlo : out;
       out = out > vhi ? vhi : out;
@@ -198,7 +200,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   if (mr == MR && nr == NR) {
     for (int64_t r = 0; r < MR; ++r) {
       const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
-      for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias);
+      for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias, 4 * h);
     }
     return;
   }
@@ -211,7 +213,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       const int64_t cols = std::min<int64_t>(nr - 4 * h, 4);
       if (cols <= 0) break;
       if (cols == 4) {
-        store_vec(row + 4 * h, acc[r][h], vbias);
+        store_vec(row + 4 * h, acc[r][h], vbias, 4 * h);
         continue;
       }
       float part[4];
@@ -225,6 +227,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
           out += beta * y;
         }
         if (st.last && st.bias) out += st.bias[r];
+        if (st.last && st.col_bias) out += st.col_bias[4 * h + c];
         if (clamp) out = std::min(std::max(out, st.lo), st.hi);
         y = out;
       }
@@ -234,17 +237,18 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 
 // One vector of results at `dst` (part of FXWASM_X86_KERNEL: uses its va, vb, vlo, vhi, vbias,
 // first, beta, clamp and st): scaled, C added (or beta * C), bias, clamp.
-#define FXWASM_X86_STORE(VEC, dst, acc_rh, MUL, ADD, FMADD, LOADU, MAXP, MINP, STOREU) \
-  do {                                                                                 \
-    VEC out = MUL(va, acc_rh);                                                         \
-    if (!first) {                                                                      \
-      out = ADD(out, LOADU(dst));                                                      \
-    } else if (beta != 0.0f) {                                                         \
-      out = FMADD(vb, LOADU(dst), out);                                                \
-    }                                                                                  \
-    if (st.last && st.bias) out = ADD(out, vbias);                                     \
-    if (clamp) out = MINP(MAXP(out, vlo), vhi);                                        \
-    STOREU(dst, out);                                                                  \
+#define FXWASM_X86_STORE(VEC, dst, col, acc_rh, MUL, ADD, FMADD, LOADU, MAXP, MINP, STOREU) \
+  do {                                                                                      \
+    VEC out = MUL(va, acc_rh);                                                              \
+    if (!first) {                                                                           \
+      out = ADD(out, LOADU(dst));                                                           \
+    } else if (beta != 0.0f) {                                                              \
+      out = FMADD(vb, LOADU(dst), out);                                                     \
+    }                                                                                       \
+    if (st.last && st.bias) out = ADD(out, vbias);                                          \
+    if (st.last && st.col_bias) out = ADD(out, LOADU(st.col_bias + (col)));                 \
+    if (clamp) out = MINP(MAXP(out, vlo), vhi);                                             \
+    STOREU(dst, out);                                                                       \
   } while (false)
 
 #ifdef FXWASM_GEMM_AVX2
@@ -303,8 +307,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         float* row = C + r * ldc;                                                                  \
         const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                            \
         for (int h = 0; h < 2; ++h) {                                                              \
-          FXWASM_X86_STORE(VEC, row + LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU, MAXP, MINP,    \
-                           STOREU);                                                                \
+          FXWASM_X86_STORE(VEC, row + LANES * h, LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU,     \
+                           MAXP, MINP, STOREU);                                                    \
         }                                                                                          \
       }                                                                                            \
       return;                                                                                      \
@@ -321,8 +325,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         const int64_t cols = std::min<int64_t>(nr - LANES * h, LANES);                             \
         if (cols <= 0) break;                                                                      \
         if (cols == LANES) {                                                                       \
-          FXWASM_X86_STORE(VEC, row + LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU, MAXP, MINP,    \
-                           STOREU);                                                                \
+          FXWASM_X86_STORE(VEC, row + LANES * h, LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU,     \
+                           MAXP, MINP, STOREU);                                                    \
           continue;                                                                                \
         }                                                                                          \
         float part[LANES];                                                                         \
@@ -336,6 +340,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
             out += beta * y;                                                                       \
           }                                                                                        \
           if (st.last && st.bias) out += st.bias[r];                                               \
+          if (st.last && st.col_bias) out += st.col_bias[LANES * h + j];                           \
           if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                  \
           y = out;                                                                                 \
         }                                                                                          \
@@ -430,13 +435,15 @@ PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const floa
 
 namespace {
 
-// C[i, j] = T[j, i] (+ beta * C[i, j]) + bias[i], clamped: T is N x M (row stride M). Four by four
-// blocks transposed in registers, in the order of the micro-kernels' stores (the same bits).
+// C[i, j] = T[j, i] (+ beta * C[i, j]) + bias[i] + col_bias[j], clamped: T is N x M (row stride M).
+// Four by four blocks transposed in registers, in the order of the micro-kernels' stores (the same
+// bits).
 void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ldc, float beta,
-                      const float* bias, bool clamp, float lo, float hi) {
-  auto finish = [&](float v, int64_t i, float c) {
+                      const float* bias, const float* col_bias, bool clamp, float lo, float hi) {
+  auto finish = [&](float v, int64_t i, int64_t j, float c) {
     if (beta != 0.0f) v += beta * c;
     if (bias) v += bias[i];
+    if (col_bias) v += col_bias[j];
     return clamp ? std::min(std::max(v, lo), hi) : v;
   };
   const v4f vlo = splat(lo), vhi = splat(hi), vbeta = splat(beta);
@@ -458,6 +465,7 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
         v4f v = col[k];
         if (beta != 0.0f) v += vbeta * load4(c);
         if (bias) v += splat(bias[i + k]);
+        if (col_bias) v += load4(col_bias + j);
         if (clamp) {
           v = v < vlo ? vlo : v;
           v = v > vhi ? vhi : v;
@@ -466,10 +474,11 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
       }
     }
     for (; j < N; ++j)
-      for (int64_t k = i; k < i + 4; ++k) C[k * ldc + j] = finish(T[j * M + k], k, C[k * ldc + j]);
+      for (int64_t k = i; k < i + 4; ++k)
+        C[k * ldc + j] = finish(T[j * M + k], k, j, C[k * ldc + j]);
   }
   for (; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = finish(T[j * M + i], i, C[i * ldc + j]);
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = finish(T[j * M + i], i, j, C[i * ldc + j]);
 }
 
 }  // namespace
@@ -477,8 +486,9 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
 struct GemmCore {
   static void blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                      int64_t ldc, float beta, const float* bias, float lo, float hi, bool clamp,
-                      const PackedOperand* packed_a, const PackedOperand* packed_b);
+                      int64_t ldc, float beta, const float* bias, const float* col_bias, float lo,
+                      float hi, bool clamp, const PackedOperand* packed_a,
+                      const PackedOperand* packed_b);
 };
 
 PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
@@ -505,11 +515,13 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   const float lo = ep ? ep->lo : -__builtin_inff(), hi = ep ? ep->hi : __builtin_inff();
   const bool clamp = lo > -__builtin_inff() || hi < __builtin_inff();
   const float* bias = ep ? ep->row_bias : nullptr;
-  if (K <= 0 || alpha == 0.0f) {  // C = beta * C (+ bias, clamped)
+  const float* col_bias = ep ? ep->col_bias : nullptr;
+  if (K <= 0 || alpha == 0.0f) {  // C = beta * C (+ biases, clamped)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         float out = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
         if (bias) out += bias[i];
+        if (col_bias) out += col_bias[j];
         if (clamp) out = std::min(std::max(out, lo), hi);
         C[i * ldc + j] = out;
       }
@@ -545,6 +557,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       float out = alpha * acc[j];
       if (beta != 0.0f) out += beta * C[j];
       if (bias) out += bias[0];
+      if (col_bias) out += col_bias[j];
       if (clamp) out = std::min(std::max(out, lo), hi);
       C[j] = out;
     }
@@ -561,19 +574,20 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     t_buf.resize(static_cast<size_t>(N * M));
     float* T = t_buf.data();
     GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, nullptr,
-                      -__builtin_inff(), __builtin_inff(), false, nullptr, packed_a);
-    store_transposed(T, M, N, C, ldc, beta, bias, clamp, lo, hi);
+                      nullptr, -__builtin_inff(), __builtin_inff(), false, nullptr, packed_a);
+    store_transposed(T, M, N, C, ldc, beta, bias, col_bias, clamp, lo, hi);
     return;
   }
-  GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, bias, lo, hi,
-                    clamp, packed_a, packed_b);
+  GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, bias, col_bias,
+                    lo, hi, clamp, packed_a, packed_b);
 }
 
 // The blocked loops of sgemm (the operands' packings checked by the caller).
 void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                       int64_t ldc, float beta, const float* bias, float lo, float hi, bool clamp,
-                       const PackedOperand* packed_a, const PackedOperand* packed_b) {
+                       int64_t ldc, float beta, const float* bias, const float* col_bias, float lo,
+                       float hi, bool clamp, const PackedOperand* packed_a,
+                       const PackedOperand* packed_b) {
   int64_t nr_width = NR;
   bool a_in_place = false;
   const MicroKernel kernel = select_kernel(nr_width, &a_in_place);
@@ -620,8 +634,15 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                                          : b_block + (jr / nr_width) * kc * nr_width;
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + (ir / MR) * kc * MR;
-              const Store st{first, last,  bias ? bias + i0 + ir : nullptr, lo,
-                             hi,    clamp, in_place ? ldb : nr_width,       direct_a ? lda : 0};
+              const Store st{first,
+                             last,
+                             bias ? bias + i0 + ir : nullptr,
+                             col_bias ? col_bias + j0 + jr : nullptr,
+                             lo,
+                             hi,
+                             clamp,
+                             in_place ? ldb : nr_width,
+                             direct_a ? lda : 0};
               kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
                      std::min(MR, mc - ir), std::min(nr_width, nc - jr));
             }

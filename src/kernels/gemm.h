@@ -8,11 +8,13 @@
 
 namespace fx::kernels {
 
-/// What sgemm applies to each result as it stores it (fusing a convolution's bias and a following
-/// Relu/Clip into the GEMM instead of extra passes over the output): C[i, j] += row_bias[i] (on
-/// top of beta * C), then C[i, j] = min(max(C[i, j], lo), hi).
+/// What sgemm applies to each result as it stores it (fusing a convolution's or a linear layer's
+/// bias and a following Relu/Clip into the GEMM instead of extra passes over the output):
+/// C[i, j] += row_bias[i], then C[i, j] += col_bias[j] (on top of beta * C), then
+/// C[i, j] = min(max(C[i, j], lo), hi).
 struct GemmEpilogue {
   const float* row_bias = nullptr;  ///< M values, or null
+  const float* col_bias = nullptr;  ///< N values, or null
   float lo = -__builtin_inff();
   float hi = __builtin_inff();
 };

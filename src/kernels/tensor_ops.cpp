@@ -28,7 +28,9 @@ bool matmul_shape(const Shape& a0, const Shape& b0, Shape& out) {
 }
 
 void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out,
-                const PackedOperand* packed_b) {
+                const PackedOperand* packed_b, const float* col_bias) {
+  GemmEpilogue ep;
+  ep.col_bias = col_bias;
   Shape as = a0, bs = b0;
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
@@ -39,8 +41,7 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
   const int64_t nbatch = numel(batch);
   if (numel(bbatch) == 1 && numel(abatch) == nbatch) {
     // b shared by every batch (x @ W): one GEMM over the stacked rows of a.
-    sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N, nullptr, nullptr,
-          packed_b);
+    sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N, &ep, nullptr, packed_b);
     return;
   }
   // General case (attention's per-head products): map each output batch index to the operands'
@@ -67,7 +68,7 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
                      }
                    }
                    sgemm(false, false, M, N, K, 1.0f, a + ia * M * K, K, b + ib * K * N, N, 0.0f,
-                         out + i * M * N, N);
+                         out + i * M * N, N, &ep);
                  }
                });
 }

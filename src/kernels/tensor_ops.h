@@ -15,9 +15,11 @@ namespace fx::kernels {
 /// batch dims broadcast. Returns false if the shapes do not multiply.
 bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 /// out = a @ b (numpy.matmul / ONNX MatMul) for float32. `packed_b` (optional): a 2-D b packed
-/// ahead of time (PackedOperand::right).
+/// ahead of time (PackedOperand::right). `col_bias` (optional): b's column count of values added
+/// to every output row as the GEMM stores it (x @ W + bias), the bits of adding them after.
 void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
-                float* out, const PackedOperand* packed_b = nullptr);
+                float* out, const PackedOperand* packed_b = nullptr,
+                const float* col_bias = nullptr);
 
 /// LogSum: log of the sum (ReduceLogSum).
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp, LogSum };

@@ -184,6 +184,10 @@ TEST(Exec, MatMulBiasAddAndReluFusedOrNot) {
         want[r * 5 + j] = std::max(0.0f, acc + bv[j]);
       }
     const Value in = Value::from_f32({2, 3, 4}, xv);
+    // Fused (the bias added in the GEMM's store) and unfused (the Add probed) give the same bits.
+    const Value fused = run_with(gm, {in}, {}).outputs[0];
+    const Value unfused = run_with(gm, {in}, {"add"}).outputs[0];
+    ASSERT_EQ(std::memcmp(fused.data<float>(), unfused.data<float>(), 30 * sizeof(float)), 0);
     for (const std::vector<std::string>& probe :
          {std::vector<std::string>{}, {"mat_mul"}, {"add"}}) {
       fx::exec::RunResult r = run_with(gm, {in}, probe);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <random>
@@ -97,6 +98,43 @@ fx::kernels::GemmEpilogue bias_and_clamp(const std::vector<float>& bias, float l
   ep.lo = lo;
   ep.hi = hi;
   return ep;
+}
+
+// A column bias in the epilogue (a linear layer's x @ W + b) gives the bits of adding it after the
+// product, on every path: a row vector, partial tiles, several K slices, beta, a prepacked B,
+// and the transposed product of a prepacked A.
+TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
+  std::mt19937 rng(12);
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 29},
+                         {7, 19, 5},
+                         {13, 70, 600},
+                         {200, 49, 300}}) {
+    std::vector<float> A(M * K), B(K * N), bias(N), C0(M * N), C(M * N), R(M * N);
+    fill_uniform(rng, {&A, &B, &bias, &C0});
+    const fx::kernels::PackedOperand pb =
+        fx::kernels::PackedOperand::right(false, K, N, B.data(), N);
+    // (n_hint = N: where sgemm_prefers_transposed, the product is computed transposed.)
+    const fx::kernels::PackedOperand pa =
+        fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
+    for (const float beta : {0.0f, 0.5f}) {
+      for (int path = 0; path < 3; ++path) {
+        const fx::kernels::PackedOperand* packed_a = path == 2 ? &pa : nullptr;
+        const fx::kernels::PackedOperand* packed_b = path == 1 ? &pb : nullptr;
+        R = C0;
+        fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, R.data(), N,
+                           nullptr, packed_a, packed_b);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) R[i * N + j] += bias[j];
+        fx::kernels::GemmEpilogue ep;
+        ep.col_bias = bias.data();
+        C = C0;
+        fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, C.data(), N,
+                           &ep, packed_a, packed_b);
+        ASSERT_EQ(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)), 0)
+            << M << "x" << N << "x" << K << " beta " << beta << " path " << path;
+      }
+    }
+  }
 }
 
 TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
