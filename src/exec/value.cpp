@@ -1,11 +1,11 @@
 // fx::exec::Value: a dense tensor value over shared bytes (its storage for computed values
 // comes from memory.cpp).
-#include <algorithm>
 #include <cstring>
 
 #include "fx/exec.h"
 #include "fx/limits.h"
 #include "fx/onnx.h"
+#include "kernels/elementwise.h"
 
 namespace fx::exec {
 
@@ -17,12 +17,9 @@ const uint8_t* data_of(const std::vector<uint8_t>& b) { return b.empty() ? kNoBy
 }  // namespace
 
 int64_t Value::numel() const {
-  // A 0 first: an empty tensor's other dimensions may multiply past int64 (checked_numel accepts
-  // {0, huge, huge}; fuzz_run found ConstantOfShape [1048576, 2^52, 0]).
-  if (std::find(shape_.begin(), shape_.end(), 0) != shape_.end()) return 0;
-  int64_t n = 1;
-  for (int64_t d : shape_) n *= d;
-  return n;
+  // (kernels::numel: 0 for any empty shape, whose other dimensions may multiply past int64;
+  // checked_numel accepts {0, huge, huge}, and fuzz_run found ConstantOfShape [2^20, 2^52, 0].)
+  return kernels::numel(shape_);
 }
 
 Value Value::zeros(Dtype dtype, std::vector<int64_t> shape) {

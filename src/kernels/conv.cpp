@@ -13,7 +13,7 @@
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
 #include <immintrin.h>
 #endif
 
@@ -205,7 +205,7 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
 // Whether depthwise3x3_small_impl beats the row path. Min-of-30 times with eight lanes (AVX2):
 // 7x7 x 960 0.083 -> 0.034 ms, 14x14 x 576 0.097 -> 0.080, but at stride 2 with 14-wide rows it
 // lost (0.045 -> 0.056). With sixteen (AVX-512) it wins up to 28-wide rows at either stride
@@ -357,7 +357,7 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_avx2(const Conv2dParams& p
 
 void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
                   float* out) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
   // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
   // than the row path.)
   if (cpu_has_avx512() && small_plane(p, true))
@@ -396,7 +396,7 @@ void depthwise_serial(const Conv2dParams& p, const float* in, const float* weigh
   if (p.KH == 3 && p.KW == 3 && p.dilation_h == 1 && p.dilation_w == 1 &&
       (p.stride_w == 1 || p.stride_w == 2))
     return depthwise3x3(p, in, weight, bias, out);
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
   // Larger kernels, channel-interleaved at any plane size. ConvNeXt-T's 7x7 pad 3 layers with
   // sixteen lanes, medians, row loop -> this: 56x56 x 96 2.28 -> 0.68 ms, 28x28 x 192 1.57 ->
   // 0.35, 14x14 x 384 1.31 -> 0.19, 7x7 x 768 1.08 -> 0.10. Not in wasm: with four lanes the

@@ -16,9 +16,8 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
 #include <immintrin.h>
-#define FXWASM_GEMM_AVX2 1
 #endif
 
 namespace fx::kernels {
@@ -39,7 +38,7 @@ constexpr int64_t MR = 4;
 constexpr int64_t MR = 6;
 #endif
 constexpr int64_t NR = 8;  // panel width of the portable kernel
-#ifdef FXWASM_GEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
 constexpr int64_t NR_AVX2 = 16;    // panel width of the AVX2 kernel
 constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
 #endif
@@ -251,7 +250,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     STOREU(dst, out);                                                                       \
   } while (false)
 
-#ifdef FXWASM_GEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
 // The x86 kernels: MR x (2 vectors) accumulators kept in named locals (an accumulator array would
 // be spilled to the stack on every k step, because the edge path takes its address), FMA, then
 // the shared store with the epilogue.
@@ -378,11 +377,16 @@ using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_
 // a row-major A in place (Store::a_stride), which the x86 kernels can.
 MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr) {
   if (a_in_place) *a_in_place = false;
-#ifdef FXWASM_GEMM_AVX2
-  if (cpu_has_avx512() || cpu_has_avx2_fma()) {
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx512()) {
+    nr_width = NR_AVX512;
     if (a_in_place) *a_in_place = true;
-    nr_width = cpu_has_avx512() ? NR_AVX512 : NR_AVX2;
-    return cpu_has_avx512() ? micro_kernel_avx512 : micro_kernel_avx2;
+    return micro_kernel_avx512;
+  }
+  if (cpu_has_avx2_fma()) {
+    nr_width = NR_AVX2;
+    if (a_in_place) *a_in_place = true;
+    return micro_kernel_avx2;
   }
 #endif
   nr_width = NR;

@@ -11,7 +11,7 @@
 #include "kernels/simd.h"
 #include "kernels/thread_pool.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
 #include <immintrin.h>
 #endif
 
@@ -44,8 +44,7 @@ void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
-#define FXWASM_POOL_AVX2 1
+#ifdef FXWASM_X86_DISPATCH
 
 // The even and odd lanes of q[0..16): [q0 q2 .. q14] and [q1 q3 .. q15].
 __attribute__((target("avx2"), always_inline)) inline void even_odd_avx2(const float* q,
@@ -164,7 +163,7 @@ void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t
     };
     const int64_t end = std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1);
     if (p.KW == 3) {
-#ifdef FXWASM_POOL_AVX2
+#ifdef FXWASM_X86_DISPATCH
       if (cpu_has_avx2()) ow = max_row_k3s2_avx2(irow, hrow, ow, hi, p.pad_left, limit);
 #endif
       for (; ow + 4 <= end; ow += 4) {
@@ -223,7 +222,7 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
       }
       float* v = vrow.data();
       int64_t w = 0;
-#ifdef FXWASM_POOL_AVX2
+#ifdef FXWASM_X86_DISPATCH
       if (cpu_has_avx2()) w = max_rows_avx2(rows, n, v, p.W, nan);
 #endif
       v4i bad = {0, 0, 0, 0};

@@ -17,9 +17,8 @@
 #elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__EMSCRIPTEN__)
+#ifdef FXWASM_X86_DISPATCH
 #include <immintrin.h>
-#define FXWASM_QGEMM_AVX2 1
 #endif
 
 namespace fx::kernels {
@@ -33,7 +32,7 @@ constexpr int64_t MR = 4;
 constexpr int64_t MR = 6;
 #endif
 constexpr int64_t NR = 8;  // columns of the portable kernel's tile (two 4-lane vectors)
-#ifdef FXWASM_QGEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
 constexpr int64_t NR_AVX2 = 16;     // two 8-lane ymm vectors
 constexpr int64_t NR_VNNI512 = 32;  // two 16-lane zmm vectors
 // (vpdpwssd, on AVX-512 VNNI: the multiply-add and the accumulation in one instruction, on 16
@@ -44,7 +43,7 @@ constexpr int64_t NR_VNNI512 = 32;  // two 16-lane zmm vectors
 constexpr int64_t KCP = 128;
 
 int64_t right_panel() {
-#ifdef FXWASM_QGEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
   if (cpu_has_avx512_vnni()) return NR_VNNI512;
   if (cpu_has_avx2()) return NR_AVX2;
 #endif
@@ -109,7 +108,7 @@ void kernel_portable(int64_t kps, const int32_t* a, const int32_t* b, int32_t* C
   store_tile(t, NR, C, ldc, first, rows, cols);
 }
 
-#ifdef FXWASM_QGEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
 __attribute__((target("avx2"))) void kernel_avx2(int64_t kps, const int32_t* a, const int32_t* b,
                                                  int32_t* C, int64_t ldc, bool first, int64_t rows,
                                                  int64_t cols) {
@@ -243,7 +242,7 @@ void im2col_row(const T* image, int64_t H, int64_t W, int64_t KH, int64_t KW, in
 }  // namespace
 
 bool QPacked::u8s8_available() {
-#ifdef FXWASM_QGEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
   return cpu_has_avx512_vnni();
 #else
   return false;
@@ -281,7 +280,7 @@ QPacked QPacked::right_im2col_u8_quads(const uint8_t* image, int64_t C, int64_t 
   const int64_t K = C * KH * KW, N = OH * OW;
   p.rows_ = K;
   p.cols_ = N;
-#ifdef FXWASM_QGEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
   p.panel_ = NR_VNNI512;
 #else
   p.panel_ = NR;  // (never used: u8s8_available() is false)
@@ -416,7 +415,7 @@ void qgemm(const QPacked& A, const QPacked& B, int32_t* C, int64_t ldc) {
   const int64_t M = A.rows_, N = B.cols_, pairs = A.pairs_;
   const int64_t nr = B.panel_;
   auto kernel = kernel_portable;
-#ifdef FXWASM_QGEMM_AVX2
+#ifdef FXWASM_X86_DISPATCH
   if (nr == NR_AVX2) kernel = kernel_avx2;
   if (nr == NR_VNNI512) kernel = A.quads_ ? kernel_u8s8_vnni512 : kernel_vnni512;
 #endif

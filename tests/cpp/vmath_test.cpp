@@ -143,25 +143,38 @@ TEST(Vmath, NanStaysNanAndInfinitiesSaturate) {
   const float nan = std::numeric_limits<float>::quiet_NaN(),
               inf = std::numeric_limits<float>::infinity();
   const float in[5] = {nan, inf, -inf, 0.0f, -nan};
-  float e[5], f[5];
-  map4(in, e, 5, exp4);
-  map4(in, f, 5, erf4);
-  EXPECT_TRUE(std::isnan(e[0]) && std::isnan(e[4]) && std::isnan(f[0]) && std::isnan(f[4]));
-  EXPECT_EQ(e[1], inf);
-  EXPECT_EQ(e[2], 0.0f);
-  EXPECT_EQ(e[3], 1.0f);
-  EXPECT_EQ(f[1], 1.0f);
-  EXPECT_EQ(f[2], -1.0f);
-  EXPECT_EQ(f[3], 0.0f);
+  for (int path = 0; path < 2; ++path) {  // four lanes, then the kernels as dispatched
+    float e[5], f[5];
+    if (path == 0) {
+      map4(in, e, 5, exp4);
+      map4(in, f, 5, erf4);
+    } else {
+      fx::kernels::unary_f32(fx::kernels::UnaryOp::Exp, in, e, 5);
+      fx::kernels::unary_f32(fx::kernels::UnaryOp::Erf, in, f, 5);
+    }
+    EXPECT_TRUE(std::isnan(e[0]) && std::isnan(e[4]) && std::isnan(f[0]) && std::isnan(f[4]))
+        << "path " << path;
+    EXPECT_EQ(e[1], inf) << "path " << path;
+    EXPECT_EQ(e[2], 0.0f) << "path " << path;
+    EXPECT_EQ(e[3], 1.0f) << "path " << path;
+    EXPECT_EQ(f[1], 1.0f) << "path " << path;
+    EXPECT_EQ(f[2], -1.0f) << "path " << path;
+    EXPECT_EQ(f[3], 0.0f) << "path " << path;
+  }
 }
 
 TEST(Vmath, AnElementsResultDoesNotDependOnItsPosition) {
-  // Lengths 1..9: the tail goes through the vector path too.
+  // Lengths 1..33: the tail goes through the vector path too, with four lanes and in the kernels
+  // as dispatched (up to sixteen lanes).
   const float v = 0.3718f;
-  for (int64_t n = 1; n <= 9; ++n) {
+  for (int64_t n = 1; n <= 33; ++n) {
     std::vector<float> in(static_cast<size_t>(n), v), out(static_cast<size_t>(n));
     map4(in.data(), out.data(), n, erf4);
-    for (float y : out) EXPECT_EQ(y, out[0]) << "n = " << n;
+    for (float y : out) EXPECT_EQ(y, out[0]) << "four lanes, n = " << n;
+    for (auto op : {fx::kernels::UnaryOp::Erf, fx::kernels::UnaryOp::Gelu}) {
+      fx::kernels::unary_f32(op, in.data(), out.data(), n);
+      for (float y : out) EXPECT_EQ(y, out[0]) << "kernel, n = " << n;
+    }
   }
 }
 
@@ -232,6 +245,37 @@ TEST(Vmath, KernelsUsingThemMatchTheScalarFormulas) {
     for (size_t k = 0; k < 7; ++k) {
       EXPECT_NEAR(s[r * 7 + k], std::exp(xs[r * 7 + k] - mx) / sum, 3e-7) << "row " << r;
       EXPECT_NEAR(ls[r * 7 + k], xs[r * 7 + k] - mx - std::log(sum), 1e-6) << "row " << r;
+    }
+  }
+}
+
+// Softmax and LogSoftmax over rows long enough for whole vectors at every width, one longer
+// than a 256-element summing block, against double-precision loops; a row holding a NaN comes
+// out all NaN (the maximum skips it, its exponential does not), the other rows are untouched.
+TEST(Vmath, SoftmaxOfLongRowsMatchesDoubleLoops) {
+  for (const int64_t len : {197, 300}) {
+    const int64_t rows = 3;
+    std::vector<float> x(static_cast<size_t>(rows * len)), s(x.size()), ls(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 6.0f * std::sin(0.37f * static_cast<float>(i));
+    x[static_cast<size_t>(len + 5)] = std::numeric_limits<float>::quiet_NaN();  // in row 1
+    fx::kernels::softmax_f32(x.data(), s.data(), rows, len, false);
+    fx::kernels::softmax_f32(x.data(), ls.data(), rows, len, true);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x.data() + r * len;
+      if (r == 1) {
+        for (int64_t k = 0; k < len; ++k)
+          ASSERT_TRUE(std::isnan(s[r * len + k]) && std::isnan(ls[r * len + k])) << k;
+        continue;
+      }
+      double mx = -1e30, sum = 0;
+      for (int64_t k = 0; k < len; ++k) mx = std::max<double>(mx, xr[k]);
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(xr[k] - mx);
+      for (int64_t k = 0; k < len; ++k) {
+        const double want = std::exp(xr[k] - mx) / sum;
+        ASSERT_NEAR(s[r * len + k], want, 2e-6 * want + 1e-30) << len << " row " << r << " " << k;
+        ASSERT_NEAR(ls[r * len + k], xr[k] - mx - std::log(sum), 2e-6)
+            << len << " row " << r << " " << k;
+      }
     }
   }
 }
