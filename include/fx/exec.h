@@ -22,6 +22,8 @@ struct DataValue;
 
 namespace fx::exec {
 
+struct PackedWeight;  // the executor's (prepack_weights)
+
 /// What a Value holds: ONNX's data model (a tensor, a sequence of tensors, or an optional).
 enum class ValueKind : uint8_t {
   Tensor,    ///< a dense tensor (the fast path: every op but the few below takes only these)
@@ -53,6 +55,10 @@ class Value {
   /// A string tensor (dtype String) of `shape` over `strings` (one per element; checked).
   static Value from_strings(std::vector<int64_t> shape,
                             std::shared_ptr<const std::vector<std::string>> strings);
+  /// A weight kept only in its GEMM-packed form (prepack_weights), as the executor hands it to
+  /// MatMul and Gemm: it has no bytes (data() is null, packed() is set); to_tensor() unpacks it.
+  static Value packed_weight(Dtype dtype, std::vector<int64_t> shape,
+                             std::shared_ptr<const PackedWeight> weight);
   /// 0-d or 1-d helpers for tests and shape arithmetic.
   static Value scalar_f32(float v);
   static Value from_f32(std::vector<int64_t> shape, const std::vector<float>& data);
@@ -66,8 +72,11 @@ class Value {
   int64_t numel() const;
   size_t nbytes() const { return nbytes_; }
   bool defined() const {
-    return data_ != nullptr || strings_ != nullptr || kind_ != ValueKind::Tensor;
+    return data_ != nullptr || strings_ != nullptr || packed_ != nullptr ||
+           kind_ != ValueKind::Tensor;
   }
+  /// A packed weight's packing (Value::packed_weight), else null.
+  const std::shared_ptr<const PackedWeight>& packed() const { return packed_; }
   /// A string tensor's elements (row-major); throws fx::Error(Type) for other values. String
   /// tensors hold no bytes: only the ops that say so take them (the executor checks).
   const std::vector<std::string>& strings() const;
@@ -112,6 +121,7 @@ class Value {
   size_t nbytes_ = 0;
   std::shared_ptr<const std::vector<Value>> elements_;       // a sequence's or optional's
   std::shared_ptr<const std::vector<std::string>> strings_;  // a string tensor's
+  std::shared_ptr<const PackedWeight> packed_;               // a packed weight's
 };
 
 /// A new value of `shape` whose elements the op will all write (contents unspecified). Values of
@@ -201,6 +211,18 @@ void release_cached_memory();
 /// Frees only what was derived from weights nothing holds any more (the packed copies of a
 /// deleted model's weights; this thread's). Also happens whenever a new weight is packed.
 void release_dead_weights();
+
+/// Packs the GEMM weights of `gm` (and of its subgraph bodies) ahead of its first run, the way
+/// onnxruntime prepacks them at session creation, and lets each module tensor give way to its
+/// packed copy: the weights are then held once instead of twice (the module's bytes beside the
+/// copy run() packs and keeps). A weight qualifies when it is a loaded 2-D float32 parameter or
+/// buffer and every node that reads it is a MatMul or Gemm taking it as B (the Gemms with one
+/// transB). The tensor keeps its dtype and shape; its bytes become ExternalData (in_memory)
+/// unpacked on demand, bit for bit, by Tensor::bytes(): export, inspection and passes see the
+/// same values. If the graph later gives it another use, that use reads the unpacked bytes (on
+/// every run: prepack again after such an edit only once nothing else reads it). Returns how
+/// many tensors were packed. Mutates the module: not while another thread runs it.
+size_t prepack_weights(GraphModule& gm);
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
 /// last use (their memory is reused by later values). The output node's

@@ -29,6 +29,10 @@ struct ExternalData {
   /// that every later use (each run of the model) shares them instead of reading them again.
   /// Off for views of live memory that may change (fx::torch::share_fx_tensor).
   bool keep = false;
+  /// The bytes are made from memory this process holds (a live LibTorch tensor, a weight kept
+  /// in its GEMM-packed form), not read from a file: an exporter writes them into the model
+  /// instead of referencing `location`.
+  bool in_memory = false;
   mutable std::mutex kept_mutex;
   mutable Bytes kept;
 };

@@ -205,6 +205,7 @@ void Value::recycle() {
   arena_.reset();
   elements_.reset();
   strings_.reset();
+  packed_.reset();
   data_ = nullptr;
   nbytes_ = 0;
 }

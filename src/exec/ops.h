@@ -109,6 +109,22 @@ std::shared_ptr<const kernels::PackedOperand> packed_right_operand(const OpCall&
                                                                    bool trans, int64_t K, int64_t N,
                                                                    int64_t ld);
 
+/// A 2-D float32 weight kept only in its GEMM-packed form (prepack_weights): the module's tensor
+/// reads it back on demand (export, inspection), and the plan hands it to MatMul/Gemm as a Value
+/// without bytes (Value::packed_weight).
+struct PackedWeight {
+  std::shared_ptr<const kernels::PackedOperand> operand;  // op(B), K x N
+  bool trans = false;                                     // B is N x K (Gemm's transB)
+  std::vector<int64_t> shape;                             // B's
+  /// B's bytes, bit for bit what was packed.
+  Bytes unpack() const;
+};
+/// The packed weight a module tensor gave way to (prepack_weights), or null.
+std::shared_ptr<const PackedWeight> packed_weight_of(const Tensor& t);
+/// Whether every user of the get_attr node `n` takes it as B of a MatMul, or of a Gemm whose
+/// transB is w.trans: then runs may be handed the packed weight alone.
+bool takes_packed_weight(const Node& n, const PackedWeight& w);
+
 /// A LayerNormalization over the last axis decomposed as exporters write it:
 /// mean = ReduceMean(x); d = x - mean; var = ReduceMean(d ^ 2); (d / Sqrt(var + eps)) * scale +
 /// bias with constant 1-D scale and bias. Found from its Div node (fuse-layernorm and the

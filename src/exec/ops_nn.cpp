@@ -288,6 +288,13 @@ void layer_norm(OpCall& c) {
   layer_norm_stats(c, x, axis, c.attr_float("epsilon", 1e-5f));
 }
 
+// B's packing, kept by prepack_weights; the plan only hands it to the users it was packed for.
+std::shared_ptr<const kernels::PackedOperand> packed_operand(OpCall& c, const PackedWeight& w,
+                                                             bool trans) {
+  if (w.trans != trans) c.fail("a weight packed for another transB");
+  return w.operand;
+}
+
 void matmul(OpCall& c) {
   const Value& a = c.input(0);
   const Value& b = c.input(1);
@@ -298,9 +305,11 @@ void matmul(OpCall& c) {
   Value out = new_value(Dtype::Float32, os);
   // A constant right operand shared by every row (x @ W) is packed once, not on every run
   // (a single row takes sgemm's unpacked path).
+  // A weight kept only packed (prepack_weights) is read from its panels whatever the rows.
   const int64_t rows = a.shape().size() < 2 ? 1 : a.numel() / a.shape().back();
   const auto packed =
-      b.shape().size() == 2 && rows > 1
+      b.packed() ? packed_operand(c, *b.packed(), false)
+      : b.shape().size() == 2 && rows > 1
           ? packed_right_operand(c, 1, false, b.shape()[0], b.shape()[1], b.shape()[1])
           : nullptr;
   kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
@@ -345,7 +354,9 @@ void gemm(OpCall& c) {
     b_eff = beta;
   }
   // A constant B (a layer's weights) is packed once, not on every run.
-  const auto packed = M > 1 ? packed_right_operand(c, 1, tb, K, N, b.shape()[1]) : nullptr;
+  const auto packed = b.packed() ? packed_operand(c, *b.packed(), tb)
+                      : M > 1    ? packed_right_operand(c, 1, tb, K, N, b.shape()[1])
+                                 : nullptr;
   kernels::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.shape()[1], b.data<float>(),
                  b.shape()[1], b_eff, y, N, nullptr, nullptr, packed.get());
   c.outputs.push_back(out);

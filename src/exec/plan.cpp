@@ -163,6 +163,9 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         if (c.tensor) {
           c.data = c.tensor->data.get();
           c.alive = c.tensor->data;
+          c.external = c.tensor->external.get();
+          if (auto w = packed_weight_of(*c.tensor); w && !s.probed && takes_packed_weight(*n, *w))
+            c.packed = std::move(w);
           c.dtype = c.tensor->dtype;
           c.shape = c.tensor->shape;
         }
@@ -232,8 +235,8 @@ bool constants_unchanged(const GraphModule& gm, const Plan& p) {
     const Tensor* t = gm.get_tensor(p.steps[c.step].node->target().str());
     if (t != c.tensor) return false;
     if (!t) continue;
-    if (t->data.get() != c.data || (c.data && c.alive.expired()) || t->dtype != c.dtype ||
-        t->shape != c.shape)
+    if (t->data.get() != c.data || (c.data && c.alive.expired()) ||
+        t->external.get() != c.external || t->dtype != c.dtype || t->shape != c.shape)
       return false;
   }
   return true;

@@ -110,6 +110,9 @@ struct PlannedConstant {
   const Tensor* tensor = nullptr;  // null: not a tensor (a subgraph body, or an error when run)
   const void* data = nullptr;
   std::weak_ptr<const std::vector<uint8_t>> alive;  // so `data` cannot be a reused address
+  const void* external = nullptr;                   // the tensor's ExternalData, if any
+  // The weight the tensor gave way to (prepack_weights), when every reader takes it packed.
+  std::shared_ptr<const PackedWeight> packed;
   Dtype dtype = Dtype::Float32;
   std::vector<int64_t> shape;
 };

@@ -130,7 +130,9 @@ class Runner {
         const Tensor* t = plan_.constants[s.constant].tensor;      // checked by plan_for
         if (!t && gm_.attr_kind(n->target().str()) == 'm') break;  // a body: read by its user
         if (!t) node_error(*n, "get_attr target is not a parameter or buffer");
-        if (t->data && t->data->size() == t->nbytes())  // loaded: no message to prepare
+        if (const auto& w = plan_.constants[s.constant].packed)
+          out.push_back(Value::packed_weight(t->dtype, t->shape, w));
+        else if (t->data && t->data->size() == t->nbytes())  // loaded: no message to prepare
           out.push_back(Value::wrap(t->dtype, t->shape, t->data));
         else
           out.push_back(Value::from_tensor(*t, "attribute '" + n->target().str() + "'"));

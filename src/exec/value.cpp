@@ -2,6 +2,7 @@
 // comes from memory.cpp).
 #include <cstring>
 
+#include "exec/ops.h"
 #include "fx/exec.h"
 #include "fx/limits.h"
 #include "fx/onnx.h"
@@ -87,6 +88,16 @@ Value Value::from_tensor(const Tensor& t, const std::string& what) {
     throw Error(ErrorKind::Value, what + " has no data (" + t.describe() +
                                       "): load the model's weights before running it");
   return wrap(t.dtype, t.shape, std::move(b));
+}
+
+Value Value::packed_weight(Dtype dtype, std::vector<int64_t> shape,
+                           std::shared_ptr<const PackedWeight> weight) {
+  Value v;
+  v.dtype_ = dtype;
+  v.shape_ = std::move(shape);
+  v.nbytes_ = static_cast<size_t>(kernels::numel(v.shape_)) * dtype_size(dtype);
+  v.packed_ = std::move(weight);
+  return v;
 }
 
 Value Value::scalar_f32(float v) { return from_f32({}, {v}); }
@@ -175,6 +186,10 @@ Tensor Value::to_tensor() const {
   t.shape = shape_;
   if (strings_) {
     t.strings = strings_;
+    return t;
+  }
+  if (packed_) {
+    t.data = packed_->unpack();
     return t;
   }
   // (A computed value's arena range is copied: tensors hold whole byte vectors.)

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #ifdef FXWASM_X86_DISPATCH
@@ -504,12 +505,30 @@ PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const flo
   int64_t width = NR;
   select_kernel(width);
   p.padded_ = (N + width - 1) / width * width;
+  p.width_ = width;
   p.data_ = aligned_floats(p.buf_, p.padded_ * K);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     const int64_t kc = std::min(KC, K - k0);
     pack_b(B, ldb, trans_b, k0, kc, 0, N, width, p.data_ + k0 * p.padded_);
   }
   return p;
+}
+
+void PackedOperand::unpack_right(bool trans_b, float* B, int64_t ldb) const {
+  if (left_) throw std::logic_error("PackedOperand::unpack_right: a left operand");
+  // The inverse of pack_b's loops: panels of width_ columns per KC-deep slice.
+  for (int64_t k0 = 0; k0 < rows_; k0 += KC) {
+    const int64_t kc = std::min(KC, rows_ - k0);
+    const float* panel = data_ + k0 * padded_;
+    for (int64_t p = 0; p < cols_; p += width_, panel += kc * width_) {
+      const int64_t cols = std::min(width_, cols_ - p);
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t row = k0 + k, col = p + c;
+          B[trans_b ? col * ldb + row : row * ldb + col] = panel[k * width_ + c];
+        }
+    }
+  }
 }
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -531,7 +550,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       }
     return;
   }
-  if (M == 1 && !trans_a) {
+  if (M == 1 && !trans_a && B) {
     // A row vector times B: no packing (which would cost as much as the product itself).
     // C[j] = alpha * sum_k A[k] * op(B)[k, j] (+ beta * C[j] + bias[0], clamped).
     std::vector<float>& acc = scratch(Scratch::GemmAcc);
@@ -571,6 +590,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     packed_a = nullptr;  // not this product's A: pack as usual
   if (packed_b && (packed_b->is_left() || packed_b->rows() != K || packed_b->cols() != N))
     packed_b = nullptr;
+  if (!B && (!packed_b || (packed_a && packed_a->transposed_)))
+    throw std::logic_error("sgemm: B is null and packed_b is not this product's B");
   if (packed_a && packed_a->transposed_) {
     // C^T = op(B)^T op(A)^T (N x M) into a buffer, with op(A)^T the packed right operand; then
     // C from its transpose, with beta, the bias and the clamp.

@@ -32,6 +32,10 @@ class PackedOperand {
                             int64_t n_hint = 0);
   static PackedOperand right(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
 
+  /// Writes back the B that right(trans_b, K, N, B, ldb) packed, bit for bit (a weight kept only
+  /// in its packed form is unpacked on demand). Throws std::logic_error for a left operand.
+  void unpack_right(bool trans_b, float* B, int64_t ldb) const;
+
   bool is_left() const { return left_; }
   /// op(A)'s M x K, or op(B)'s K x N.
   int64_t rows() const { return rows_; }
@@ -50,6 +54,7 @@ class PackedOperand {
   bool transposed_ = false;  // a left operand packed as the right one of the transposed product
   int64_t rows_ = 0, cols_ = 0;
   int64_t padded_ = 0;  // M rounded up to the panel height / N to the panel width
+  int64_t width_ = 0;   // a right operand's panel width
   std::vector<float> buf_;
   float* data_ = nullptr;
 };
@@ -60,7 +65,9 @@ class PackedOperand {
 /// Blocked for caches (panels of A and B are packed) with a 6x8 register-blocked micro-kernel.
 /// `packed_a` / `packed_b` (optional): the same A / B packed ahead of time (PackedOperand::left /
 /// right with the same M, N, K); sgemm then reads their panels instead of packing A / B (which
-/// must still be given: small products read them directly).
+/// must still be given: small products read them directly). The one exception: B may be null
+/// when packed_b is this product's op(B) (a weight kept only packed); a row vector times it then
+/// takes the blocked path.
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* epilogue = nullptr, const PackedOperand* packed_a = nullptr,

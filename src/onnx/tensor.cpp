@@ -276,7 +276,7 @@ bool tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorPro
   if (!name.empty()) p->set_name(name);
   p->set_data_type(onnx_elem_type(t.dtype));
   for (int64_t d : t.shape) p->add_dims(d);
-  if (!t.data && t.external && !embed_external) {
+  if (!t.data && t.external && !t.external->in_memory && !embed_external) {
     p->set_data_location(::onnx::TensorProto::EXTERNAL);
     auto add = [&](const char* k, const std::string& v) {
       auto* kv = p->add_external_data();

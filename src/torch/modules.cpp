@@ -131,6 +131,7 @@ fx::Tensor share_fx_tensor(const at::Tensor& t, const std::string& name) {
   ext->location = "<libtorch>/" + name;
   ext->length = static_cast<int64_t>(t.nbytes());
   ext->read = TorchTensorReader{t};
+  ext->in_memory = true;
   out.external = std::move(ext);
   return out;
 }
