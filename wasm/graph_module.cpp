@@ -115,7 +115,7 @@ std::string encode_tensors(const std::vector<std::pair<std::string, const fx::Te
     s += ")s\"requiresGrad\"";
     s += t->requires_grad ? 'T' : 'F';
     s += "s\"hasData\"";
-    s += t->data ? 'T' : 'F';
+    s += t->data || (t->external && t->external->in_memory) ? 'T' : 'F';  // (prepacked)
     s += "})";
   }
   return s + "]";

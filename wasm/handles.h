@@ -109,6 +109,8 @@ struct GraphEntry {
 struct GmEntry {
   std::unique_ptr<fx::GraphModule> gm;
   uint32_t gid = 0;
+  /// The graph version whose weights gm_run last prepacked (fx::exec::prepack_weights).
+  uint64_t prepacked_version = UINT64_MAX;
 };
 
 extern std::unordered_map<uint32_t, std::unique_ptr<GraphEntry>> g_graphs;

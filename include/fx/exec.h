@@ -220,8 +220,10 @@ void release_dead_weights();
 /// transB). The tensor keeps its dtype and shape; its bytes become ExternalData (in_memory)
 /// unpacked on demand, bit for bit, by Tensor::bytes(): export, inspection and passes see the
 /// same values. If the graph later gives it another use, that use reads the unpacked bytes (on
-/// every run: prepack again after such an edit only once nothing else reads it). Returns how
-/// many tensors were packed. Mutates the module: not while another thread runs it.
+/// every run). Passes that rewrite weight bytes (fold, fuse-conv-bn) leave a packed weight
+/// alone (fuse-matmul-add, which needs only its shape, still fires): run them first. Returns how
+/// many tensors were packed. Mutates the module: not while another thread runs it. The CLI's
+/// --run and the wasm GraphModule.run() call it (the latter on each graph version's first run).
 size_t prepack_weights(GraphModule& gm);
 
 /// Runs the graph on `inputs` (one per placeholder, in order). Values are freed after their
@@ -236,7 +238,8 @@ size_t prepack_weights(GraphModule& gm);
 /// kernel. A pattern runs unfused when any of its intermediate values is probed or used elsewhere.
 /// Constant weights of Conv, MatMul and Gemm are packed for the GEMM (Winograd-transformed for 3x3
 /// stride-1 convolutions) on the first run and reused while the weight tensor lives
-/// (release_cached_memory()).
+/// (release_cached_memory()), beside it; prepack_weights() instead keeps a MatMul/Gemm weight
+/// in its packed form only.
 ///
 /// What run() works out from the graph alone (each node's op, value slots, last uses, fusions,
 /// parsed attributes) is kept in a plan per (graph, Graph::version(), input dtypes and shapes,

@@ -21,6 +21,13 @@ bool is_onnx(const Node* n) {
 
 const Tensor* constant(const GraphModule& gm, const Argument& a) { return constant_tensor(gm, a); }
 
+// The tensor behind `a` whether or not its bytes are loaded (a prepacked weight's are not), for
+// a pass that reads only its dtype and shape.
+const Tensor* constant_meta(const GraphModule& gm, const Argument& a) {
+  const Node* src = constant_source(a);
+  return src ? gm.get_tensor(src->target().str()) : nullptr;
+}
+
 // A fresh attribute name on the root module.
 std::string fresh_attr(const GraphModule& gm, const std::string& base) {
   std::string name = base;
@@ -265,7 +272,7 @@ bool fuse_matmul_add(GraphModule& gm) {
     const Argument& bias = add->args()[1 - mm_at];
     if (mm->users().size() != 1 || mm->args().size() != 2 || !mm->args()[0].is_node()) continue;
     const Argument* a_shape = meta_shape(mm->args()[0].to_node());
-    const Tensor* w = constant(gm, mm->args()[1]);
+    const Tensor* w = constant_meta(gm, mm->args()[1]);
     const Tensor* b = constant(gm, bias);
     if (!a_shape || a_shape->elements().size() != 2 || !w || w->shape.size() != 2 || !b) continue;
     // M may be a named size or unknown (infer_shapes): then only biases that need no M fit.

@@ -12,6 +12,7 @@
 
 #include "exec/plan.h"
 #include "fx/exec.h"
+#include "fx/exec/passes.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
 #include "kernels/gemm.h"
@@ -235,6 +236,27 @@ TEST(Prepack, AWeightGivenAnotherUseAfterwardsStillRuns) {
   ASSERT_EQ(outs.size(), 2u);
   EXPECT_TRUE(same_bits(outs[0], before));
   EXPECT_TRUE(same_bits(outs[1].to_tensor().data, m.w1));
+}
+
+// fuse-matmul-add reads only the weight's shape: it fires on a prepacked weight, and the Gemm it
+// makes (transB 0, as packed) is handed the packed weight.
+TEST(Prepack, FuseMatMulAddStillFiresOnAPackedWeight) {
+  Model m;
+  fx::GraphModule& gm = *m.gm;
+  const Value x = Value::from_f32({5, 16}, random_floats(5 * 16, 10));
+  const Value before = fx::exec::run(gm, {x})[0];
+  ASSERT_EQ(fx::exec::prepack_weights(gm), 3u);
+  fx::exec::shape_prop(gm, {x});
+  ASSERT_TRUE(fx::exec::pass_by_name("fuse-matmul-add")(gm));
+  const auto plan = fx::exec::plan_for(gm, {x}, {});
+  bool w1_packed = false;
+  for (const auto& c : plan->constants)
+    if (plan->steps[c.step].node->target().str() == "w1") w1_packed = c.packed != nullptr;
+  EXPECT_TRUE(w1_packed);
+  const Value after = fx::exec::run(gm, {x})[0];
+  ASSERT_EQ(after.shape(), before.shape());
+  for (int64_t i = 0; i < after.numel(); ++i)
+    EXPECT_NEAR(after.data<float>()[i], before.data<float>()[i], 1e-5f) << i;
 }
 
 TEST(Prepack, OnlyWeightsEveryReaderTakesAsB) {
