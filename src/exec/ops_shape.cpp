@@ -73,9 +73,15 @@ void flatten(OpCall& c) {
   int64_t axis = c.attr_int("axis", 1);
   if (axis < -rank || axis > rank) c.fail("axis " + std::to_string(axis) + " is out of range");
   if (axis < 0) axis += rank;
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
-  c.outputs.push_back(reshaped(x, {outer, outer ? x.numel() / outer : 0}));
+  // Both sides as products of their own dims: an empty tensor's [0, 5, 3] is [0, 15] (not
+  // numel / outer), and its other dims may multiply past int64 although numel is 0.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t& side = d < axis ? outer : inner;
+    if (__builtin_mul_overflow(side, x.shape()[d], &side))
+      c.fail("the flattened shape of " + x.describe() + " overflows int64");
+  }
+  c.outputs.push_back(reshaped(x, {outer, inner}));
 }
 
 void transpose(OpCall& c) {

@@ -47,6 +47,28 @@ Value run_op(const char* op, const std::vector<Value>& in, fx::Kwargs kwargs = {
   return out.at(0);
 }
 
+// Flatten's sides are products of their own dims, also for an empty tensor: [0, 5, 3] at axis 2
+// is [0, 3], not [0, 0]; and its other dims may multiply past int64 (a typed error, not a
+// wrapped shape).
+TEST(ExecMath, FlattenOfEmptyTensorsKeepsBothSides) {
+  const Value e = Value::zeros(Dtype::Float32, {0, 5, 3});
+  EXPECT_EQ(run_op("onnx.Flatten", {e}, {{"axis", 2}}).shape(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(run_op("onnx.Flatten", {e}, {{"axis", 1}}).shape(), (std::vector<int64_t>{0, 15}));
+  EXPECT_EQ(run_op("onnx.Flatten", {e}, {{"axis", 0}}).shape(), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(
+      run_op("onnx.Flatten", {Value::zeros(Dtype::Float32, {5, 3, 0})}, {{"axis", 2}}).shape(),
+      (std::vector<int64_t>{15, 0}));
+  const int64_t big = int64_t{1} << 40;
+  const Value huge = Value::zeros(Dtype::Float32, {big, big, 0});
+  try {
+    run_op("onnx.Flatten", {huge}, {{"axis", 2}});
+    ADD_FAILURE() << "no error";
+  } catch (const fx::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("overflows int64"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(run_op("onnx.Flatten", {huge}, {{"axis", 1}}).shape(), (std::vector<int64_t>{big, 0}));
+}
+
 TEST(ExecMath, IntegerDivisionEdgesDoNotTrap) {
   const int64_t mn = std::numeric_limits<int64_t>::min();
   // MIN / -1 overflows (SIGFPE on x86 if computed directly): it wraps to MIN.
