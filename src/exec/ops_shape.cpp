@@ -78,8 +78,7 @@ void flatten(OpCall& c) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t& side = d < axis ? outer : inner;
-    if (__builtin_mul_overflow(side, x.shape()[d], &side))
-      c.fail("the flattened shape of " + x.describe() + " overflows int64");
+    side = checked_mul(c, side, x.shape()[d], "the flattened shape");
   }
   c.outputs.push_back(reshaped(x, {outer, inner}));
 }
