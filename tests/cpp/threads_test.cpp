@@ -17,6 +17,7 @@
 
 #include "fx/exec.h"
 #include "fx/onnx.h"
+#include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/tensor_ops.h"
 #include "kernels/thread_pool.h"
@@ -100,6 +101,48 @@ TEST(Threads, SgemmSplitsByColumnsBitIdentically) {
                        &ep);
     EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
         << M << "x" << N << "x" << K;
+  }
+}
+
+// Depthwise convolutions split by 16-channel blocks: every path (3x3 at strides 1 and 2 on small
+// and large planes, 5x5, 7x7 with padding, a partial last block, a Relu6 clamp) gives the bits of
+// one thread at 2, 3 and 4 threads (odd block counts included), and matches the reference loops.
+TEST(Threads, DepthwiseSplitsByChannelBlocksBitIdentically) {
+  struct Case {
+    int64_t C, H, K, stride, pad;
+  };
+  for (const Case& k : {Case{144, 56, 3, 1, 1}, Case{144, 56, 3, 2, 1}, Case{144, 28, 3, 1, 1},
+                        Case{48, 112, 3, 2, 1}, Case{40, 29, 3, 1, 1}, Case{144, 14, 5, 1, 2},
+                        Case{48, 56, 7, 1, 3}, Case{80, 9, 3, 1, 0}, Case{960, 7, 3, 1, 1}}) {
+    fx::kernels::Conv2dParams p;
+    p.C = p.M = p.group = k.C;
+    p.H = p.W = k.H;
+    p.KH = p.KW = k.K;
+    p.stride_h = p.stride_w = k.stride;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k.pad;
+    p.clamp_lo = 0.0f;
+    p.clamp_hi = 6.0f;
+    std::vector<float> in(p.C * p.H * p.W), w(p.C * k.K * k.K), b(p.C);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 37 % 101) - 50) / 10.0f;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 53 % 89) - 44) / 44.0f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = 0.01f * static_cast<float>(i);
+    const size_t n = static_cast<size_t>(p.M * p.out_h() * p.out_w());
+    std::vector<float> one(n), ref(n);
+    std::vector<float> scratch(static_cast<size_t>(fx::kernels::conv2d_scratch_size(p)) + 1);
+    fx::kernels::set_num_threads(1);
+    fx::kernels::conv2d(p, in.data(), w.data(), b.data(), one.data(), scratch.data());
+    fx::kernels::conv2d_reference(p, in.data(), w.data(), b.data(), ref.data());
+    for (float& r : ref) r = std::min(std::max(r, 0.0f), 6.0f);  // (the clamp, if not applied)
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_NEAR(one[i], ref[i], 1e-4f) << k.C << " " << k.H << " " << i;
+    for (int t : {2, 3, 4}) {
+      Threads threads(t);
+      std::vector<float> many(n);
+      fx::kernels::conv2d(p, in.data(), w.data(), b.data(), many.data(), scratch.data());
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), n * sizeof(float)), 0)
+          << "C " << k.C << " H " << k.H << " K " << k.K << " stride " << k.stride << " threads "
+          << t;
+    }
   }
 }
 
