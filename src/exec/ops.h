@@ -115,7 +115,6 @@ std::shared_ptr<const kernels::PackedOperand> packed_right_operand(const OpCall&
 struct PackedWeight {
   std::shared_ptr<const kernels::PackedOperand> operand;  // op(B), K x N
   bool trans = false;                                     // B is N x K (Gemm's transB)
-  std::vector<int64_t> shape;                             // B's
   /// B's bytes, bit for bit what was packed.
   Bytes unpack() const;
 };

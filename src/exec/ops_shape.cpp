@@ -73,8 +73,8 @@ void flatten(OpCall& c) {
   int64_t axis = c.attr_int("axis", 1);
   if (axis < -rank || axis > rank) c.fail("axis " + std::to_string(axis) + " is out of range");
   if (axis < 0) axis += rank;
-  // Both sides as products of their own dims: an empty tensor's [0, 5, 3] is [0, 15] (not
-  // numel / outer), and its other dims may multiply past int64 although numel is 0.
+  // Both sides as products of their own dims: an empty [0, 5, 3] at axis 2 is [0, 3] (numel /
+  // outer would give [0, 0]), and its other dims may multiply past int64 although numel is 0.
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t& side = d < axis ? outer : inner;

@@ -33,34 +33,35 @@ int64_t gemm_trans_b(const Node& gemm) {
   return a->to_int() != 0 ? 1 : 0;
 }
 
-// The transB every user of `n` agrees on (0 for MatMul), or -1 if some user takes `n` other
-// than as the right operand of a MatMul or Gemm.
-int64_t common_trans(const Node& n) {
-  int64_t trans = -2;  // no user yet
-  for (const Node* u : n.users()) {
-    const auto& args = u->args();
-    int64_t t;
-    if (is_call_to(*u, "onnx.MatMul") && args.size() == 2)
-      t = 0;
-    else if (is_call_to(*u, "onnx.Gemm") && (args.size() == 2 || args.size() == 3))
-      t = gemm_trans_b(*u);
-    else
-      return -1;
-    // Only as B: not as A (x @ x) nor as Gemm's C.
-    for (size_t i = 0; i < args.size(); ++i)
-      if (args[i].is_node() && args[i].to_node() == &n && i != 1) return -1;
-    if (t < 0 || (trans != -2 && t != trans)) return -1;
-    trans = t;
-  }
-  return trans == -2 ? -1 : trans;
+// The transB every user of the get_attr nodes `readers` agrees on (0 for MatMul), or -1 if there
+// is none or some user takes a node other than as the right operand of a MatMul or Gemm.
+int64_t common_trans(const std::vector<const Node*>& readers) {
+  int64_t trans = -1;  // no user yet
+  for (const Node* n : readers)
+    for (const Node* u : n->users()) {
+      const auto& args = u->args();
+      int64_t t;
+      if (is_call_to(*u, "onnx.MatMul") && args.size() == 2)
+        t = 0;
+      else if (is_call_to(*u, "onnx.Gemm") && (args.size() == 2 || args.size() == 3))
+        t = gemm_trans_b(*u);
+      else
+        return -1;
+      // Only as B: not as A (x @ x) nor as Gemm's C.
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].is_node() && args[i].to_node() == n && i != 1) return -1;
+      if (t < 0 || (trans >= 0 && t != trans)) return -1;
+      trans = t;
+    }
+  return trans;
 }
 
 }  // namespace
 
 Bytes PackedWeight::unpack() const {
-  const size_t n = static_cast<size_t>(shape[0]) * static_cast<size_t>(shape[1]);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(n * sizeof(float));
-  operand->unpack_right(trans, reinterpret_cast<float*>(bytes->data()), shape[1]);
+  const int64_t K = operand->rows(), N = operand->cols();
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(K * N) * sizeof(float));
+  operand->unpack_right(trans, reinterpret_cast<float*>(bytes->data()), trans ? K : N);
   return bytes;
 }
 
@@ -71,7 +72,7 @@ std::shared_ptr<const PackedWeight> packed_weight_of(const Tensor& t) {
 }
 
 bool takes_packed_weight(const Node& n, const PackedWeight& w) {
-  return common_trans(n) == (w.trans ? 1 : 0);
+  return common_trans({&n}) == (w.trans ? 1 : 0);
 }
 
 size_t prepack_weights(GraphModule& root) {
@@ -90,16 +91,10 @@ size_t prepack_weights(GraphModule& root) {
       if (!t || t->dtype != Dtype::Float32 || t->shape.size() != 2 || t->shape[0] <= 0 ||
           t->shape[1] <= 0 || !t->data || t->data->size() != t->nbytes())
         continue;
-      int64_t trans = -2;
-      for (const Node* n : nodes) {
-        const int64_t tn = common_trans(*n);
-        trans = (tn < 0 || (trans != -2 && tn != trans)) ? -1 : tn;
-        if (trans < 0) break;
-      }
+      const int64_t trans = common_trans(nodes);
       if (trans < 0) continue;
       auto w = std::make_shared<PackedWeight>();
       w->trans = trans != 0;
-      w->shape = t->shape;
       const int64_t K = w->trans ? t->shape[1] : t->shape[0];
       const int64_t N = w->trans ? t->shape[0] : t->shape[1];
       w->operand = std::make_shared<const kernels::PackedOperand>(kernels::PackedOperand::right(
@@ -110,7 +105,7 @@ size_t prepack_weights(GraphModule& root) {
       replaced.data = nullptr;
       auto ext = std::make_shared<ExternalData>();
       ext->location = "<packed>/" + target;
-      ext->length = static_cast<int64_t>(t->nbytes());
+      ext->length = static_cast<int64_t>(t_bytes);
       ext->in_memory = true;
       ext->read = PackedWeightReader{std::move(w)};
       replaced.external = std::move(ext);

@@ -15,7 +15,8 @@ namespace fx::kernels {
 /// batch dims broadcast. Returns false if the shapes do not multiply.
 bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 /// out = a @ b (numpy.matmul / ONNX MatMul) for float32. `packed_b` (optional): a 2-D b packed
-/// ahead of time (PackedOperand::right). `col_bias` (optional): b's column count of values added
+/// ahead of time (PackedOperand::right); b may then be null (a weight kept only packed).
+/// `col_bias` (optional): b's column count of values added
 /// to every output row as the GEMM stores it (x @ W + bias), the bits of adding them after.
 void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
                 float* out, const PackedOperand* packed_b = nullptr,

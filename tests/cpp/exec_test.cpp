@@ -12,6 +12,7 @@
 #include "fx/fx.h"
 #include "kernels/conv.h"
 #include "kernels/elementwise.h"
+#include "tensor_util.h"
 
 namespace {
 
@@ -26,22 +27,8 @@ Argument ints(std::vector<int64_t> v) {
   return Argument::list(std::move(items));
 }
 
-fx::Tensor tensor_f32(std::vector<int64_t> shape, const std::vector<float>& data) {
-  fx::Tensor t;
-  t.shape = std::move(shape);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(data.size() * sizeof(float));
-  std::memcpy(bytes->data(), data.data(), bytes->size());
-  t.data = bytes;
-  return t;
-}
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using fxtest::random_floats;
+using fxtest::tensor_f32;
 
 fx::exec::RunResult run_with(fx::GraphModule& gm, const std::vector<Value>& in,
                              std::vector<std::string> probe = {}) {

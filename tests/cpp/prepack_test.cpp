@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <random>
 
 #include "exec/plan.h"
 #include "fx/exec.h"
@@ -16,6 +15,7 @@
 #include "fx/fx.h"
 #include "fx/onnx.h"
 #include "kernels/gemm.h"
+#include "tensor_util.h"
 #include "zoo_util.h"
 
 namespace {
@@ -25,21 +25,18 @@ using fx::fn;
 using fx::Node;
 using fx::exec::Value;
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using fxtest::random_floats;
+using fxtest::tensor_f32;
 
-fx::Tensor tensor_f32(std::vector<int64_t> shape, const std::vector<float>& data) {
-  fx::Tensor t;
-  t.shape = std::move(shape);
-  t.data = std::make_shared<const std::vector<uint8_t>>(
-      reinterpret_cast<const uint8_t*>(data.data()),
-      reinterpret_cast<const uint8_t*>(data.data() + data.size()));
-  return t;
+// |a - b| <= 2e-5 relative (at least 2e-5 absolute), elementwise: a single row reads the panels
+// after prepacking where it took sgemm's unpacked path before (other rounding; wasm's four-lane
+// paths differ by 1.1e-5 on 41.4).
+void expect_close(const Value& a, const Value& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i],
+                2e-5f * std::max(1.0f, std::fabs(b.data<float>()[i])))
+        << i;
 }
 
 bool same_bits(const Value& a, const Value& b) {
@@ -91,7 +88,9 @@ TEST(Prepack, SgemmReadsAWeightKeptOnlyPacked) {
       ASSERT_NEAR(only_packed[i], ref[i], 1e-4f) << "M " << M << " at " << i;
       // A row vector with B takes the unpacked path (other rounding); more rows read the panels
       // either way.
-      if (M > 1) ASSERT_EQ(only_packed[i], with_b[i]) << "M " << M << " at " << i;
+      if (M > 1) {
+        ASSERT_EQ(only_packed[i], with_b[i]) << "M " << M << " at " << i;
+      }
     }
   }
   // Neither B nor its packing: an API misuse, not a crash.
@@ -156,8 +155,7 @@ TEST(Prepack, RunsGiveTheSameBitsAndTheTensorsReadBack) {
   EXPECT_TRUE(same_bits(gm.get_tensor("w2")->bytes(), m.w2));
   EXPECT_TRUE(same_bits(gm.get_tensor("w3")->bytes(), m.w3));
   EXPECT_TRUE(gm.get_tensor("w4")->data && gm.get_tensor("b1")->data);  // not packed
-  EXPECT_NE(gm.attr_kind("w1"), 'b');                                   // still a parameter
-  EXPECT_EQ(gm.attr_kind("w1"), 'p');
+  EXPECT_EQ(gm.attr_kind("w1"), 'p');                                   // still a parameter
 
   // The plan hands w1, w2 and w3 to their MatMul/Gemm packed, without unpacking them.
   const auto plan = fx::exec::plan_for(gm, {x8}, {});
@@ -172,12 +170,7 @@ TEST(Prepack, RunsGiveTheSameBitsAndTheTensorsReadBack) {
   // Many rows read the same panels as before: the same bits. One row took sgemm's unpacked path
   // before and reads the panels now.
   EXPECT_TRUE(same_bits(fx::exec::run(gm, {x8})[0], before8));
-  const Value after1 = fx::exec::run(gm, {x1})[0];
-  ASSERT_EQ(after1.shape(), before1.shape());
-  for (int64_t i = 0; i < after1.numel(); ++i)
-    EXPECT_NEAR(after1.data<float>()[i], before1.data<float>()[i],
-                2e-5f * std::max(1.0f, std::fabs(before1.data<float>()[i])))
-        << i;
+  expect_close(fx::exec::run(gm, {x1})[0], before1);
 
   // A probe of the weight sees its values.
   fx::exec::RunOptions probe;
@@ -256,11 +249,7 @@ TEST(Prepack, FuseMatMulAddStillFiresOnAPackedWeight) {
     if (plan->steps[c.step].node->target().str() == "w1") w1_packed = c.packed != nullptr;
   EXPECT_TRUE(w1_packed);
   const Value after = fx::exec::run(gm, {x})[0];
-  ASSERT_EQ(after.shape(), before.shape());
-  for (int64_t i = 0; i < after.numel(); ++i)
-    EXPECT_NEAR(after.data<float>()[i], before.data<float>()[i],
-                2e-5f * std::max(1.0f, std::fabs(before.data<float>()[i])))
-        << i;
+  expect_close(after, before);
 }
 
 TEST(Prepack, OnlyWeightsEveryReaderTakesAsB) {
