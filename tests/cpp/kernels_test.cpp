@@ -320,6 +320,13 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 pad 2", conv(2, 17, 5, 12, 17, 3, 2, 2, 17), false},
         ConvCase{"depthwise 3x3 fewer pixels than lanes", conv(1, 8, 2, 3, 8, 3, 1, 1, 8), true},
         ConvCase{"depthwise 3x3 pad 2", conv(1, 2, 6, 11, 2, 3, 1, 2, 2), true},
+        // The flat stride-1 path (each plane one array, the edge columns masked): one-pixel
+        // and two-pixel-wide planes, rows of 9 and 17 (vectors straddling rows), one row.
+        ConvCase{"depthwise 3x3 1-wide", conv(1, 6, 5, 1, 6, 3, 1, 1, 6), true},
+        ConvCase{"depthwise 3x3 2-wide, two images", conv(2, 5, 4, 2, 5, 3, 1, 1, 5), true},
+        ConvCase{"depthwise 3x3 9-wide", conv(1, 7, 3, 9, 7, 3, 1, 1, 7), false},
+        ConvCase{"depthwise 3x3 17-wide, 19 channels", conv(2, 19, 6, 17, 19, 3, 1, 1, 19), true},
+        ConvCase{"depthwise 3x3 one row", conv(1, 3, 1, 13, 3, 3, 1, 1, 3), true},
         // Larger kernels take the channel-interleaved path natively at any plane size
         // (ConvNeXt's 7x7 pad 3): partial 16- and 8-lane blocks, two images, stride 2, a plane
         // smaller than the kernel, 7x1 taps, and a dilated one that keeps the row loop.
@@ -344,6 +351,37 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"winograd unpadded", conv(1, 32, 16, 15, 32, 3, 1, 0), false},
         ConvCase{"winograd asymmetric pads", winograd_asymmetric(), true},
         ConvCase{"too few tiles for winograd", conv(1, 32, 9, 9, 32, 3, 1, 1), true}));
+
+// A depthwise 3x3 at stride 1 reads each plane as one flat array, where a row's last pixel is
+// the flat neighbour of the next row's first output: an infinity or NaN there must reach only
+// the outputs whose windows hold it (a mask by multiplication would make 0 * inf = NaN).
+TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
+  for (const int64_t W : {1, 3, 7, 8, 14, 17}) {
+    const Conv2dParams p = conv(1, 18, 5, W, 18, 3, 1, 1, 18);
+    const int64_t HW = p.H * W;
+    std::vector<float> x(static_cast<size_t>(p.C * HW)), w(static_cast<size_t>(p.C * 9));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.125f * static_cast<float>(i % 5) - 0.25f;
+    for (int64_t c = 0; c < p.C; ++c) {  // every row's last pixel, and every row's first
+      for (int64_t h = 0; h < p.H; ++h) {
+        x[static_cast<size_t>(c * HW + h * W + W - 1)] = c % 2 ? INFINITY : NAN;
+        if (c % 3 == 0) x[static_cast<size_t>(c * HW + h * W)] = -INFINITY;
+      }
+    }
+    std::vector<float> got(x.size()), want(x.size());
+    std::vector<float> scratch(fx::kernels::conv2d_scratch_size(p) + 1);
+    fx::kernels::conv2d(p, x.data(), w.data(), nullptr, got.data(), scratch.data());
+    fx::kernels::conv2d_reference(p, x.data(), w.data(), nullptr, want.data());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isfinite(want[i])) {
+        ASSERT_NEAR(got[i], want[i], 1e-5f) << "W " << W << " at " << i;
+      } else {
+        ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "W " << W << " at " << i;
+        if (!std::isnan(want[i])) ASSERT_EQ(got[i], want[i]) << "W " << W << " at " << i;
+      }
+    }
+  }
+}
 
 TEST(Pool2d, MaxAndAverageOnAHandComputedPlane) {
   // 1x1x3x3 plane 1..9, 2x2 windows, stride 1, padding 1 at the bottom/right.
