@@ -46,7 +46,8 @@ constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
 constexpr int64_t KC = 256;  // a KC x NR panel of B (8 KB) stays in L1 across the A panels
 constexpr int64_t MC = 96;   // an MC x KC block of A (96 KB) stays in L2
 constexpr int64_t NC = 2048;
-constexpr int64_t kDirectBMaxRows = 64;  // see direct_b in sgemm
+constexpr int64_t kDirectBMaxRows = 64;          // see direct_b in sgemm
+constexpr int64_t kShortKBlockFloats = 64 * NC;  // see the tile order in GemmCore::blocked
 
 // n floats at a 64-byte boundary inside `buf` (grown as needed).
 float* aligned_floats(std::vector<float>& buf, int64_t n) {
@@ -652,25 +653,35 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           const int64_t mc = std::min(MC, M - i0);
           const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
           if (!packed_a && !direct_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
-          for (int64_t jr = 0; jr < nc; jr += nr_width) {
+          auto tile = [&](int64_t ir, int64_t jr) {
             const bool in_place = jr < full;
             const float* bp = in_place   ? B + k0 * ldb + j0 + jr
                               : direct_b ? b_buf
                                          : b_block + (jr / nr_width) * kc * nr_width;
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + (ir / MR) * kc * MR;
-              const Store st{first,
-                             last,
-                             bias ? bias + i0 + ir : nullptr,
-                             col_bias ? col_bias + j0 + jr : nullptr,
-                             lo,
-                             hi,
-                             clamp,
-                             in_place ? ldb : nr_width,
-                             direct_a ? lda : 0};
-              kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
-                     std::min(MR, mc - ir), std::min(nr_width, nc - jr));
-            }
+            const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + (ir / MR) * kc * MR;
+            const Store st{first,
+                           last,
+                           bias ? bias + i0 + ir : nullptr,
+                           col_bias ? col_bias + j0 + jr : nullptr,
+                           lo,
+                           hi,
+                           clamp,
+                           in_place ? ldb : nr_width,
+                           direct_a ? lda : 0};
+            kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
+                   std::min(MR, mc - ir), std::min(nr_width, nc - jr));
+          };
+          // Tiles are computed panel by panel (a B panel stays in L1 across the row tiles), but
+          // with a short K a tile is mostly its stores, and that order writes C a few columns at
+          // a time across all its rows: then C is written row tile by row tile (six long row
+          // streams), with the packed B block (at most 512 KB) read back from L2. MobileNetV2
+          // (K 16-64 in its expand convs) 4 % faster natively, six interleaved pairs.
+          if (kc * nc <= kShortKBlockFloats) {
+            for (int64_t ir = 0; ir < mc; ir += MR)
+              for (int64_t jr = 0; jr < nc; jr += nr_width) tile(ir, jr);
+          } else {
+            for (int64_t jr = 0; jr < nc; jr += nr_width)
+              for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
           }
         }
       }
