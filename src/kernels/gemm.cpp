@@ -623,7 +623,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   const bool direct_a = a_in_place && !packed_a && !trans_a;
   // Columns [jb, je) of C, on this thread: threads split C by whole panels of nr_width columns,
   // and every element keeps its K order, so any split gives the bits one thread gives.
-  auto columns = [&](int64_t jb, int64_t je) {
+  // Columns [jb, je) and rows [ib, ie) of C (ib a multiple of MR: the tiles one thread computes).
+  auto block_of_c = [&](int64_t jb, int64_t je, int64_t ib, int64_t ie) {
     // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
     // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
     std::vector<float>& packed_a_buf = scratch(Scratch::GemmPackedA);
@@ -649,8 +650,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
         if (!packed_b && !direct_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
         if (direct_b && full < nc)
           pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf);
-        for (int64_t i0 = 0; i0 < M; i0 += MC) {
-          const int64_t mc = std::min(MC, M - i0);
+        for (int64_t i0 = ib; i0 < ie; i0 += MC) {
+          const int64_t mc = std::min(MC, ie - i0);
           const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
           if (!packed_a && !direct_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
           auto tile = [&](int64_t ir, int64_t jr) {
@@ -687,18 +688,30 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
       }
     }
   };
-  const int64_t panels = (N + nr_width - 1) / nr_width;
+  const int64_t panels = (N + nr_width - 1) / nr_width, row_tiles = (M + MR - 1) / MR;
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  if (num_threads() > 1 && panels > 1 && flops >= kParallelMinFlops) {
+  const int64_t threads = num_threads();
+  if (threads > 1 && flops >= kParallelMinFlops) {
     // At least kParallelMinColumns columns a thread (waking a thread costs a few microseconds).
     const int64_t grain = std::max<int64_t>(1, kParallelMinColumns / nr_width);
-    parallel_for(panels, grain, [&](int64_t p0, int64_t p1) {
-      columns(p0 * nr_width, std::min(N, p1 * nr_width));
-    });
-  } else {
-    columns(0, N);
+    // With few column panels (the 7x7 and 14x14 layers of MobileNet: N = 49 is two panels, one
+    // chunk of work, so one thread did it all), threads take whole row tiles instead, each packing
+    // the same B block for itself. Either split computes the same tiles, so the same bits.
+    if (panels < 4 * threads && row_tiles >= 4 * threads) {
+      parallel_for(row_tiles, 2, [&](int64_t t0, int64_t t1) {
+        block_of_c(0, N, t0 * MR, std::min(M, t1 * MR));
+      });
+      return;
+    }
+    if (panels > 1) {
+      parallel_for(panels, grain, [&](int64_t p0, int64_t p1) {
+        block_of_c(p0 * nr_width, std::min(N, p1 * nr_width), 0, M);
+      });
+      return;
+    }
   }
+  block_of_c(0, N, 0, M);
 }
 
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

@@ -1,7 +1,8 @@
 // The kernels' thread pool: every zoo model gives the same bits with 1, 2 and 3 threads (threads
-// split products by output columns, each element keeps its reduction order); parallel_for's
-// chunks, nesting and exceptions; and many runs of several modules from two caller threads at
-// once, with modules destroyed in between, finish (no deadlock) with the one-thread results.
+// split products by output columns or row tiles, each element keeps its reduction order);
+// parallel_for's chunks, nesting and exceptions; and many runs of several modules from two caller
+// threads at once, with modules destroyed in between, finish (no deadlock) with the one-thread
+// results.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,28 +80,42 @@ TEST(Threads, EveryZooModelGivesTheSameBitsWithAnyThreadCount) {
   }
 }
 
-TEST(Threads, SgemmSplitsByColumnsBitIdentically) {
-  // Shapes around the panel width and the split's thresholds, with and without a fused bias.
+TEST(Threads, SgemmSplitsByColumnsOrRowTilesBitIdentically) {
+  // Shapes around the panel width and the split's thresholds, with and without a fused bias and
+  // A packed ahead of time. Few column panels and many rows split by row tiles (MobileNet's 7x7
+  // layers, 960 x 49; a partial last tile; K over one K block; the transposed product's shape).
   for (auto [M, N, K] : {std::array<int64_t, 3>{64, 3136, 147},
                          {7, 1000, 512},
                          {96, 130, 33},
                          {1, 4096, 256},
-                         {512, 49, 4608}}) {
+                         {512, 49, 4608},
+                         {960, 49, 160},
+                         {97, 40, 64},
+                         {1000, 13, 300},
+                         {160, 96, 960}}) {
     std::vector<float> A(M * K), B(K * N), bias(M);
     for (size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
     for (size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>((i * 53 % 89) - 44) / 44.0f;
     for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * static_cast<float>(i);
     fx::kernels::GemmEpilogue ep;
     ep.row_bias = bias.data();
-    std::vector<float> c1(M * N), c3(M * N);
-    fx::kernels::set_num_threads(1);
-    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, c1.data(), N,
-                       &ep);
-    Threads t(3);
-    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, c3.data(), N,
-                       &ep);
-    EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
-        << M << "x" << N << "x" << K;
+    ep.lo = -2.0f;
+    const fx::kernels::PackedOperand pa =
+        fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
+    for (const bool packed : {false, true}) {
+      std::vector<float> c1(M * N);
+      fx::kernels::set_num_threads(1);
+      fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, c1.data(), N,
+                         &ep, packed ? &pa : nullptr);
+      for (int n : {2, 3, 4}) {
+        std::vector<float> cn(M * N, -1.0f);
+        Threads t(n);
+        fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, cn.data(),
+                           N, &ep, packed ? &pa : nullptr);
+        EXPECT_EQ(std::memcmp(c1.data(), cn.data(), c1.size() * sizeof(float)), 0)
+            << M << "x" << N << "x" << K << (packed ? " packed" : "") << ", " << n << " threads";
+      }
+    }
   }
 }
 
