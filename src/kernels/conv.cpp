@@ -208,6 +208,18 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
   }
 }
 
+// The flat depthwise kernels' vector load and lane mask (v where m, +0 elsewhere).
+template <class V>
+__attribute__((always_inline)) inline V flat_load(const float* q) {
+  V v;
+  std::memcpy(&v, q, sizeof v);
+  return v;
+}
+template <class V>
+__attribute__((always_inline)) inline V flat_keep(V v, decltype(V{} < V{}) m) {
+  return reinterpret_cast<V>(reinterpret_cast<decltype(m)>(v) & m);
+}
+
 // Depthwise 3x3 at stride 1 with one pixel of padding on every side, each plane taken as one
 // flat array: output p = oh * W + ow is the sum over the taps of w[kh][kw] * x[p + (kh - 1) * W
 // + kw - 1]. The input is read from a copy with zeros before and after it (the rows above and
@@ -223,14 +235,8 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
                                                                   const float* weight,
                                                                   const float* bias, float* out) {
   using I = decltype(V{} < V{});
-  auto load = [](const float* q) __attribute__((always_inline)) {
-    V v;
-    std::memcpy(&v, q, sizeof v);
-    return v;
-  };
-  auto keep = [](V v, I m) __attribute__((always_inline)) {  // v where m, +0 elsewhere
-    return reinterpret_cast<V>(reinterpret_cast<I>(v) & m);
-  };
+  const auto load = flat_load<V>;
+  const auto keep = flat_keep<V>;
   const int64_t W = p.W, HW = p.H * p.W, nv = (HW + L - 1) / L;
   const int64_t lead = (W + 1 + L - 1) / L * L;  // zeros before the plane, whole vectors
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
@@ -457,6 +463,91 @@ __attribute__((always_inline)) inline void depthwise_small_impl(const Conv2dPara
   }
 }
 
+// Depthwise 3x3 at stride 2 with one pixel of padding on every side, on the same flat plan: the
+// plane is split into four phase planes of the output's size (even or odd input rows, times
+// even or odd input columns; entries past the input's edge zero), so output p = oh * OW + ow
+// reads each tap at p, p - 1 (odd columns left of it, masked where ow = 0) or p - OW (odd rows
+// above it, zeros before the first). De-interleaving costs a shuffle per L input pixels, where
+// the channel-interleaved path transposed every pixel in and out.
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  static_assert(L == 8, "the de-interleaving shuffles are written for eight lanes");
+  using I = decltype(V{} < V{});
+  const auto load = flat_load<V>;
+  const auto keep = flat_keep<V>;
+  const int64_t H = p.H, W = p.W, OH = p.out_h(), OW = p.out_w(), OHW = OH * OW;
+  const int64_t nv = (OHW + L - 1) / L;
+  const int64_t lead = (OW + 1 + L - 1) / L * L;  // zeros before each phase plane
+  const int64_t stride = lead + nv * L + L;       // one phase plane and its zeros
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
+  // Phase planes ee, eo, oe, oo (row parity, column parity), zeroed once: every channel writes
+  // the same entries, and those past the input's edge stay zero.
+  std::vector<float>& X = scratch(Scratch::ConvP);
+  X.assign(static_cast<size_t>(4 * stride), 0.0f);
+  float* const ph[4] = {X.data() + lead, X.data() + stride + lead, X.data() + 2 * stride + lead,
+                        X.data() + 3 * stride + lead};
+  // The masks of the left column's taps: lanes with ow > 0.
+  std::vector<float>& Mbuf = scratch(Scratch::ConvT);
+  Mbuf.resize(static_cast<size_t>(nv * L));
+  for (int64_t v = 0, ow = 0; v < nv; ++v) {
+    I m0;
+    for (int j = 0; j < L; ++j, ow = ow + 1 == OW ? 0 : ow + 1) m0[j] = ow > 0 ? -1 : 0;
+    std::memcpy(&Mbuf[static_cast<size_t>(v * L)], &m0, sizeof m0);
+  }
+  const int64_t pairs = W / 2;  // input columns 2j and 2j + 1 both inside the row
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * H * W;
+      for (int64_t ih = 0; ih < H; ++ih) {
+        const float* row = plane + ih * W;
+        float* e = ph[(ih & 1) * 2] + (ih >> 1) * OW;
+        float* o = ph[(ih & 1) * 2 + 1] + (ih >> 1) * OW;
+        int64_t j = 0;
+        for (; j + L <= pairs; j += L) {
+          const V a = load(row + 2 * j), b = load(row + 2 * j + L);
+          const V ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+          const V od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+          std::memcpy(e + j, &ev, sizeof ev);
+          std::memcpy(o + j, &od, sizeof od);
+        }
+        for (; j < pairs; ++j) {
+          e[j] = row[2 * j];
+          o[j] = row[2 * j + 1];
+        }
+        if (W & 1) e[pairs] = row[W - 1];  // (its odd partner is past the edge: zero)
+      }
+      float* out_plane = out + (n * p.C + c) * OHW;
+      const float* w = weight + c * 9;
+      V wv[9];
+      for (int k = 0; k < 9; ++k) wv[k] = V{} + w[k];
+      const V b = V{} + (bias ? bias[c] : 0.0f);
+      const float *ee = ph[0], *eo = ph[1], *oe = ph[2], *oo = ph[3];
+      for (int64_t v = 0; v < nv; ++v) {
+        const int64_t q = v * L;
+        const V col1 = wv[1] * load(oe + q - OW) + wv[4] * load(ee + q) + wv[7] * load(oe + q);
+        const V col0 =
+            wv[0] * load(oo + q - OW - 1) + wv[3] * load(eo + q - 1) + wv[6] * load(oo + q - 1);
+        const V col2 = wv[2] * load(oo + q - OW) + wv[5] * load(eo + q) + wv[8] * load(oo + q);
+        I m0;
+        std::memcpy(&m0, &Mbuf[static_cast<size_t>(q)], sizeof m0);
+        V acc = b + col1 + keep(col0, m0) + col2;
+        if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+        if (v + 1 < nv)
+          std::memcpy(out_plane + q, &acc, sizeof acc);
+        else  // the plane's last, maybe partial, vector
+          std::memcpy(out_plane + q, &acc, static_cast<size_t>(OHW - q) * sizeof(float));
+      }
+    }
+  }
+}
+
+bool flat_3x3_s2(const Conv2dParams& p) {
+  return p.stride_h == 2 && p.stride_w == 2 && p.pad_top == 1 && p.pad_left == 1 &&
+         p.pad_bottom == 1 && p.pad_right == 1;
+}
+
 __attribute__((target("avx2,fma"))) void depthwise_small_avx2(const Conv2dParams& p,
                                                               const float* in, const float* weight,
                                                               const float* bias, float* out) {
@@ -478,6 +569,12 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_flat_avx2(const Conv2dPara
                                                                 const float* bias, float* out) {
   depthwise3x3_flat_impl<v8f, 8>(p, in, weight, bias, out);
 }
+__attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dParams& p,
+                                                                   const float* in,
+                                                                   const float* weight,
+                                                                   const float* bias, float* out) {
+  depthwise3x3_flat_s2_impl<v8f, 8>(p, in, weight, bias, out);
+}
 #endif
 
 void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
@@ -496,6 +593,15 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
     // 0.054 ms with SSE); from 14 wide on it ties or loses to the row path.
     if (p.W <= 8) return depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
   }
+#ifdef FXWASM_X86_DISPATCH
+  // At stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight lanes, against
+  // the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264 -> 0.207);
+  // on shorter rows their de-interleaving is mostly scalar tails and the interleaved path wins
+  // (28x28 x 192 0.037 against 0.045). With four lanes it won only at 56 wide (SSE), so wasm
+  // keeps the row path.
+  if (flat_3x3_s2(p) && p.W >= 48 && cpu_has_avx2_fma())
+    return depthwise3x3_flat_s2_avx2(p, in, weight, bias, out);
+#endif
 #ifdef FXWASM_X86_DISPATCH
   // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
   // than the row path.)

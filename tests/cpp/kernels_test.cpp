@@ -327,6 +327,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 9-wide", conv(1, 7, 3, 9, 7, 3, 1, 1, 7), false},
         ConvCase{"depthwise 3x3 17-wide, 19 channels", conv(2, 19, 6, 17, 19, 3, 1, 1, 19), true},
         ConvCase{"depthwise 3x3 one row", conv(1, 3, 1, 13, 3, 3, 1, 1, 3), true},
+        // Stride 2 on rows of 48 and more (phase planes): even and odd widths and heights.
+        ConvCase{"depthwise 3x3/2 48-wide, odd height", conv(2, 9, 7, 48, 9, 3, 2, 1, 9), true},
+        ConvCase{"depthwise 3x3/2 51-wide", conv(1, 5, 6, 51, 5, 3, 2, 1, 5), false},
+        ConvCase{"depthwise 3x3/2 64-wide, 2 rows", conv(1, 4, 2, 64, 4, 3, 2, 1, 4), true},
         // Larger kernels take the channel-interleaved path natively at any plane size
         // (ConvNeXt's 7x7 pad 3): partial 16- and 8-lane blocks, two images, stride 2, a plane
         // smaller than the kernel, 7x1 taps, and a dilated one that keeps the row loop.
@@ -352,12 +356,20 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"winograd asymmetric pads", winograd_asymmetric(), true},
         ConvCase{"too few tiles for winograd", conv(1, 32, 9, 9, 32, 3, 1, 1), true}));
 
-// A depthwise 3x3 at stride 1 reads each plane as one flat array, where a row's last pixel is
-// the flat neighbour of the next row's first output: an infinity or NaN there must reach only
-// the outputs whose windows hold it (a mask by multiplication would make 0 * inf = NaN).
+// A depthwise 3x3 at stride 1 (2) reads each plane (phase plane) as one flat array, where a
+// row's last pixel is the flat neighbour of the next row's first output: an infinity or NaN
+// there must reach only the outputs whose windows hold it (a mask by multiplication would make
+// 0 * inf = NaN).
 TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
-  for (const int64_t W : {1, 3, 7, 8, 14, 17}) {
-    const Conv2dParams p = conv(1, 18, 5, W, 18, 3, 1, 1, 18);
+  for (const auto& [W, stride] : {std::pair<int64_t, int64_t>{1, 1},
+                                  {3, 1},
+                                  {7, 1},
+                                  {8, 1},
+                                  {14, 1},
+                                  {17, 1},
+                                  {50, 2},
+                                  {51, 2}}) {
+    const Conv2dParams p = conv(1, 18, 5, W, 18, 3, stride, 1, 18);
     const int64_t HW = p.H * W;
     std::vector<float> x(static_cast<size_t>(p.C * HW)), w(static_cast<size_t>(p.C * 9));
     for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
@@ -368,16 +380,19 @@ TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
         if (c % 3 == 0) x[static_cast<size_t>(c * HW + h * W)] = -INFINITY;
       }
     }
-    std::vector<float> got(x.size()), want(x.size());
+    std::vector<float> got(static_cast<size_t>(p.C * p.out_h() * p.out_w())), want(got.size());
     std::vector<float> scratch(fx::kernels::conv2d_scratch_size(p) + 1);
     fx::kernels::conv2d(p, x.data(), w.data(), nullptr, got.data(), scratch.data());
     fx::kernels::conv2d_reference(p, x.data(), w.data(), nullptr, want.data());
     for (size_t i = 0; i < got.size(); ++i) {
       if (std::isfinite(want[i])) {
-        ASSERT_NEAR(got[i], want[i], 1e-5f) << "W " << W << " at " << i;
+        ASSERT_NEAR(got[i], want[i], 1e-5f) << "W " << W << "/" << stride << " at " << i;
       } else {
-        ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "W " << W << " at " << i;
-        if (!std::isnan(want[i])) ASSERT_EQ(got[i], want[i]) << "W " << W << " at " << i;
+        ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i]))
+            << "W " << W << "/" << stride << " at " << i;
+        if (!std::isnan(want[i])) {
+          ASSERT_EQ(got[i], want[i]) << "W " << W << "/" << stride << " at " << i;
+        }
       }
     }
   }
