@@ -331,6 +331,7 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 48-wide, odd height", conv(2, 9, 7, 48, 9, 3, 2, 1, 9), true},
         ConvCase{"depthwise 3x3/2 51-wide", conv(1, 5, 6, 51, 5, 3, 2, 1, 5), false},
         ConvCase{"depthwise 3x3/2 64-wide, 2 rows", conv(1, 4, 2, 64, 4, 3, 2, 1, 4), true},
+        ConvCase{"depthwise 3x3/2 49-wide, 1 row", conv(1, 3, 1, 49, 3, 3, 2, 1, 3), true},
         // Larger kernels take the channel-interleaved path natively at any plane size
         // (ConvNeXt's 7x7 pad 3): partial 16- and 8-lane blocks, two images, stride 2, a plane
         // smaller than the kernel, 7x1 taps, and a dilated one that keeps the row loop.

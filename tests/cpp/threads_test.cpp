@@ -160,6 +160,34 @@ TEST(Threads, DepthwiseSplitsByChannelBlocksBitIdentically) {
   }
 }
 
+// Max pooling splits by planes: SqueezeNet's 3x3/2 ceil-mode windows and ResNet's padded ones,
+// with NaNs in some planes (those take the exact path on whichever thread gets them), give the
+// bits of one thread at 2-4 threads.
+TEST(Threads, MaxPoolSplitsByPlanesBitIdentically) {
+  for (const auto& [C, H, pad, ceil] :
+       {std::array<int64_t, 4>{64, 111, 0, 1}, {128, 27, 0, 1}, {67, 56, 1, 0}, {3, 200, 1, 0}}) {
+    fx::kernels::Pool2dParams p;
+    p.C = C, p.H = p.W = H, p.KH = p.KW = 3, p.stride_h = p.stride_w = 2;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = pad;
+    p.ceil_mode = ceil != 0;
+    std::vector<float> x(static_cast<size_t>(C * H * H));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 41 % 211)) - 100.0f;
+    for (int64_t c = 0; c < C; c += 5)
+      x[static_cast<size_t>(c * H * H + (c % H) * H + c % 7)] = NAN;
+    const size_t out_size = static_cast<size_t>(C * p.out_h() * p.out_w());
+    std::vector<float> one(out_size);
+    fx::kernels::set_num_threads(1);
+    fx::kernels::max_pool2d(p, x.data(), one.data());
+    for (int n : {2, 3, 4}) {
+      std::vector<float> got(out_size, -1.0f);
+      Threads t(n);
+      fx::kernels::max_pool2d(p, x.data(), got.data());
+      EXPECT_EQ(std::memcmp(one.data(), got.data(), out_size * sizeof(float)), 0)
+          << C << "x" << H << "x" << H << ", " << n << " threads";
+    }
+  }
+}
+
 TEST(Threads, BatchedMatMulSplitsItsHeadsBitIdentically) {
   // Attention's shapes: per-head products (ViT-B/16: 12 heads of 197x64 @ 64x197, and the small
   // zoo transformer's), a broadcast batch, and heads large enough to split on their own.
