@@ -32,12 +32,18 @@ bool is_depthwise(const Conv2dParams& p) { return p.group == p.C && p.M == p.C &
 // The channel-interleaved depthwise path keeps a kernel's taps in registers: up to 7x7.
 [[maybe_unused]] constexpr int64_t kMaxDepthwiseTaps = 49;  // (x86 only)
 
-// Output pixels per im2col band: whole 32-column GEMM panels whose kdim rows take about
-// kBandFloats floats (an L2-sized part of the unfolded input), at least 256 columns.
+// Output pixels per im2col band: about kBandFloats floats of kdim rows (an L2-sized part of the
+// unfolded input), at least 256 columns, then evened out into an even number of equal bands (a
+// multiple of 8 columns): threads take whole bands, and 3 x 256 + 16 columns (ResNet-18's 28x28
+// stride-2 layer) or 7 bands (MobileNetV2's first layer) left one thread with most of the work.
+// A function of the shape alone, so the weights packed for it fit on any thread count.
 int64_t im2col_band(int64_t kdim, int64_t pixels) {
   constexpr int64_t kBandFloats = 48 * 1024;
   const int64_t band = std::max<int64_t>(256, kBandFloats / kdim / 32 * 32);
-  return std::min(band, pixels);
+  if (band >= pixels) return pixels;
+  int64_t bands = (pixels + band - 1) / band;
+  bands += bands & 1;
+  return ((pixels + bands - 1) / bands + 7) / 8 * 8;
 }
 
 // The products conv2d's GEMM path runs, per group: M x N x K, N all the output pixels (1x1) or
