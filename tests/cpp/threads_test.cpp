@@ -160,6 +160,32 @@ TEST(Threads, DepthwiseSplitsByChannelBlocksBitIdentically) {
   }
 }
 
+// An im2col convolution with a single band (7x7 and 14x14 outputs) unfolds by channels on all
+// threads, then runs a threaded GEMM: the bits of one thread at 2-4 threads, padded and strided.
+TEST(Threads, SingleBandConvolutionUnfoldsOnAllThreadsBitIdentically) {
+  for (const auto& [C, H, stride] : {std::array<int64_t, 3>{96, 7, 1}, {33, 28, 2}}) {
+    fx::kernels::Conv2dParams p;
+    p.C = C, p.H = p.W = H, p.M = 40, p.KH = p.KW = 3, p.stride_h = p.stride_w = stride;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+    ASSERT_FALSE(fx::kernels::conv2d_uses_winograd(p));
+    std::vector<float> x(static_cast<size_t>(C * H * H)), w(static_cast<size_t>(40 * C * 9));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 29 % 113)) / 56.0f - 1.0f;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 17 % 71)) / 35.0f - 1.0f;
+    const size_t out_size = static_cast<size_t>(40 * p.out_h() * p.out_w());
+    std::vector<float> scratch(static_cast<size_t>(fx::kernels::conv2d_scratch_size(p)) + 1);
+    std::vector<float> one(out_size);
+    fx::kernels::set_num_threads(1);
+    fx::kernels::conv2d(p, x.data(), w.data(), nullptr, one.data(), scratch.data());
+    for (int n : {2, 3, 4}) {
+      std::vector<float> got(out_size, -1.0f);
+      Threads t(n);
+      fx::kernels::conv2d(p, x.data(), w.data(), nullptr, got.data(), scratch.data());
+      EXPECT_EQ(std::memcmp(one.data(), got.data(), out_size * sizeof(float)), 0)
+          << C << "x" << H << "x" << H << "/" << stride << ", " << n << " threads";
+    }
+  }
+}
+
 // Max pooling splits by planes: SqueezeNet's 3x3/2 ceil-mode windows and ResNet's padded ones,
 // with NaNs in some planes (those take the exact path on whichever thread gets them), give the
 // bits of one thread at 2-4 threads.
