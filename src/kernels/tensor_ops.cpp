@@ -399,4 +399,27 @@ void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>
   }
 }
 
+void copy_pieces(const std::vector<CopyPiece>& pieces) {
+  constexpr size_t kChunk = 64 * 1024, kParallelBytes = 256 * 1024;
+  size_t total = 0;
+  for (const CopyPiece& p : pieces) total += p.bytes;
+  if (num_threads() < 2 || total < kParallelBytes) {
+    for (const CopyPiece& p : pieces)
+      if (p.bytes) std::memcpy(p.dst, p.src, p.bytes);
+    return;
+  }
+  // Chunk k of piece i: (i, k); the chunks of all pieces numbered in a row.
+  std::vector<std::pair<size_t, size_t>> chunks;
+  for (size_t i = 0; i < pieces.size(); ++i)
+    for (size_t at = 0; at < pieces[i].bytes; at += kChunk) chunks.emplace_back(i, at);
+  parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const CopyPiece& p = pieces[chunks[static_cast<size_t>(c)].first];
+      const size_t at = chunks[static_cast<size_t>(c)].second;
+      std::memcpy(static_cast<uint8_t*>(p.dst) + at, static_cast<const uint8_t*>(p.src) + at,
+                  std::min(kChunk, p.bytes - at));
+    }
+  });
+}
+
 }  // namespace fx::kernels

@@ -40,6 +40,16 @@ void reduce_f64(ReduceOp op, const Shape& in_shape, const double* in,
 void arg_reduce_f32(bool is_max, const Shape& in_shape, const float* in, int64_t axis,
                     bool select_last_index, int64_t* out);
 
+/// One contiguous copy of copy_pieces.
+struct CopyPiece {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+/// Every piece copied (Concat's blocks), split across the threads in chunks of at least 64 KB
+/// when there are 256 KB or more in all; the bytes are the same however they are split.
+void copy_pieces(const std::vector<CopyPiece>& pieces);
+
 /// out = in.transpose(perm) for elements of `elem_size` bytes.
 void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>& perm,
                size_t elem_size, void* out);

@@ -186,6 +186,33 @@ TEST(Threads, SingleBandConvolutionUnfoldsOnAllThreadsBitIdentically) {
   }
 }
 
+// copy_pieces (Concat's blocks) splits into 64 KB chunks across the threads: uneven pieces, an
+// empty one and one under a chunk all land whole.
+TEST(Threads, CopyPiecesLandWholeOnAnyThreadCount) {
+  const std::vector<size_t> sizes = {300000, 0, 65536 * 3 + 7, 1000, 65535};
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  std::vector<uint8_t> src(total), dst(total + 1);
+  for (size_t i = 0; i < total; ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (int n : {1, 2, 3, 4}) {
+    Threads t(n);
+    std::fill(dst.begin(), dst.end(), 0xAB);
+    std::vector<fx::kernels::CopyPiece> pieces;
+    size_t at = total;  // the pieces land in reverse order, from the end
+    for (size_t k = 0, from = 0; k < sizes.size(); from += sizes[k], ++k) {
+      at -= sizes[k];
+      pieces.push_back({dst.data() + at, src.data() + from, sizes[k]});
+    }
+    fx::kernels::copy_pieces(pieces);
+    for (size_t k = 0, from = 0, to = total; k < sizes.size(); from += sizes[k], ++k) {
+      to -= sizes[k];
+      ASSERT_EQ(std::memcmp(dst.data() + to, src.data() + from, sizes[k]), 0)
+          << "piece " << k << ", " << n << " threads";
+    }
+    EXPECT_EQ(dst[total], 0xAB) << n << " threads";
+  }
+}
+
 // Max pooling splits by planes: SqueezeNet's 3x3/2 ceil-mode windows and ResNet's padded ones,
 // with NaNs in some planes (those take the exact path on whichever thread gets them), give the
 // bits of one thread at 2-4 threads.
