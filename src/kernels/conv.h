@@ -56,6 +56,10 @@ std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const fl
 void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, float* out,
                      const std::vector<PackedOperand>& U);
 
+/// The depthwise path (src/kernels/depthwise.cpp), which conv2d takes when group == C == M > 1.
+void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out);
+
 /// Direct 7-loop convolution (double accumulation), the reference conv2d is tested against.
 void conv2d_reference(const Conv2dParams& p, const float* in, const float* weight,
                       const float* bias, float* out);

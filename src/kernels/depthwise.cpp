@@ -1,0 +1,620 @@
+// Depthwise convolutions (group == C == M: MobileNet, EfficientNet, ConvNeXt), direct kernels:
+// a flat whole-plane kernel for 3x3 at stride 1 (and phase planes at stride 2 on wide rows), a
+// channel-interleaved kernel for small planes and larger windows (x86), a row kernel otherwise,
+// and a scalar loop for the rest. Threads split the channels.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/conv.h"
+#include "kernels/cpu.h"
+#include "kernels/scratch.h"
+#include "kernels/simd.h"
+#include "kernels/thread_pool.h"
+
+namespace fx::kernels {
+
+namespace {
+template <int N>
+using int_c = std::integral_constant<int, N>;
+
+// The channel-interleaved depthwise path keeps a kernel's taps in registers: up to 7x7.
+[[maybe_unused]] constexpr int64_t kMaxDepthwiseTaps = 49;  // (x86 only)
+
+// Depthwise 3x3, dilation 1, stride 1 or 2 (MobileNet, EfficientNet, ShuffleNet): each output
+// row is accumulated in registers from the three input rows it reads (rows outside the image
+// read a zero row), L columns at a time in the interior (vector V of L floats), scalar at the
+// borders; bias and the fused activation are applied as the row is stored. Instantiated with
+// four lanes (SSE natively, simd128 in wasm) and, on x86-64 CPUs with AVX2, eight.
+// (The 8-lane instance is only ever inlined into the AVX2 function: GCC's note that passing
+// 32-byte vectors without AVX changes the ABI does not apply. GCC reports it at the end of the
+// file, so it stays off from here on.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+// Output columns [from, to) of one depthwise 3x3 row at stride S, lanes of VT at a time, for
+// columns whose taps are all inside the input rows r[0..3) (and so are the vector loads: at
+// stride 2 a tap's lanes are the even ones of twice as many floats).
+template <class VT, int S>
+__attribute__((always_inline)) inline void depthwise3x3_span(const float* const* r, const VT* wv,
+                                                             VT bv, bool clamp, VT lo, VT hi,
+                                                             int64_t pad_left, int64_t from,
+                                                             int64_t to, float* orow) {
+  constexpr int64_t kLanes = sizeof(VT) / sizeof(float);
+  auto load = [](const float* q) __attribute__((always_inline)) {
+    VT v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  auto tap = [&](const float* q) __attribute__((always_inline)) {
+    if constexpr (S == 1)
+      return load(q);
+    else if constexpr (kLanes == 4)
+      return __builtin_shufflevector(load(q), load(q + 4), 0, 2, 4, 6);
+    else
+      return __builtin_shufflevector(load(q), load(q + 8), 0, 2, 4, 6, 8, 10, 12, 14);
+  };
+  for (int64_t ow = from; ow < to; ow += kLanes) {
+    const int64_t i = ow * S - pad_left;
+    VT rows[3];  // one chain per input row, summed at the end: shorter dependency chains
+    for (int kh = 0; kh < 3; ++kh)
+      rows[kh] = wv[kh * 3] * tap(r[kh] + i) + wv[kh * 3 + 1] * tap(r[kh] + i + 1) +
+                 wv[kh * 3 + 2] * tap(r[kh] + i + 2);
+    VT acc = bv + rows[0] + rows[1] + rows[2];
+    if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+    std::memcpy(orow + ow, &acc, sizeof acc);
+  }
+}
+
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams& p, const float* in,
+                                                             const float* weight, const float* bias,
+                                                             float* out) {
+  auto splat_v = [](float x) __attribute__((always_inline)) { return V{} + x; };
+  const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  std::vector<float>& zero_row = scratch(Scratch::ConvZeroRow);
+  zero_row.assign(static_cast<size_t>(p.W + 2 * L + 8), 0.0f);
+  // Interior columns: every tap inside the row, and (for the vector loads) the `lanes` or
+  // 2 * `lanes` floats read from the last tap's start too. L lanes from v_lo to v_hi, then four
+  // lanes to v_hi4 (when L is 8), then scalar.
+  int64_t v_lo = (pl + sw - 1) / sw;  // first ow with ow * sw - pl >= 0
+  if (v_lo > OW) v_lo = OW;
+  auto interior_end = [&](int64_t from, int64_t lanes) {
+    const int64_t reach = sw == 1 ? lanes : 2 * lanes;  // floats one load covers from a tap
+    int64_t end = from;
+    while (end + lanes - 1 < OW && (end * sw - pl) + 2 + reach - 1 <= p.W - 1) end += lanes;
+    return end;
+  };
+  const int64_t v_hi = interior_end(v_lo, L);
+  const int64_t v_hi4 = L == 4 ? v_hi : interior_end(v_hi, 4);
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * p.H * p.W;
+      const float* w = weight + c * 9;
+      float* o = out + (n * p.C + c) * OH * OW;
+      const float b = bias ? bias[c] : 0.0f;
+      V wv[9];
+      v4f wv4[9];
+      for (int k = 0; k < 9; ++k) {
+        wv[k] = splat_v(w[k]);
+        wv4[k] = splat(w[k]);
+      }
+      const V lo = splat_v(p.clamp_lo), hi = splat_v(p.clamp_hi), bv = splat_v(b);
+      const v4f lo4 = splat(p.clamp_lo), hi4 = splat(p.clamp_hi), b4 = splat(b);
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* r[3];
+        for (int64_t kh = 0; kh < 3; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh;
+          r[kh] = ih < 0 || ih >= p.H ? zero_row.data() : plane + ih * p.W;
+        }
+        float* orow = o + oh * OW;
+        auto scalar = [&](int64_t ow) {
+          float acc = b;
+          for (int64_t kw = 0; kw < 3; ++kw) {
+            const int64_t iw = ow * sw - pl + kw;
+            if (iw < 0 || iw >= p.W) continue;
+            acc += w[kw] * r[0][iw] + w[3 + kw] * r[1][iw] + w[6 + kw] * r[2][iw];
+          }
+          if (clamp) acc = std::min(std::max(acc, p.clamp_lo), p.clamp_hi);
+          orow[ow] = acc;
+        };
+        for (int64_t ow = 0; ow < v_lo; ++ow) scalar(ow);
+        // The interior: L lanes at a time, then (when L is 8) four.
+        if (sw == 1) {
+          depthwise3x3_span<V, 1>(r, wv, bv, clamp, lo, hi, pl, v_lo, v_hi, orow);
+          depthwise3x3_span<v4f, 1>(r, wv4, b4, clamp, lo4, hi4, pl, v_hi, v_hi4, orow);
+        } else {
+          depthwise3x3_span<V, 2>(r, wv, bv, clamp, lo, hi, pl, v_lo, v_hi, orow);
+          depthwise3x3_span<v4f, 2>(r, wv4, b4, clamp, lo4, hi4, pl, v_hi, v_hi4, orow);
+        }
+        for (int64_t ow = v_hi4; ow < OW; ++ow) scalar(ow);
+      }
+    }
+  }
+}
+
+// The flat depthwise kernels' vector load and lane mask (v where m, +0 elsewhere).
+template <class V>
+__attribute__((always_inline)) inline V flat_load(const float* q) {
+  V v;
+  std::memcpy(&v, q, sizeof v);
+  return v;
+}
+template <class V>
+__attribute__((always_inline)) inline V flat_keep(V v, decltype(V{} < V{}) m) {
+  return reinterpret_cast<V>(reinterpret_cast<decltype(m)>(v) & m);
+}
+
+// Depthwise 3x3 at stride 1 with one pixel of padding on every side, each plane taken as one
+// flat array: output p = oh * W + ow is the sum over the taps of w[kh][kw] * x[p + (kh - 1) * W
+// + kw - 1]. The input is read from a copy with zeros before and after it (the rows above and
+// below the plane); a tap of column kw = 0 (kw = 2) is masked off where ow = 0 (ow = W - 1),
+// as its flat neighbour there is the end of the previous (start of the next) row. Every tap of
+// L outputs is then one unaligned load and one multiply-add, with no transposes and no row ends,
+// whatever the plane's width (a 7-wide row otherwise leaves most lanes idle or pays for
+// interleaving channels). Each output sums its taps in one order (column 1, then the masked
+// columns 0 and 2, each top to bottom), so a channel's bits do not depend on the thread split.
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dParams& p,
+                                                                  const float* in,
+                                                                  const float* weight,
+                                                                  const float* bias, float* out) {
+  using I = decltype(V{} < V{});
+  const auto load = flat_load<V>;
+  const auto keep = flat_keep<V>;
+  const int64_t W = p.W, HW = p.H * p.W, nv = (HW + L - 1) / L;
+  const int64_t lead = (W + 1 + L - 1) / L * L;  // zeros before the plane, whole vectors
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
+  // The padded plane: zeros, the plane (copied per channel), zeros past the last vector's taps.
+  std::vector<float>& X = scratch(Scratch::ConvP);
+  X.assign(static_cast<size_t>(lead + nv * L + W + 1 + L), 0.0f);
+  // The column masks of each output vector: lanes with ow > 0, then lanes with ow < W - 1.
+  std::vector<float>& Mbuf = scratch(Scratch::ConvT);
+  Mbuf.resize(static_cast<size_t>(2 * nv * L));
+  for (int64_t v = 0, ow = 0; v < nv; ++v) {
+    I m0, m2;
+    for (int j = 0; j < L; ++j, ow = ow + 1 == W ? 0 : ow + 1) {
+      m0[j] = ow > 0 ? -1 : 0;
+      m2[j] = ow < W - 1 ? -1 : 0;
+    }
+    std::memcpy(&Mbuf[static_cast<size_t>(2 * v * L)], &m0, sizeof m0);
+    std::memcpy(&Mbuf[static_cast<size_t>((2 * v + 1) * L)], &m2, sizeof m2);
+  }
+  float* x = X.data() + lead;
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      std::memcpy(x, in + (n * p.C + c) * HW, static_cast<size_t>(HW) * sizeof(float));
+      float* o = out + (n * p.C + c) * HW;
+      V w[9];
+      for (int k = 0; k < 9; ++k) w[k] = V{} + weight[c * 9 + k];
+      const V b = V{} + (bias ? bias[c] : 0.0f);
+      for (int64_t v = 0; v < nv; ++v) {
+        const float* q = x + v * L;
+        V col[3];
+        for (int kw = 0; kw < 3; ++kw)
+          col[kw] = w[kw] * load(q - W + kw - 1) + w[3 + kw] * load(q + kw - 1) +
+                    w[6 + kw] * load(q + W + kw - 1);
+        I m0, m2;
+        std::memcpy(&m0, &Mbuf[static_cast<size_t>(2 * v * L)], sizeof m0);
+        std::memcpy(&m2, &Mbuf[static_cast<size_t>((2 * v + 1) * L)], sizeof m2);
+        V acc = b + col[1] + keep(col[0], m0) + keep(col[2], m2);
+        if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+        if (v + 1 < nv)
+          std::memcpy(o + v * L, &acc, sizeof acc);
+        else  // the plane's last, maybe partial, vector
+          std::memcpy(o + v * L, &acc, static_cast<size_t>(HW - v * L) * sizeof(float));
+      }
+    }
+  }
+}
+
+bool flat_3x3(const Conv2dParams& p) {
+  return p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 1 && p.pad_left == 1 &&
+         p.pad_bottom == 1 && p.pad_right == 1;
+}
+
+#ifdef FXWASM_X86_DISPATCH
+// Whether depthwise3x3_small_impl beats the row path. Min-of-30 times with eight lanes (AVX2):
+// 7x7 x 960 0.083 -> 0.034 ms, 14x14 x 576 0.097 -> 0.080, but at stride 2 with 14-wide rows it
+// lost (0.045 -> 0.056). With sixteen (AVX-512) it wins up to 28-wide rows at either stride
+// (28x28 x 192: 0.102 -> 0.061, 28x28/2 0.044 -> 0.031) and on 56-wide ones at stride 1
+// (56x56 x 144: 0.229 -> 0.187), but loses on 112x112/2 (0.243 -> 0.274).
+bool small_plane(const Conv2dParams& p, bool avx512) {
+  if (avx512) return p.out_w() <= 32 || (p.stride_w == 1 && p.out_w() <= 64);
+  return p.out_w() <= 8 || (p.stride_w == 1 && p.out_w() <= 16);
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+
+// r[0..8) rows of an 8x8 block -> its columns (three rounds of shuffles).
+__attribute__((always_inline)) inline void transpose8x8(v8f* r) {
+  v8f t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] =
+          __builtin_shufflevector(t[i + h], t[i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// Depthwise KxK (K <= 7) on small planes (the 28x28, 14x14 and 7x7 layers of MobileNet, where
+// rows are too short for vectors along them), and every 5x5 and 7x7 (ConvNeXt's, EfficientNet's,
+// where the scalar row loop ran at 2-6 GMAC/s): L channels at a time (the lanes of V), interleaved
+// into a zero-padded buffer P[row][col][channel] (8x8 blocks transposed in registers), so every tap
+// of L outputs is one vector load and one multiply-add with no bounds checks; the results are
+// de-interleaved into the planes at the end the same way.
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise_small_impl(const Conv2dParams& p,
+                                                                const float* in,
+                                                                const float* weight,
+                                                                const float* bias, float* out) {
+  static_assert(L % 8 == 0 && sizeof(V) == L * sizeof(float), "L lanes, in blocks of eight");
+  auto load = [](const float* q) __attribute__((always_inline)) {
+    V v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  auto load8 = [](const float* q) __attribute__((always_inline)) {
+    v8f v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  const int64_t OH = p.out_h(), OW = p.out_w(), sh = p.stride_h, sw = p.stride_w;
+  const int64_t KH = p.KH, KW = p.KW, taps = KH * KW;
+  const int64_t Hp = (OH - 1) * sh + KH, Wp = (OW - 1) * sw + KW, HW = p.H * p.W;
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
+  std::vector<float>& P = scratch(Scratch::ConvP);
+  std::vector<float>& T = scratch(Scratch::ConvT);
+  // Zeroed once per call: every block writes the same interior cells (all L lanes of each, or
+  // its first `lanes` in a partial last block, whose other lanes are never stored), so the
+  // padding stays zero. (Zeroing per block was 10 MB of memset per MobileNetV2 run.)
+  P.assign(static_cast<size_t>(Hp * Wp * L), 0.0f);
+  T.resize(static_cast<size_t>(OH * OW * L));
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c0 = 0; c0 < p.C; c0 += L) {
+      const int64_t lanes = std::min<int64_t>(L, p.C - c0);
+      V w[kMaxDepthwiseTaps], b;
+      const float* planes = in + (n * p.C + c0) * HW;
+      int64_t pix = 0;
+      if (lanes == L) {  // eight pixels of eight planes at a time, transposed in registers
+        int64_t ih = p.pad_top, iw = p.pad_left;  // where pixel `pix + k` goes in P
+        for (; pix + 8 <= HW; pix += 8) {
+          v8f r[L / 8][8];
+          for (int h = 0; h < L / 8; ++h) {
+            for (int j = 0; j < 8; ++j) r[h][j] = load8(planes + (8 * h + j) * HW + pix);
+            transpose8x8(r[h]);
+          }
+          for (int k = 0; k < 8; ++k) {
+            if (ih < Hp && iw < Wp)
+              for (int h = 0; h < L / 8; ++h)
+                std::memcpy(&P[static_cast<size_t>((ih * Wp + iw) * L + 8 * h)], &r[h][k],
+                            sizeof(v8f));
+            if (++iw == p.W + p.pad_left) {  // (counters: a division per pixel cost 10-30 %)
+              iw = p.pad_left;
+              ++ih;
+            }
+          }
+        }
+      }
+      for (int64_t j = 0; j < lanes; ++j)
+        for (int64_t q = pix; q < HW; ++q) {
+          const int64_t ih = q / p.W + p.pad_top, iw = q % p.W + p.pad_left;
+          if (ih < Hp && iw < Wp)
+            P[static_cast<size_t>((ih * Wp + iw) * L + j)] = planes[j * HW + q];
+        }
+      {  // the taps and biases of these channels, lane j channel c0 + j (built in memory: lane
+         // inserts into the vectors cost more than the taps' products on 7x7 planes)
+        float wt[kMaxDepthwiseTaps * L] = {}, bt[L] = {};
+        for (int64_t j = 0; j < lanes; ++j) {
+          for (int64_t k = 0; k < taps; ++k) wt[k * L + j] = weight[(c0 + j) * taps + k];
+          bt[j] = bias ? bias[c0 + j] : 0.0f;
+        }
+        std::memcpy(w, wt, static_cast<size_t>(taps) * sizeof(V));
+        std::memcpy(&b, bt, sizeof b);
+      }
+      // Four outputs of a row at a time, each its own sum: one output at a time was a chain of
+      // KH * KW dependent adds, so the adds' latency, not their throughput, set the pace (7x7
+      // x 960: 0.041 -> 0.023 ms). A row's last four (when it has at least four) cover its
+      // tail, recomputing up to three outputs with the same bits. Each output adds its taps in
+      // the same order either way.
+      // (KH and KW as constants for 3x3 and 7x7: the tap loops unrolled, the taps in registers.)
+      auto rows = [&](auto kh_c, auto kw_c) __attribute__((always_inline)) {
+        constexpr int CKH = decltype(kh_c)::value, CKW = decltype(kw_c)::value;
+        const int64_t kh_n = CKH ? CKH : KH, kw_n = CKW ? CKW : KW;
+        auto outputs = [&](int64_t oh, int64_t ow, auto count) __attribute__((always_inline)) {
+          constexpr int B = decltype(count)::value;
+          const float* q = &P[static_cast<size_t>((oh * sh * Wp + ow * sw) * L)];
+          V acc[B];
+          for (int j = 0; j < B; ++j) acc[j] = b;
+          for (int64_t kh = 0; kh < kh_n; ++kh)
+            for (int64_t kw = 0; kw < kw_n; ++kw) {
+              const V wk = w[kh * kw_n + kw];
+              const float* t = q + (kh * Wp + kw) * L;
+              for (int j = 0; j < B; ++j) acc[j] += wk * load(t + j * sw * L);
+            }
+          for (int j = 0; j < B; ++j) {
+            if (clamp) acc[j] = acc[j] < lo ? lo : (acc[j] > hi ? hi : acc[j]);
+            std::memcpy(&T[static_cast<size_t>((oh * OW + ow + j) * L)], &acc[j], sizeof(V));
+          }
+        };
+        auto row = [&](int64_t oh, auto count) __attribute__((always_inline)) {
+          constexpr int B = decltype(count)::value;
+          for (int64_t ow = 0; ow + B <= OW; ow += B) outputs(oh, ow, count);
+          if (OW % B) outputs(oh, OW - B, count);
+        };
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          if (OW >= 8) {
+            row(oh, int_c<8>{});
+          } else if (OW >= 4) {
+            row(oh, int_c<4>{});
+          } else {
+            for (int64_t ow = 0; ow < OW; ++ow) outputs(oh, ow, int_c<1>{});
+          }
+        }
+      };
+      if (KH == 3 && KW == 3)
+        rows(int_c<3>{}, int_c<3>{});
+      else if (KH == 7 && KW == 7)
+        rows(int_c<7>{}, int_c<7>{});
+      else
+        rows(int_c<0>{}, int_c<0>{});
+      float* outs = out + (n * p.C + c0) * OH * OW;
+      int64_t done = 0;
+      if (lanes == L) {
+        for (; done + 8 <= OH * OW; done += 8)
+          for (int h = 0; h < L / 8; ++h) {
+            v8f r[8];
+            for (int k = 0; k < 8; ++k)
+              r[k] = load8(&T[static_cast<size_t>((done + k) * L + 8 * h)]);
+            transpose8x8(r);
+            for (int j = 0; j < 8; ++j)
+              std::memcpy(outs + (8 * h + j) * OH * OW + done, &r[j], sizeof(v8f));
+          }
+      }
+      for (int64_t j = 0; j < lanes; ++j)
+        for (int64_t i = done; i < OH * OW; ++i)
+          outs[j * OH * OW + i] = T[static_cast<size_t>(i * L + j)];
+    }
+  }
+}
+
+// Depthwise 3x3 at stride 2 with one pixel of padding on every side, on the same flat plan: the
+// plane is split into four phase planes of the output's size (even or odd input rows, times
+// even or odd input columns; entries past the input's edge zero), so output p = oh * OW + ow
+// reads each tap at p, p - 1 (odd columns left of it, masked where ow = 0) or p - OW (odd rows
+// above it, zeros before the first). De-interleaving costs a shuffle per L input pixels, where
+// the channel-interleaved path transposed every pixel in and out.
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  static_assert(L == 8, "the de-interleaving shuffles are written for eight lanes");
+  using I = decltype(V{} < V{});
+  const auto load = flat_load<V>;
+  const auto keep = flat_keep<V>;
+  const int64_t H = p.H, W = p.W, OH = p.out_h(), OW = p.out_w(), OHW = OH * OW;
+  const int64_t nv = (OHW + L - 1) / L;
+  const int64_t lead = (OW + 1 + L - 1) / L * L;  // zeros before each phase plane
+  const int64_t stride = lead + nv * L + L;       // one phase plane and its zeros
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
+  // Phase planes ee, eo, oe, oo (row parity, column parity), zeroed once: every channel writes
+  // the same entries, and those past the input's edge stay zero.
+  std::vector<float>& X = scratch(Scratch::ConvP);
+  X.assign(static_cast<size_t>(4 * stride), 0.0f);
+  float* const ph[4] = {X.data() + lead, X.data() + stride + lead, X.data() + 2 * stride + lead,
+                        X.data() + 3 * stride + lead};
+  // The masks of the left column's taps: lanes with ow > 0.
+  std::vector<float>& Mbuf = scratch(Scratch::ConvT);
+  Mbuf.resize(static_cast<size_t>(nv * L));
+  for (int64_t v = 0, ow = 0; v < nv; ++v) {
+    I m0;
+    for (int j = 0; j < L; ++j, ow = ow + 1 == OW ? 0 : ow + 1) m0[j] = ow > 0 ? -1 : 0;
+    std::memcpy(&Mbuf[static_cast<size_t>(v * L)], &m0, sizeof m0);
+  }
+  const int64_t pairs = W / 2;  // input columns 2j and 2j + 1 both inside the row
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * H * W;
+      for (int64_t ih = 0; ih < H; ++ih) {
+        const float* row = plane + ih * W;
+        float* e = ph[(ih & 1) * 2] + (ih >> 1) * OW;
+        float* o = ph[(ih & 1) * 2 + 1] + (ih >> 1) * OW;
+        int64_t j = 0;
+        for (; j + L <= pairs; j += L) {
+          const V a = load(row + 2 * j), b = load(row + 2 * j + L);
+          const V ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+          const V od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+          std::memcpy(e + j, &ev, sizeof ev);
+          std::memcpy(o + j, &od, sizeof od);
+        }
+        for (; j < pairs; ++j) {
+          e[j] = row[2 * j];
+          o[j] = row[2 * j + 1];
+        }
+        if (W & 1) e[pairs] = row[W - 1];  // (its odd partner is past the edge: zero)
+      }
+      float* out_plane = out + (n * p.C + c) * OHW;
+      const float* w = weight + c * 9;
+      V wv[9];
+      for (int k = 0; k < 9; ++k) wv[k] = V{} + w[k];
+      const V b = V{} + (bias ? bias[c] : 0.0f);
+      const float *ee = ph[0], *eo = ph[1], *oe = ph[2], *oo = ph[3];
+      for (int64_t v = 0; v < nv; ++v) {
+        const int64_t q = v * L;
+        const V col1 = wv[1] * load(oe + q - OW) + wv[4] * load(ee + q) + wv[7] * load(oe + q);
+        const V col0 =
+            wv[0] * load(oo + q - OW - 1) + wv[3] * load(eo + q - 1) + wv[6] * load(oo + q - 1);
+        const V col2 = wv[2] * load(oo + q - OW) + wv[5] * load(eo + q) + wv[8] * load(oo + q);
+        I m0;
+        std::memcpy(&m0, &Mbuf[static_cast<size_t>(q)], sizeof m0);
+        V acc = b + col1 + keep(col0, m0) + col2;
+        if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+        if (v + 1 < nv)
+          std::memcpy(out_plane + q, &acc, sizeof acc);
+        else  // the plane's last, maybe partial, vector
+          std::memcpy(out_plane + q, &acc, static_cast<size_t>(OHW - q) * sizeof(float));
+      }
+    }
+  }
+}
+
+bool flat_3x3_s2(const Conv2dParams& p) {
+  return p.stride_h == 2 && p.stride_w == 2 && p.pad_top == 1 && p.pad_left == 1 &&
+         p.pad_bottom == 1 && p.pad_right == 1;
+}
+
+__attribute__((target("avx2,fma"))) void depthwise_small_avx2(const Conv2dParams& p,
+                                                              const float* in, const float* weight,
+                                                              const float* bias, float* out) {
+  depthwise_small_impl<v8f, 8>(p, in, weight, bias, out);
+}
+typedef float v16f __attribute__((vector_size(64)));
+__attribute__((target("avx512f,avx2,fma"))) void depthwise_small_avx512(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  depthwise_small_impl<v16f, 16>(p, in, weight, bias, out);
+}
+__attribute__((target("avx2,fma"))) void depthwise3x3_avx2(const Conv2dParams& p, const float* in,
+                                                           const float* weight, const float* bias,
+                                                           float* out) {
+  depthwise3x3_impl<v8f, 8>(p, in, weight, bias, out);
+}
+__attribute__((target("avx2,fma"))) void depthwise3x3_flat_avx2(const Conv2dParams& p,
+                                                                const float* in,
+                                                                const float* weight,
+                                                                const float* bias, float* out) {
+  depthwise3x3_flat_impl<v8f, 8>(p, in, weight, bias, out);
+}
+__attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dParams& p,
+                                                                   const float* in,
+                                                                   const float* weight,
+                                                                   const float* bias, float* out) {
+  depthwise3x3_flat_s2_impl<v8f, 8>(p, in, weight, bias, out);
+}
+#endif
+
+void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+                  float* out) {
+  if (flat_3x3(p) && p.W <= 64) {
+#ifdef FXWASM_X86_DISPATCH
+    // Eight lanes even where sixteen exist: on this EPYC (512-bit ops in two halves, and
+    // unaligned 64-byte loads crossing lines more often) the eight-lane flat kernel ran 3-15 %
+    // faster than sixteen. Min of 2000, against the best path before it: 7x7 x 960 0.033 ->
+    // 0.029 ms, 14x14 x 576 0.064 -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 ->
+    // 0.189. At 112x112 x 32 it tied in isolation (0.192 -> 0.188) and lost inside MobileNetV2
+    // (0.169 -> 0.184), so rows over 64 keep the row path.
+    if (cpu_has_avx2_fma()) return depthwise3x3_flat_avx2(p, in, weight, bias, out);
+#endif
+    // With four lanes (SSE, wasm's simd128) it wins only on short rows (7x7 x 960: 0.081 ->
+    // 0.054 ms with SSE); from 14 wide on it ties or loses to the row path.
+    if (p.W <= 8) return depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
+  }
+#ifdef FXWASM_X86_DISPATCH
+  // At stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight lanes, against
+  // the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264 -> 0.207);
+  // on shorter rows their de-interleaving is mostly scalar tails and the interleaved path wins
+  // (28x28 x 192 0.037 against 0.045). With four lanes it won only at 56 wide (SSE), so wasm
+  // keeps the row path.
+  if (flat_3x3_s2(p) && p.W >= 48 && cpu_has_avx2_fma())
+    return depthwise3x3_flat_s2_avx2(p, in, weight, bias, out);
+#endif
+#ifdef FXWASM_X86_DISPATCH
+  // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
+  // than the row path.)
+  if (cpu_has_avx512() && small_plane(p, true))
+    return depthwise_small_avx512(p, in, weight, bias, out);
+  if (cpu_has_avx2_fma() && small_plane(p, false))
+    return depthwise_small_avx2(p, in, weight, bias, out);
+  if (cpu_has_avx2_fma()) return depthwise3x3_avx2(p, in, weight, bias, out);
+#endif
+  depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
+}
+
+void depthwise_serial(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out);
+
+}  // namespace
+
+// Channels split across threads in blocks of 16 (whole vector groups: a channel takes the same
+// code path, so the same bits, however the channels are split).
+void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out) {
+  const int64_t OHW = p.out_h() * p.out_w();
+  const double work =
+      static_cast<double>(p.C) * static_cast<double>(OHW) * static_cast<double>(p.KH * p.KW);
+  if (p.N != 1 || num_threads() < 2 || work < 2e5 || p.C < 32)
+    return depthwise_serial(p, in, weight, bias, out);
+  const int64_t blocks = (p.C + 15) / 16;
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    const int64_t cb = b0 * 16, ce = std::min(p.C, b1 * 16);
+    Conv2dParams q = p;
+    q.C = q.M = q.group = ce - cb;
+    depthwise_serial(q, in + cb * p.H * p.W, weight + cb * p.KH * p.KW, bias ? bias + cb : nullptr,
+                     out + cb * OHW);
+  });
+}
+
+namespace {
+void depthwise_serial(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out) {
+  if (p.KH == 3 && p.KW == 3 && p.dilation_h == 1 && p.dilation_w == 1 &&
+      (p.stride_w == 1 || p.stride_w == 2))
+    return depthwise3x3(p, in, weight, bias, out);
+#ifdef FXWASM_X86_DISPATCH
+  // Larger kernels, channel-interleaved at any plane size. ConvNeXt-T's 7x7 pad 3 layers with
+  // sixteen lanes, medians, row loop -> this: 56x56 x 96 2.28 -> 0.68 ms, 28x28 x 192 1.57 ->
+  // 0.35, 14x14 x 384 1.31 -> 0.19, 7x7 x 768 1.08 -> 0.10. Not in wasm: with four lanes the
+  // interleaved 3x3 lost to the row loop there.
+  if (p.dilation_h == 1 && p.dilation_w == 1 && p.KH * p.KW <= kMaxDepthwiseTaps) {
+    if (cpu_has_avx512()) return depthwise_small_avx512(p, in, weight, bias, out);
+    if (cpu_has_avx2_fma()) return depthwise_small_avx2(p, in, weight, bias, out);
+  }
+#endif
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * p.H * p.W;
+      const float* w = weight + c * p.KH * p.KW;
+      float* o = out + (n * p.C + c) * OH * OW;
+      const float b = bias ? bias[c] : 0.0f;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* orow = o + oh * OW;
+        std::fill(orow, orow + OW, b);
+        for (int64_t kh = 0; kh < p.KH; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          if (ih < 0 || ih >= p.H) continue;
+          const float* irow = plane + ih * p.W;
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const float wv = w[kh * p.KW + kw];
+            const int64_t off = kw * p.dilation_w - p.pad_left;
+            // Output columns whose input column is inside the row.
+            int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
+            int64_t hi = (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1;
+            hi = std::min(hi, OW);
+            if (p.stride_w == 1) {
+              for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow + off];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow * p.stride_w + off];
+            }
+          }
+        }
+        if (p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff())
+          for (int64_t ow = 0; ow < OW; ++ow)
+            orow[ow] = std::min(std::max(orow[ow], p.clamp_lo), p.clamp_hi);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace fx::kernels
