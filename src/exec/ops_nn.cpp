@@ -130,7 +130,7 @@ void conv(OpCall& c) {
   // A following Relu/Clip the executor fused into this node is applied as results are stored.
   fused_clamp(c, p.clamp_lo, p.clamp_hi);
   // The im2col buffer is reused across calls (grown, never value-initialised again).
-  std::vector<float>& scratch = kernels::scratch(kernels::Scratch::Exec);
+  kernels::ScratchBuffer& scratch = kernels::scratch(kernels::Scratch::Exec);
   const size_t need = static_cast<size_t>(kernels::conv2d_scratch_size(p));
   if (scratch.size() < need) scratch.resize(need);
   // Constant weights are packed for the GEMM once, not on every run.

@@ -174,7 +174,7 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
         // Bands on threads, each unfolding into its own buffer (the band's GEMM then runs on
         // that thread alone); a band's result does not depend on which thread made it.
         parallel_for(bands, 1, [&](int64_t b0, int64_t b1) {
-          std::vector<float>& cols = kernels::scratch(Scratch::Im2col);
+          ScratchBuffer& cols = kernels::scratch(Scratch::Im2col);
           if (cols.size() < static_cast<size_t>(kdim * band))
             cols.resize(static_cast<size_t>(kdim * band));
           run_bands(b0, b1, cols.data());

@@ -72,7 +72,7 @@ __attribute__((always_inline)) inline void depthwise3x3_impl(const Conv2dParams&
   auto splat_v = [](float x) __attribute__((always_inline)) { return V{} + x; };
   const int64_t OH = p.out_h(), OW = p.out_w(), sw = p.stride_w, pl = p.pad_left;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
-  std::vector<float>& zero_row = scratch(Scratch::ConvZeroRow);
+  ScratchBuffer& zero_row = scratch(Scratch::ConvZeroRow);
   zero_row.assign(static_cast<size_t>(p.W + 2 * L + 8), 0.0f);
   // Interior columns: every tap inside the row, and (for the vector loads) the `lanes` or
   // 2 * `lanes` floats read from the last tap's start too. L lanes from v_lo to v_hi, then four
@@ -167,10 +167,10 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   // The padded plane: zeros, the plane (copied per channel), zeros past the last vector's taps.
-  std::vector<float>& X = scratch(Scratch::ConvP);
+  ScratchBuffer& X = scratch(Scratch::ConvP);
   X.assign(static_cast<size_t>(lead + nv * L + W + 1 + L), 0.0f);
   // The column masks of each output vector: lanes with ow > 0, then lanes with ow < W - 1.
-  std::vector<float>& Mbuf = scratch(Scratch::ConvT);
+  ScratchBuffer& Mbuf = scratch(Scratch::ConvT);
   Mbuf.resize(static_cast<size_t>(2 * nv * L));
   for (int64_t v = 0, ow = 0; v < nv; ++v) {
     I m0, m2;
@@ -273,8 +273,8 @@ __attribute__((always_inline)) inline void depthwise_small_impl(const Conv2dPara
   const int64_t Hp = (OH - 1) * sh + KH, Wp = (OW - 1) * sw + KW, HW = p.H * p.W;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
-  std::vector<float>& P = scratch(Scratch::ConvP);
-  std::vector<float>& T = scratch(Scratch::ConvT);
+  ScratchBuffer& P = scratch(Scratch::ConvP);
+  ScratchBuffer& T = scratch(Scratch::ConvT);
   // Zeroed once per call: every block writes the same interior cells (all L lanes of each, or
   // its first `lanes` in a partial last block, whose other lanes are never stored), so the
   // padding stays zero. (Zeroing per block was 10 MB of memset per MobileNetV2 run.)
@@ -409,12 +409,12 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   // Phase planes ee, eo, oe, oo (row parity, column parity), zeroed once: every channel writes
   // the same entries, and those past the input's edge stay zero.
-  std::vector<float>& X = scratch(Scratch::ConvP);
+  ScratchBuffer& X = scratch(Scratch::ConvP);
   X.assign(static_cast<size_t>(4 * stride), 0.0f);
   float* const ph[4] = {X.data() + lead, X.data() + stride + lead, X.data() + 2 * stride + lead,
                         X.data() + 3 * stride + lead};
   // The masks of the left column's taps: lanes with ow > 0.
-  std::vector<float>& Mbuf = scratch(Scratch::ConvT);
+  ScratchBuffer& Mbuf = scratch(Scratch::ConvT);
   Mbuf.resize(static_cast<size_t>(nv * L));
   for (int64_t v = 0, ow = 0; v < nv; ++v) {
     I m0;

@@ -50,7 +50,8 @@ constexpr int64_t kDirectBMaxRows = 64;          // see direct_b in sgemm
 constexpr int64_t kShortKBlockFloats = 64 * NC;  // see the tile order in GemmCore::blocked
 
 // n floats at a 64-byte boundary inside `buf` (grown as needed).
-float* aligned_floats(std::vector<float>& buf, int64_t n) {
+template <class Buffer>
+float* aligned_floats(Buffer& buf, int64_t n) {
   buf.resize(static_cast<size_t>(n) + 16);
   const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
   return buf.data() + ((64 - p % 64) % 64) / sizeof(float);
@@ -554,7 +555,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   if (M == 1 && !trans_a && B) {
     // A row vector times B: no packing (which would cost as much as the product itself).
     // C[j] = alpha * sum_k A[k] * op(B)[k, j] (+ beta * C[j] + bias[0], clamped).
-    std::vector<float>& acc = scratch(Scratch::GemmAcc);
+    ScratchBuffer& acc = scratch(Scratch::GemmAcc);
     acc.assign(static_cast<size_t>(N), 0.0f);
     if (trans_b) {  // B is N x K: one dot product per output, along contiguous rows
       for (int64_t j = 0; j < N; ++j) {
@@ -596,7 +597,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   if (packed_a && packed_a->transposed_) {
     // C^T = op(B)^T op(A)^T (N x M) into a buffer, with op(A)^T the packed right operand; then
     // C from its transpose, with beta, the bias and the clamp.
-    std::vector<float>& t_buf = scratch(Scratch::GemmTranspose);
+    ScratchBuffer& t_buf = scratch(Scratch::GemmTranspose);
     t_buf.resize(static_cast<size_t>(N * M));
     float* T = t_buf.data();
     GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, nullptr,
@@ -627,8 +628,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   auto block_of_c = [&](int64_t jb, int64_t je, int64_t ib, int64_t ie) {
     // Panels start on a 64-byte boundary: malloc only promises 8 or 16 bytes (wasm), and loads
     // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
-    std::vector<float>& packed_a_buf = scratch(Scratch::GemmPackedA);
-    std::vector<float>& packed_b_buf = scratch(Scratch::GemmPackedB);
+    ScratchBuffer& packed_a_buf = scratch(Scratch::GemmPackedA);
+    ScratchBuffer& packed_b_buf = scratch(Scratch::GemmPackedB);
     float* a_buf = packed_a || direct_a
                        ? nullptr
                        : aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);

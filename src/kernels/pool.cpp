@@ -200,7 +200,7 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
   // (a NaN must win wherever it is in the window, and vector max instructions drop it).
   constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
   const int64_t OH = p.out_h(), OW = p.out_w();
-  std::vector<float>& vrow = scratch(Scratch::ConvRow);
+  ScratchBuffer& vrow = scratch(Scratch::ConvRow);
   vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
   const float* vrow_end = vrow.data() + vrow.size();
   for (int64_t nc = first; nc < last; ++nc) {

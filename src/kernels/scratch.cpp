@@ -3,13 +3,13 @@
 namespace fx::kernels {
 
 namespace {
-thread_local std::vector<float> t_scratch[static_cast<int>(Scratch::kCount)];
+thread_local ScratchBuffer t_scratch[static_cast<int>(Scratch::kCount)];
 }  // namespace
 
-std::vector<float>& scratch(Scratch slot) { return t_scratch[static_cast<int>(slot)]; }
+ScratchBuffer& scratch(Scratch slot) { return t_scratch[static_cast<int>(slot)]; }
 
 void release_scratch() {
-  for (std::vector<float>& v : t_scratch) std::vector<float>().swap(v);
+  for (ScratchBuffer& v : t_scratch) ScratchBuffer().swap(v);
 }
 
 }  // namespace fx::kernels

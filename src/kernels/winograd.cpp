@@ -69,9 +69,9 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
   const int64_t TWp = (TW + 3) / 4 * 4, ld = T + 4;
   // The zero-padded input: every 4x4 patch, and the 8-float loads that read it, inside.
   const int64_t Hp = 2 * TH + 2, Wp = 2 * TWp + 8;
-  std::vector<float>& padded = scratch(Scratch::WinogradPadded);
-  std::vector<float>& V = scratch(Scratch::WinogradV);
-  std::vector<float>& Mout = scratch(Scratch::WinogradM);
+  ScratchBuffer& padded = scratch(Scratch::WinogradPadded);
+  ScratchBuffer& V = scratch(Scratch::WinogradV);
+  ScratchBuffer& Mout = scratch(Scratch::WinogradM);
   padded.resize(static_cast<size_t>(C * Hp * Wp));
   V.resize(static_cast<size_t>(16 * C * ld));
   Mout.resize(static_cast<size_t>(16 * M * ld));
