@@ -400,15 +400,19 @@ inline double pairwise_sum(const float* a) {
   return d[0];
 }
 
-// y = e^(x - shift) over n floats, returning sum(y): the sum in a fixed order for four and
-// eight lanes, eight float partial sums over each block of 256 elements (element i into sum
-// i mod 8; with four lanes, vectors alternate between two accumulators), each block's sums added
-// pairwise in double. Sixteen lanes keep sixteen sums (i mod 16). (A sequential double sum made
-// Softmax wait on one add's latency per element.)
+// y = e^(x - shift) over n floats, where no x - shift is above 0 (shift is the row's maximum),
+// returning sum(y): the sum in a fixed order for four and eight lanes, eight float partial sums
+// over each block of 256 elements (element i into sum i mod 8; with four lanes, vectors alternate
+// between two accumulators), each block's sums added pairwise in double. Sixteen lanes keep
+// sixteen sums (i mod 16). A row's last partial vector is the row's last L elements, the lanes
+// already done masked out of the sum (element i into sum (i - n) mod L): staging it through a
+// buffer had cost ViT's 197-wide rows 20 %. (A sequential double sum made Softmax wait on one
+// add's latency per element.)
 template <class V>
 inline __attribute__((always_inline)) double exp_shifted_sum(const float* x, float* y, int64_t n,
                                                              float shift) {
   constexpr int64_t L = sizeof(V) / sizeof(float), W = L > 8 ? L : 8, A = W / L;
+  using I = vmath::mask_t<V>;
   const V s = vmath::splat<V>(shift);
   double total = 0;
   for (int64_t b = 0; b < n; b += 256) {
@@ -418,16 +422,24 @@ inline __attribute__((always_inline)) double exp_shifted_sum(const float* x, flo
     for (; i + L <= e; i += L, ++k) {
       V v;
       std::memcpy(&v, x + i, sizeof v);
-      v = vmath::exp(v - s);
+      v = vmath::exp_nonpositive(v - s);
       std::memcpy(y + i, &v, sizeof v);
       acc[k % A] += v;
     }
-    if (i < e) {  // the block's last partial vector, its missing lanes zero
+    if (i < e && e - b >= L) {  // the last L elements; lanes before i recomputed, not summed
+      V v;
+      std::memcpy(&v, x + e - L, sizeof v);
+      v = vmath::exp_nonpositive(v - s);
+      std::memcpy(y + e - L, &v, sizeof v);
+      I lane;
+      for (int64_t j = 0; j < L; ++j) lane[j] = static_cast<int32_t>(j);
+      acc[k % A] += vmath::select<V>(lane >= static_cast<int32_t>(L - (e - i)), v, V{});
+    } else if (i < e) {  // a row shorter than a vector: through a buffer, missing lanes zero
       float buf[L] = {};
       std::memcpy(buf, x + i, static_cast<size_t>(e - i) * sizeof(float));
       V v;
       std::memcpy(&v, buf, sizeof v);
-      v = vmath::exp(v - s);
+      v = vmath::exp_nonpositive(v - s);
       std::memcpy(buf, &v, sizeof v);
       for (int64_t j = e - i; j < L; ++j) buf[j] = 0.0f;
       std::memcpy(y + i, buf, static_cast<size_t>(e - i) * sizeof(float));
@@ -442,16 +454,31 @@ inline __attribute__((always_inline)) double exp_shifted_sum(const float* x, flo
 }
 
 // The largest of x[0..n), NaNs skipped (as a sequential `mx < x ? x : mx` does): running maxima
-// in V's lanes. The maximum does not depend on the order, so every width gives the same value.
+// in V's lanes, the last partial vector read as the last L elements. The maximum does not depend
+// on the order, so every width gives the same value.
 template <class V>
 inline __attribute__((always_inline)) float max_skipping_nan(const float* x, int64_t n) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
-  V m = vmath::splat<V>(-INFINITY);
+  V m = vmath::splat<V>(-INFINITY), m2 = m;  // two chains: a select waits on the one before
   int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    V v, w;
+    std::memcpy(&v, x + i, sizeof v);
+    std::memcpy(&w, x + i + L, sizeof w);
+    m = vmath::select<V>(m < v, v, m);
+    m2 = vmath::select<V>(m2 < w, w, m2);
+  }
+  m = vmath::select<V>(m < m2, m2, m);
   for (; i + L <= n; i += L) {
     V v;
     std::memcpy(&v, x + i, sizeof v);
     m = vmath::select<V>(m < v, v, m);
+  }
+  if (i < n && n >= L) {
+    V v;
+    std::memcpy(&v, x + n - L, sizeof v);
+    m = vmath::select<V>(m < v, v, m);
+    i = n;
   }
   float lanes[L];
   std::memcpy(lanes, &m, sizeof m);
@@ -459,6 +486,31 @@ inline __attribute__((always_inline)) float max_skipping_nan(const float* x, int
   for (int64_t j = 1; j < L; ++j) mx = mx < lanes[j] ? lanes[j] : mx;
   for (; i < n; ++i) mx = mx < x[i] ? x[i] : mx;
   return mx;
+}
+
+// y[0..n) *= k, in V's lanes (the last partial vector as the last L elements, read before the
+// loop rescales the lanes it shares with it).
+template <class V>
+inline __attribute__((always_inline)) void scale_in_place(float* y, int64_t n, float k) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const V vk = vmath::splat<V>(k);
+  if (n < L) {
+    for (int64_t i = 0; i < n; ++i) y[i] *= k;
+    return;
+  }
+  V last;
+  std::memcpy(&last, y + n - L, sizeof last);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    std::memcpy(&v, y + i, sizeof v);
+    v *= vk;
+    std::memcpy(y + i, &v, sizeof v);
+  }
+  if (i < n) {
+    last *= vk;
+    std::memcpy(y + n - L, &last, sizeof last);
+  }
 }
 
 // Softmax (or LogSoftmax) of each row, all three passes compiled for the caller's target.
@@ -475,8 +527,7 @@ inline __attribute__((always_inline)) void softmax_rows(const float* in, float* 
       const float log_sum = static_cast<float>(std::log(sum));
       for (int64_t i = 0; i < axis_size; ++i) y[i] = (x[i] - mx) - log_sum;
     } else {
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t i = 0; i < axis_size; ++i) y[i] *= inv;
+      scale_in_place<V>(y, axis_size, static_cast<float>(1.0 / sum));
     }
   }
 }

@@ -88,6 +88,15 @@ FX_VMATH_INLINE V exp(V x) {
                    select<V>(x > splat<V>(88.72283935546875f), splat<V>(__builtin_inff()), out));
 }
 
+/// e^x for x <= 0 or NaN (Softmax's x - max): exp without the upper clamp and the selects for
+/// infinity and NaN (a NaN stays NaN through the lower clamp and the polynomial). The same bits
+/// as exp there, in about four fifths of the instructions.
+template <class V>
+FX_VMATH_INLINE V exp_nonpositive(V x) {
+  const V lo = splat<V>(-104.0f);
+  return exp_in_range(x < lo ? lo : x);
+}
+
 /// erf(x) for |x| <= 0.5: its Taylor series to x^13 (relative error below 1e-9 there).
 template <class V>
 FX_VMATH_INLINE V erf_small(V x) {

@@ -250,19 +250,25 @@ TEST(Vmath, KernelsUsingThemMatchTheScalarFormulas) {
 }
 
 // Softmax and LogSoftmax over rows long enough for whole vectors at every width, one longer
-// than a 256-element summing block, against double-precision loops; a row holding a NaN comes
-// out all NaN (the maximum skips it, its exponential does not), the other rows are untouched.
+// than a 256-element summing block, against double-precision loops. A row's last partial vector
+// is read as its last whole one (lanes recomputed, not summed twice): rows of 20 and 197 end in
+// one, and row 2's maximum sits in it. A row holding a NaN comes out all NaN (the maximum skips
+// it, its exponential does not), at the start of row 1 or the last element of row 3; the other
+// rows are untouched.
 TEST(Vmath, SoftmaxOfLongRowsMatchesDoubleLoops) {
-  for (const int64_t len : {197, 300}) {
-    const int64_t rows = 3;
+  for (const int64_t len : {20, 197, 300}) {
+    const int64_t rows = 4;
     std::vector<float> x(static_cast<size_t>(rows * len)), s(x.size()), ls(x.size());
     for (size_t i = 0; i < x.size(); ++i) x[i] = 6.0f * std::sin(0.37f * static_cast<float>(i));
     x[static_cast<size_t>(len + 5)] = std::numeric_limits<float>::quiet_NaN();  // in row 1
+    x[static_cast<size_t>(3 * len - 2)] = 9.0f;     // row 2's maximum, in its last vector
+    x[static_cast<size_t>(3 * len - 1)] = -120.0f;  // e^(x - max) far below the normal floats
+    x[static_cast<size_t>(4 * len - 1)] = std::numeric_limits<float>::quiet_NaN();  // row 3
     fx::kernels::softmax_f32(x.data(), s.data(), rows, len, false);
     fx::kernels::softmax_f32(x.data(), ls.data(), rows, len, true);
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.data() + r * len;
-      if (r == 1) {
+      if (r == 1 || r == 3) {
         for (int64_t k = 0; k < len; ++k)
           ASSERT_TRUE(std::isnan(s[r * len + k]) && std::isnan(ls[r * len + k])) << k;
         continue;
@@ -273,7 +279,8 @@ TEST(Vmath, SoftmaxOfLongRowsMatchesDoubleLoops) {
       for (int64_t k = 0; k < len; ++k) {
         const double want = std::exp(xr[k] - mx) / sum;
         ASSERT_NEAR(s[r * len + k], want, 2e-6 * want + 1e-30) << len << " row " << r << " " << k;
-        ASSERT_NEAR(ls[r * len + k], xr[k] - mx - std::log(sum), 2e-6)
+        const double want_log = xr[k] - mx - std::log(sum);  // (-130 is 8e-6 from a float)
+        ASSERT_NEAR(ls[r * len + k], want_log, 2e-6 + 1.2e-7 * std::fabs(want_log))
             << len << " row " << r << " " << k;
       }
     }
