@@ -74,7 +74,14 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{5, 4, 0, false, false, 1.0f, 3.0f},      // K = 0: C = beta*C
                       GemmCase{1, 1000, 517, false, true, 1.0f, 1.0f},  // row vector (GEMV) x B^T
                       GemmCase{1, 37, 29, false, false, 0.5f, 0.0f},    // row vector x B
-                      GemmCase{1, 9, 70, true, true, 1.0f, 0.0f}));     // M = 1 with A^T
+                      GemmCase{1, 9, 70, true, true, 1.0f, 0.0f},       // M = 1 with A^T
+                      // A last panel at most half the x86 kernels' width (one vector column):
+                      // N = 169 (9 of 32), 41 (9 of 32), 196 (4 of 16 and of 32); packed and
+                      // in-place B, K across slices, beta, a partial last row tile.
+                      GemmCase{70, 169, 300, false, false, 1.0f, 0.5f},
+                      GemmCase{40, 41, 20, false, false, 0.5f, 0.0f},
+                      GemmCase{101, 196, 70, false, false, 1.0f, 1.0f},
+                      GemmCase{13, 196, 37, true, false, -1.0f, 0.0f}));
 
 TEST(Sgemm, BetaZeroIgnoresNaNsInC) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -160,8 +167,9 @@ TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
 // beta 0, the executor's case) the same bits as the product packed on the fly.
 TEST(Sgemm, PackedLeftOperandOfATransposedProduct) {
   std::mt19937 rng(5);
-  // 96 x 9 goes transposed with every micro-kernel; 96 x 49 with the x86 ones (16 and 32 wide
-  // panels), not with wasm's 8-wide panels (49 of 56 columns filled).
+  // 96 x 9 goes transposed with every micro-kernel; 96 x 49 with AVX-512's 32-wide panels (17
+  // columns in the last one), not with AVX2's (a last panel of one column is half a tile) or
+  // wasm's 8-wide ones (49 of 56 columns filled).
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{96, 9, 256}, {96, 49, 300}}) {
     if (N == 9) {
       EXPECT_TRUE(fx::kernels::sgemm_prefers_transposed(M, N, K));
