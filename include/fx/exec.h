@@ -112,6 +112,9 @@ class Value {
 
  private:
   friend Value new_value(Dtype dtype, std::vector<int64_t> shape);
+  friend Value value_slice(const Value& whole, size_t offset, Dtype dtype,
+                           std::vector<int64_t> shape);
+  friend Value joined_value(const std::vector<const Value*>& parts, std::vector<int64_t> shape);
   ValueKind kind_ = ValueKind::Tensor;
   Dtype dtype_ = Dtype::Float32;
   std::vector<int64_t> shape_;

@@ -171,7 +171,19 @@ void release_cached_memory() {
   kernels::release_worker_scratch();
 }
 
+namespace {
+thread_local const Value* t_output_hint = nullptr;
+thread_local size_t t_joined = 0;
+}  // namespace
+
+void set_output_hint(const Value* hint) { t_output_hint = hint; }
+size_t joined_concat_count() { return t_joined; }
+
 Value new_value(Dtype dtype, std::vector<int64_t> shape) {
+  if (const Value* h = t_output_hint; h && h->dtype() == dtype && h->shape() == shape) {
+    t_output_hint = nullptr;
+    return *h;
+  }
   // Checked before allocating (the executor names the node when this throws).
   const auto nbytes = static_cast<size_t>(checked_nbytes(dtype, shape, "output"));
   if (nbytes < kArenaMin) {
@@ -188,6 +200,47 @@ Value new_value(Dtype dtype, std::vector<int64_t> shape) {
   v.nbytes_ = nbytes;
   v.arena_ = arena().allocate(nbytes);
   v.data_ = v.arena_.get();
+  return v;
+}
+
+Value value_slice(const Value& whole, size_t offset, Dtype dtype, std::vector<int64_t> shape) {
+  const auto nbytes = static_cast<size_t>(checked_nbytes(dtype, shape, "slice"));
+  if (!whole.is_tensor() || !whole.data_ || offset > whole.nbytes_ ||
+      nbytes > whole.nbytes_ - offset)
+    throw Error(ErrorKind::Internal, "value_slice: the slice is not inside the value");
+  Value v;
+  v.dtype_ = dtype;
+  v.shape_ = std::move(shape);
+  v.nbytes_ = nbytes;
+  // Owned like the whole (an arena range or a pooled buffer); never `bytes_`, which would say
+  // the slice is the whole buffer (to_tensor shares it).
+  v.arena_ = whole.arena_ ? std::shared_ptr<const uint8_t>(whole.arena_, whole.data_ + offset)
+                          : std::shared_ptr<const uint8_t>(whole.bytes_, whole.data_ + offset);
+  v.data_ = v.arena_.get();
+  return v;
+}
+
+Value joined_value(const std::vector<const Value*>& parts, std::vector<int64_t> shape) {
+  if (parts.empty() || !parts[0] || !parts[0]->arena_) return Value();
+  const Value& first = *parts[0];
+  const uint8_t* next = first.data_;
+  size_t total = 0;
+  for (const Value* v : parts) {
+    // Slices of one buffer (one owner), each starting where the one before ends.
+    if (!v || !v->is_tensor() || !v->arena_ || v->dtype_ != first.dtype_ || v->data_ != next ||
+        v->arena_.owner_before(first.arena_) || first.arena_.owner_before(v->arena_))
+      return Value();
+    next += v->nbytes_;
+    total += v->nbytes_;
+  }
+  if (checked_nbytes(first.dtype_, shape, "output") != static_cast<int64_t>(total)) return Value();
+  Value v;
+  v.dtype_ = first.dtype_;
+  v.shape_ = std::move(shape);
+  v.nbytes_ = total;
+  v.arena_ = first.arena_;
+  v.data_ = first.data_;
+  ++t_joined;
   return v;
 }
 

@@ -82,6 +82,20 @@ const Dtype* onnx_dtype(int64_t code);
 /// A new value of `shape` filled with zero bytes.
 Value zeroed_value(Dtype dtype, std::vector<int64_t> shape);
 
+/// The `shape` elements of `dtype` at byte `offset` of `whole` (a tensor new_value made, which
+/// the slice keeps alive; checked to lie inside it), to be written once by the op that gets it.
+Value value_slice(const Value& whole, size_t offset, Dtype dtype, std::vector<int64_t> shape);
+/// `parts` back to back as one value of `shape`, without copying, when they are consecutive
+/// slices of one buffer, in order (value_slice); else an undefined value. The caller checks that
+/// `shape` holds exactly their elements in that order (a concat whose outer size is 1).
+Value joined_value(const std::vector<const Value*>& parts, std::vector<int64_t> shape);
+/// While set, the next new_value of exactly `hint`'s dtype and shape returns `hint` (once) instead
+/// of new memory: the executor points an op's output at its slice of a Concat's result. Null
+/// clears it.
+void set_output_hint(const Value* hint);
+/// How many Concat results were joined in place on this thread (tests).
+size_t joined_concat_count();
+
 /// `v` converted to `dtype` (numeric static_cast; to bool: != 0).
 Value cast_value(const OpCall& c, const Value& v, Dtype dtype);
 /// `x` reduced over `axes` (normalised, sorted) for every numeric type and float16: float32 by

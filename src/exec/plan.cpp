@@ -101,6 +101,43 @@ void plan_gelu(const GraphModule& gm, Node* erf, const std::vector<char>& probed
   g.constant_rank = m->constant_rank;
 }
 
+// The Concat at `n` as a PlannedConcat when each input is a distinct computed node that nothing
+// else reads and no probe names: its writer is that node's step, or the producer a Relu/Clip
+// input is planned to run inside.
+void plan_concat(Node* n, const std::vector<char>& probed, const std::vector<size_t>& position,
+                 Plan& p) {
+  const auto& args = n->args();
+  if (args.size() < 2 || probed[n->id()]) return;
+  std::vector<uint32_t> writers;
+  for (const Argument& a : args) {
+    if (!a.is_node()) return;
+    const Node* in = a.to_node();
+    if (probed[in->id()] || in->users().size() != 1) return;
+    for (const Argument& b : args)  // (listed twice: one value, two places)
+      if (&b != &a && b.is_node() && b.to_node() == in) return;
+    uint32_t writer = static_cast<uint32_t>(in->id());
+    const Step& s = p.steps[position[in->id()]];
+    if (s.kind != Step::Kind::Call) return;
+    if (!in->args().empty() && in->args()[0].is_node()) {
+      const Step& producer = p.steps[position[in->args()[0].to_node()->id()]];
+      if (producer.activation.node == in->id() && !producer.bias)
+        writer = static_cast<uint32_t>(producer.id);
+    }
+    if (p.steps[position[writer]].concat_writer >= 0) return;
+    writers.push_back(writer);
+  }
+  const auto index = static_cast<int32_t>(p.concats.size());
+  PlannedConcat c;
+  c.concat = static_cast<uint32_t>(n->id());
+  p.concats.push_back(std::move(c));
+  p.steps[position[n->id()]].concat = index;
+  for (size_t k = 0; k < writers.size(); ++k) {
+    Step& w = p.steps[position[writers[k]]];
+    w.concat_writer = index;
+    w.concat_input = static_cast<uint32_t>(k);
+  }
+}
+
 std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>& inputs,
                                  const std::vector<std::string>& probes) {
   const Graph& g = gm.graph();
@@ -223,9 +260,13 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
       if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
     s.frees_end = static_cast<uint32_t>(p.frees.size());
   }
-  for (Node* n : nodes)
-    if (n->op() == Opcode::CallFunction && n->target().function().qualname() == "onnx.Erf")
-      plan_gelu(gm, n, probed, position, p);
+  for (Node* n : nodes) {
+    if (n->op() != Opcode::CallFunction) continue;
+    const std::string& op = n->target().function().qualname();
+    if (op == "onnx.Erf") plan_gelu(gm, n, probed, position, p);
+    if (op == "onnx.Concat" && p.steps[position[n->id()]].kind == Step::Kind::Call)
+      plan_concat(n, probed, position, p);
+  }
   return plan;
 }
 

@@ -71,6 +71,22 @@ struct PlannedGelu {
   int64_t constant_rank = 0;      // x must have at least this rank (else the nodes broadcast)
 };
 
+/// A Concat whose inputs its producers may write straight into its result: on a run after one
+/// that learnt the inputs' dtype and shapes, the first producer to run allocates the result and
+/// each producer's op gets its slice for its output (set_output_hint); the Concat op then finds
+/// its inputs back to back (joined_value) and copies nothing. Any other outcome (an op that
+/// allocated elsewhere, a fused activation that ran apart, shapes that changed) is a plain
+/// concat of valid inputs, and a miss turns the plan off.
+struct PlannedConcat {
+  uint32_t concat = kNoNode;  // the Concat's node id
+  // Learnt from the last run (armed once known).
+  bool armed = false, off = false;
+  Dtype dtype = Dtype::Float32;
+  std::vector<std::vector<int64_t>> shapes;  // the inputs'
+  std::vector<size_t> offsets;               // their bytes' offsets in the result
+  int64_t numel = 0;                         // the result's elements
+};
+
 /// One node of the graph, in graph order.
 struct Step {
   enum class Kind : uint8_t { Input, Constant, Call, Getitem, Output, NotRunnable, Nothing };
@@ -93,7 +109,11 @@ struct Step {
   // ReduceMean: the Div of a possible LayerNormalization pattern starting here.
   Node* layer_norm_div = nullptr;
   PlannedLayerNorm layer_norm;
-  PlannedGelu gelu;        // a GELU pattern whose first node this is
+  PlannedGelu gelu;  // a GELU pattern whose first node this is
+  // Plan::concats: the Concat this node is (concat), or whose input `concat_input` this node's
+  // op makes (concat_writer); -1 if none.
+  int32_t concat = -1, concat_writer = -1;
+  uint32_t concat_input = 0;
   PlannedQdq qdq;          // Conv/MatMul/Gemm: a QDQ pattern run as one integer op
   bool absorbed = false;   // a DequantizeLinear only a planned QDQ pattern reads: never runs
   size_t num_outputs = 1;  // OpCall::num_outputs()
@@ -136,6 +156,7 @@ struct Plan {
   std::vector<int64_t> args;
   std::vector<uint32_t> frees;
   std::vector<PlannedConstant> constants;
+  std::vector<PlannedConcat> concats;
   int64_t opset = -1;  // module_opset
 };
 

@@ -33,6 +33,7 @@ struct RunState {
   std::vector<uint64_t> fused;  // by node id: 1 + id of the node that already produced its value
   std::vector<Results> env;     // by node id: the node's values
   std::vector<const Value*> inputs;  // OpCall::inputs of the current node
+  std::vector<Value> concat_dest;    // by Plan::concats: the result its producers write into
 };
 
 class RunStateLease {
@@ -46,6 +47,7 @@ class RunStateLease {
   }
   ~RunStateLease() {
     for (Results& r : state_->env) r.clear();  // drop the references (capacity stays)
+    state_->concat_dest.clear();
     --depth_;
   }
   RunState& operator*() const { return *state_; }
@@ -65,6 +67,7 @@ class Runner {
       : gm_(gm), plan_(plan), st_(st), env_(st.env), inputs_(inputs) {}
 
   RunResult run() {
+    st_.concat_dest.assign(plan_.concats.size(), Value());
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       Step& s = plan_.steps[i];
       if (st_.skip[s.id] || s.absorbed) {  // done (or not needed) by a fused pattern
@@ -76,7 +79,12 @@ class Runner {
         finish(s);
         continue;
       }
-      execute(s);
+      if (s.concat_writer >= 0) {
+        execute_into_concat(s);
+      } else {
+        execute(s);
+      }
+      if (s.concat >= 0) learn_concat(s);
       finish(s);
     }
     if (next_input_ != inputs_.size())
@@ -100,6 +108,71 @@ class Runner {
                               " outputs; select one with operator.getitem");
     }
     return &r[0];
+  }
+
+  // Runs a step whose op makes an input of a planned Concat (PlannedConcat), pointing the op's
+  // output at its slice of the Concat's result when the plan knows the shapes.
+  void execute_into_concat(Step& s) {
+    PlannedConcat& pc = plan_.concats[static_cast<size_t>(s.concat_writer)];
+    if (!pc.armed || pc.off) return execute(s);
+    Value& dest = st_.concat_dest[static_cast<size_t>(s.concat_writer)];
+    if (!dest.defined()) dest = new_value(pc.dtype, {pc.numel});
+    const Value slice =
+        value_slice(dest, pc.offsets[s.concat_input], pc.dtype, pc.shapes[s.concat_input]);
+    struct HintScope {
+      explicit HintScope(const Value* v) { set_output_hint(v); }
+      ~HintScope() { set_output_hint(nullptr); }
+    } scope(&slice);
+    execute(s);
+  }
+
+  // After a planned Concat ran: learns its inputs' dtype and shapes for the next run; if its
+  // producers were given slices of a result and it did not come out as that result, turns the
+  // plan off.
+  void learn_concat(const Step& s) {
+    PlannedConcat& pc = plan_.concats[static_cast<size_t>(s.concat)];
+    Value& dest = st_.concat_dest[static_cast<size_t>(s.concat)];
+    const Results& out = env_[s.id];
+    if (dest.defined() && (out.size() != 1 || out[0].data<void>() != dest.data<void>()))
+      pc.off = true;
+    dest = Value();
+    if (pc.off || out.size() != 1 || !out[0].is_tensor()) return;
+    if (pc.armed && pc.dtype == out[0].dtype() && pc.numel == out[0].numel() &&
+        pc.shapes.size() == s.args_end - s.args_begin) {
+      bool same = true;  // (the usual case: nothing to learn, nothing to allocate)
+      for (uint32_t k = s.args_begin; k < s.args_end && same; ++k) {
+        const Results& r = env_[static_cast<size_t>(plan_.args[k])];
+        same = r.size() == 1 && r[0].shape() == pc.shapes[k - s.args_begin];
+      }
+      if (same) return;
+    }
+    pc.armed = false;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<size_t> offsets;
+    size_t at = 0;
+    for (uint32_t k = s.args_begin; k < s.args_end; ++k) {
+      const Results& r = env_[static_cast<size_t>(plan_.args[k])];
+      if (r.size() != 1 || !r[0].is_tensor() || r[0].dtype() != out[0].dtype() ||
+          r[0].nbytes() == 0)
+        return;
+      shapes.push_back(r[0].shape());
+      offsets.push_back(at);
+      at += r[0].nbytes();
+    }
+    // One block an input: the dimensions before the concat axis (the first where the result
+    // differs from input 0) are all 1.
+    const std::vector<int64_t>& os = out[0].shape();
+    if (at != out[0].nbytes() || shapes[0].size() != os.size()) return;
+    size_t axis = 0;
+    while (axis < os.size() && os[axis] == shapes[0][axis]) ++axis;
+    if (axis == os.size()) return;
+    for (size_t d = 0; d < axis; ++d)
+      if (os[d] != 1) return;
+    pc.dtype = out[0].dtype();
+    pc.numel = out[0].numel();
+    pc.shapes = std::move(shapes);
+    pc.offsets = std::move(offsets);
+    pc.armed = true;
   }
 
   // The node's results are in its env slot: records its probe, then frees the values whose

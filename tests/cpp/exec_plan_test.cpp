@@ -11,6 +11,7 @@
 #include "fx/fx.h"
 #include "fx/onnx.h"
 #include "kernels/elementwise.h"
+#include "tensor_util.h"
 #include "zoo_util.h"
 
 namespace {
@@ -19,6 +20,8 @@ using fx::Argument;
 using fx::fn;
 using fx::Node;
 using fx::exec::Value;
+using fxtest::random_floats;
+using fxtest::tensor_f32;
 
 // Runs `change` and checks that it moved g's version (and only forwards).
 template <class F>
@@ -466,6 +469,68 @@ TEST(ExecPlan, AWrittenOutGeluRunsAsTheGeluKernelUnlessItsPartsAreNeeded) {
     const Value small = Value::from_f32({5}, {-2.0f, -1.0f, 0.0f, 1.0f, 2.0f});
     EXPECT_EQ(fx::exec::run(*gm, {small})[0].shape(), (std::vector<int64_t>{1, 5}));
     EXPECT_EQ(fx::exec::run(*gm, {in})[0].to_f32(), kernel);  // rank 2: fused again
+  }
+}
+
+// x -> Conv 1x1 -> Relu (run inside the Conv), x -> Conv 3x3, x -> Sigmoid, concatenated along
+// `axis`; `shared` also returns the 3x3 Conv's value (read outside the Concat).
+std::unique_ptr<fx::GraphModule> three_way_concat(int64_t axis, bool shared) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  auto ints = [](std::vector<int64_t> v) {
+    Argument::Items items;
+    for (int64_t i : v) items.emplace_back(static_cast<long long>(i));
+    return Argument::list(std::move(items));
+  };
+  Node* a =
+      g->call_function(fn("onnx.Conv"), {x, g->get_attr("wa")}, {{"kernel_shape", ints({1, 1})}});
+  Node* relu = g->call_function(fn("onnx.Relu"), {a});
+  Node* b = g->call_function(fn("onnx.Conv"), {x, g->get_attr("wb")},
+                             {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* sig = g->call_function(fn("onnx.Sigmoid"), {x});
+  Node* cat =
+      g->call_function(fn("onnx.Concat"), {relu, b, sig}, {{"axis", static_cast<long long>(axis)}});
+  if (shared) {
+    g->output(Argument::tuple({cat, b}));
+  } else {
+    g->output(cat);
+  }
+  auto root = std::make_shared<fx::Module>();
+  root->register_parameter("wa", tensor_f32({8, 8, 1, 1}, random_floats(8 * 8, 31)));
+  root->register_parameter("wb", tensor_f32({8, 8, 3, 3}, random_floats(8 * 8 * 9, 32)));
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g));
+}
+
+// A Concat's producers write its result in place when only the Concat reads them and the
+// result is one block an input (from the second run on: the first learns the shapes). The
+// result is the bits of the node-by-node run (a probe on the Concat turns the plan off), and
+// one run's result stays intact through the next runs. Two images, a concat along another axis
+// or an input read elsewhere are concatenated by copying, with the same bits.
+TEST(ExecPlan, ConcatInputsAreWrittenInPlaceWhenOnlyTheConcatReadsThem) {
+  struct Case {
+    const char* what;
+    int64_t images, axis;
+    bool shared, joined;
+  };
+  for (const Case& c :
+       {Case{"one image, channels", 1, 1, false, true}, Case{"negative axis", 1, -3, false, true},
+        Case{"two images", 2, 1, false, false}, Case{"along the rows", 1, 2, false, false},
+        Case{"an input read elsewhere", 1, 1, true, false}}) {
+    SCOPED_TRACE(c.what);
+    auto gm = three_way_concat(c.axis, c.shared);
+    const Value in = Value::from_f32({c.images, 8, 9, 7},
+                                     random_floats(static_cast<size_t>(c.images) * 8 * 63, 33));
+    fx::exec::RunOptions probe;
+    probe.probe = {"concat"};
+    const std::vector<float> want = fx::exec::run(*gm, {in}, probe).outputs[0].to_f32();
+    const size_t before = fx::exec::joined_concat_count();
+    std::vector<Value> kept;
+    for (int run = 0; run < 3; ++run) {
+      kept.push_back(fx::exec::run(*gm, {in})[0]);
+      EXPECT_EQ(kept.back().to_f32(), want) << "run " << run;
+    }
+    for (const Value& v : kept) EXPECT_EQ(v.to_f32(), want) << "a result kept across runs";
+    EXPECT_EQ(fx::exec::joined_concat_count() - before, c.joined ? 2u : 0u);
   }
 }
 
