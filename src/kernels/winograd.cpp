@@ -98,7 +98,7 @@ inline __attribute__((always_inline)) V load_v(const float* p) {
   return v;
 }
 template <class V>
-inline __attribute__((always_inline)) void store_v(float* p, V v) {
+inline __attribute__((always_inline)) void store_v(float* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 // Lanes P, P + 2, P + 4... of the 2L floats at q (P = 0: the even ones, 1: the odd ones).

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,7 @@
 #include "fx/exec.h"
 #include "fx/onnx.h"
 #include "kernels/conv.h"
+#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/tensor_ops.h"
 #include "kernels/thread_pool.h"
@@ -238,6 +240,53 @@ TEST(Threads, MaxPoolSplitsByPlanesBitIdentically) {
       EXPECT_EQ(std::memcmp(one.data(), got.data(), out_size * sizeof(float)), 0)
           << C << "x" << H << "x" << H << ", " << n << " threads";
     }
+  }
+}
+
+TEST(Threads, ElementwiseOpsSplitBitIdentically) {
+  // Sizes past the split thresholds (64K elements for cheap ops, 8K for transcendental ones and
+  // rows of Softmax/LayerNorm), not multiples of the chunks: ViT's GELU input (197 x 3072), an
+  // odd length, its attention rows (12 x 197 rows of 197) and LayerNorm rows (197 x 768).
+  namespace k = fx::kernels;
+  const int64_t n = 197 * 3072 + 5;
+  std::vector<float> x(static_cast<size_t>(n)), y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 4.0f * std::sin(0.013f * static_cast<float>(i)) + static_cast<float>(i % 7) - 3.0f;
+    y[i] = std::cos(0.007f * static_cast<float>(i));
+  }
+  x[1000] = NAN;
+  x[n - 1] = INFINITY;
+  std::vector<float> scale(768), bias(768);
+  for (size_t i = 0; i < 768; ++i) scale[i] = 1.0f + 0.001f * i, bias[i] = 0.01f * (i % 13);
+  auto run_all = [&] {
+    std::vector<std::vector<float>> out;
+    auto fresh = [&] { return std::vector<float>(x.size(), -7.0f); };
+    for (auto op : {k::UnaryOp::Gelu, k::UnaryOp::Erf, k::UnaryOp::Exp, k::UnaryOp::Sigmoid,
+                    k::UnaryOp::Relu, k::UnaryOp::Tanh}) {
+      out.push_back(fresh());
+      k::unary_f32(op, x.data(), out.back().data(), n, 0.0f, 0.0f);
+    }
+    out.push_back(fresh());
+    k::unary_f32(k::UnaryOp::Clip, x.data(), out.back().data(), n, -1.0f, 2.0f);
+    out.push_back(fresh());
+    k::binary_f32(k::BinaryOp::Add, {n}, x.data(), {n}, y.data(), out.back().data());
+    out.push_back(fresh());
+    k::softmax_f32(x.data(), out.back().data(), 12 * 197, 197);
+    out.push_back(fresh());
+    k::softmax_f32(x.data(), out.back().data(), 12 * 197, 197, true);
+    out.push_back(fresh());
+    k::layer_norm_f32(x.data() + 2000, scale.data(), bias.data(), out.back().data(), 197, 768,
+                      1e-6f);
+    return out;
+  };
+  fx::kernels::set_num_threads(1);
+  const std::vector<std::vector<float>> one = run_all();
+  for (int t : {2, 3}) {
+    Threads threads(t);
+    const std::vector<std::vector<float>> got = run_all();
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_EQ(std::memcmp(one[i].data(), got[i].data(), one[i].size() * sizeof(float)), 0)
+          << "op " << i << ", " << t << " threads";
   }
 }
 
