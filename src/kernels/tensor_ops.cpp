@@ -322,20 +322,31 @@ void merge_dims(const Shape& in_shape, const std::vector<int64_t>& perm, Shape& 
 // out[b][c][r] = in[b][r][c] for 4-byte elements, in 16 x 16 tiles so that both sides touch
 // whole cache lines (the element loop read every output row's elements a whole input row apart:
 // 0.9 ns an element on ConvNeXt-T's NCHW <-> NHWC transposes).
+// A transpose of `bytes` in all moves on the threads from 256 KB on (ViT's [197, 12, 64] ->
+// [12, 197, 64], 0.6 MB, and ConvNeXt's NCHW <-> NHWC ones were serial, and slower at 2 threads
+// than at 1 with their data in the other core's cache). Every element is a copy: any split gives
+// the same bytes.
+constexpr size_t kParallelTransposeBytes = 256 * 1024;
+
 void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R, int64_t C) {
   constexpr int64_t T = 16;
-  for (int64_t b = 0; b < batch; ++b) {
-    const uint32_t* x = in + b * R * C;
-    uint32_t* y = out + b * R * C;
-    for (int64_t r0 = 0; r0 < R; r0 += T) {
-      const int64_t r1 = std::min(R, r0 + T);
+  // Blocks of T rows of every batch item, on the threads.
+  const int64_t row_blocks = (R + T - 1) / T;
+  auto blocks = [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t b = q / row_blocks, r0 = q % row_blocks * T, r1 = std::min(R, r0 + T);
+      const uint32_t* x = in + b * R * C;
+      uint32_t* y = out + b * R * C;
       for (int64_t c0 = 0; c0 < C; c0 += T) {
         const int64_t c1 = std::min(C, c0 + T);
         for (int64_t c = c0; c < c1; ++c)
           for (int64_t r = r0; r < r1; ++r) y[c * R + r] = x[r * C + c];
       }
     }
-  }
+  };
+  const size_t bytes = static_cast<size_t>(batch * R * C) * sizeof(uint32_t);
+  if (bytes < kParallelTransposeBytes || num_threads() < 2) return blocks(0, batch * row_blocks);
+  parallel_for(batch * row_blocks, 1, blocks);
 }
 
 }  // namespace
@@ -378,25 +389,41 @@ void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>
     std::memcpy(dst, src, elem_size);
     return;
   }
-  std::vector<int64_t> idx(rank, 0);
-  int64_t ii = 0;
   const int64_t inner = os[rank - 1], inner_step = step[rank - 1];
-  for (int64_t o = 0; o < n; o += inner) {
-    if (elem_size == 4) {
-      const auto* s4 = reinterpret_cast<const uint32_t*>(src);
-      auto* d4 = reinterpret_cast<uint32_t*>(dst);
-      for (int64_t k = 0; k < inner; ++k) d4[o + k] = s4[ii + k * inner_step];
-    } else {
-      for (int64_t k = 0; k < inner; ++k)
-        std::memcpy(dst + (o + k) * elem_size, src + (ii + k * inner_step) * elem_size, elem_size);
+  if (inner == 0) return;
+  // Output rows [o0, o1) (of `inner` elements), each read with an odometer over the outer dims
+  // started at o0.
+  auto rows = [&](int64_t o0, int64_t o1) {
+    std::vector<int64_t> idx(rank, 0);
+    int64_t ii = 0;
+    for (int64_t d = static_cast<int64_t>(rank) - 2, q = o0; d >= 0; --d) {
+      idx[d] = q % os[d];
+      q /= os[d];
+      ii += idx[d] * step[d];
     }
-    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
-      ii += step[d];
-      if (++idx[d] < os[d]) break;
-      ii -= step[d] * os[d];
-      idx[d] = 0;
+    for (int64_t o = o0 * inner; o < o1 * inner; o += inner) {
+      if (elem_size == 4) {
+        const auto* s4 = reinterpret_cast<const uint32_t*>(src);
+        auto* d4 = reinterpret_cast<uint32_t*>(dst);
+        for (int64_t k = 0; k < inner; ++k) d4[o + k] = s4[ii + k * inner_step];
+      } else {
+        for (int64_t k = 0; k < inner; ++k)
+          std::memcpy(dst + (o + k) * elem_size, src + (ii + k * inner_step) * elem_size,
+                      elem_size);
+      }
+      for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+        ii += step[d];
+        if (++idx[d] < os[d]) break;
+        ii -= step[d] * os[d];
+        idx[d] = 0;
+      }
     }
-  }
+  };
+  const int64_t outer_rows = n / inner;
+  if (static_cast<size_t>(n) * elem_size < kParallelTransposeBytes || num_threads() < 2)
+    return rows(0, outer_rows);
+  const int64_t grain = std::max<int64_t>(1, 16384 / (inner * static_cast<int64_t>(elem_size)));
+  parallel_for(outer_rows, grain, rows);
 }
 
 void copy_pieces(const std::vector<CopyPiece>& pieces) {

@@ -290,6 +290,32 @@ TEST(Threads, ElementwiseOpsSplitBitIdentically) {
   }
 }
 
+TEST(Threads, TransposesSplitBitIdentically) {
+  // ViT's heads ([197, 12, 64] -> [12, 197, 64]: the odometer path), ConvNeXt's NCHW -> NHWC
+  // (the tiled path), and 1- and 8-byte elements, all past the 256 KB threshold.
+  struct Case {
+    std::vector<int64_t> shape, perm;
+    size_t elem;
+  };
+  for (const Case& c : {Case{{197, 12, 64}, {1, 0, 2}, 4}, Case{{1, 96, 56, 57}, {0, 2, 3, 1}, 4},
+                        Case{{3, 41, 50, 45}, {3, 1, 0, 2}, 1}, Case{{37, 29, 31}, {2, 0, 1}, 8}}) {
+    size_t n = c.elem;
+    for (int64_t d : c.shape) n *= static_cast<size_t>(d);
+    std::vector<uint8_t> in(n);
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 131 + i / 251);
+    std::vector<uint8_t> one(n, 0);
+    fx::kernels::set_num_threads(1);
+    fx::kernels::transpose(c.shape, in.data(), c.perm, c.elem, one.data());
+    for (int t : {2, 3}) {
+      Threads threads(t);
+      std::vector<uint8_t> got(n, 0);
+      fx::kernels::transpose(c.shape, in.data(), c.perm, c.elem, got.data());
+      EXPECT_EQ(got, one) << c.shape.size() << "-d, " << c.elem << "-byte elements, " << t
+                          << " threads";
+    }
+  }
+}
+
 TEST(Threads, BatchedMatMulSplitsItsHeadsBitIdentically) {
   // Attention's shapes: per-head products (ViT-B/16: 12 heads of 197x64 @ 64x197, and the small
   // zoo transformer's), a broadcast batch, and heads large enough to split on their own.
