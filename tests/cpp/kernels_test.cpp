@@ -62,15 +62,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GemmCase{1, 1, 1, false, false, 1.0f, 0.0f},
                       GemmCase{6, 8, 4, false, false, 1.0f, 0.0f},     // one full micro-tile
                       GemmCase{7, 9, 13, false, false, 0.5f, 2.0f},    // partial tiles, beta
-                      GemmCase{65, 33, 300, true, false, 1.0f, 1.0f},  // K spans two slices
+                      GemmCase{65, 33, 500, true, false, 1.0f, 1.0f},  // K spans two slices
                       GemmCase{50, 70, 20, false, true, -1.0f, 0.0f},
                       GemmCase{13, 17, 600, true, true, 1.0f, 0.5f},
                       GemmCase{200, 130, 520, false, false, 1.0f, 0.0f},  // several MC blocks
                       // A read in place (x86): a last tile of 5 rows, three K slices, beta.
-                      GemmCase{101, 70, 700, false, false, 1.0f, 0.5f},
+                      GemmCase{101, 70, 900, false, false, 1.0f, 0.5f},
                       GemmCase{3, 2100, 7, false, false, 1.0f, 0.0f},  // N spans two NC blocks
                       // Few rows (B read in place), full panels and a partial one, two K slices.
-                      GemmCase{40, 75, 300, false, false, 1.0f, 0.5f},
+                      GemmCase{40, 75, 500, false, false, 1.0f, 0.5f},
                       GemmCase{5, 4, 0, false, false, 1.0f, 3.0f},      // K = 0: C = beta*C
                       GemmCase{1, 1000, 517, false, true, 1.0f, 1.0f},  // row vector (GEMV) x B^T
                       GemmCase{1, 37, 29, false, false, 0.5f, 0.0f},    // row vector x B
@@ -78,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // A last panel at most half the x86 kernels' width (one vector column):
                       // N = 169 (9 of 32), 41 (9 of 32), 196 (4 of 16 and of 32); packed and
                       // in-place B, K across slices, beta, a partial last row tile.
-                      GemmCase{70, 169, 300, false, false, 1.0f, 0.5f},
+                      GemmCase{70, 169, 450, false, false, 1.0f, 0.5f},
                       GemmCase{40, 41, 20, false, false, 0.5f, 0.0f},
                       GemmCase{101, 196, 70, false, false, 1.0f, 1.0f},
                       GemmCase{13, 196, 37, true, false, -1.0f, 0.0f}));
