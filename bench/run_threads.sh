@@ -23,7 +23,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 input_flags() {
   node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-           console.log(s.inputs.map(i => `--input ${i.dtype}:${i.shape.map(d => typeof d === "number" ? d : 1).join(",")}`).join(" "))' \
+           console.log(s.inputs.map(i => `--input ${i.dtype}:${(i.example ?? i.shape).map(d => typeof d === "number" ? d : 1).join(",")}`).join(" "))' \
     "models/zoo/$1.json"
 }
 log "$(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"

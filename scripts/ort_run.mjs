@@ -7,7 +7,7 @@
 //   --inputs DIR   take the inputs from DIR/io.json + the raw files it names (the layout of
 //                  tests/onnx_ops/<case>/test_data_set_0/); otherwise inputs are seeded random
 //   --spec FILE    input spec JSON ({"inputs": [{name, shape, dtype}]}, e.g. models/zoo/NAME.json;
-//                  symbolic dimensions become 1);
+//                  an input's "example" shape if it has one, else symbolic dimensions become 1);
 //                  default: MODEL with .onnx replaced by .json if that file exists, else the
 //                  model's own input metadata (symbolic dimensions become 1)
 //   --seed N       seed of the random inputs (default 0)
@@ -137,13 +137,15 @@ export function createSession(model, { threads = 1, opt = 'all' } = {}) {
 
 /**
  * The input spec [{name, shape, dtype}] from a JSON file or from the session's metadata; a
- * symbolic dimension (a name such as "batch", as the zoo's JSON lists dynamic axes) becomes 1.
+ * symbolic dimension (a name such as "batch", as the zoo's JSON lists dynamic axes) becomes 1,
+ * unless the JSON gives the input an "example" shape (models/generate.py: the shape it was
+ * exported at), which is then used.
  */
 function inputSpec(session, specFile) {
   if (specFile)
     return JSON.parse(fs.readFileSync(specFile, 'utf8')).inputs.map((s) => ({
       ...s,
-      shape: s.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : 1)),
+      shape: (s.example ?? s.shape).map((d) => (typeof d === 'number' && d >= 0 ? d : 1)),
     }));
   return session.inputMetadata.map((m) => ({
     name: m.name,
