@@ -74,27 +74,27 @@ void split_rows(int64_t rows, int64_t size, F&& f) {
 }
 
 // Calls f(a_index, b_index, out_index, count, a_step, b_step) for runs of the innermost
-// dimension of the broadcast output; steps are 0 or 1.
+// dimension of the broadcast output; steps are 0 or 1. Runs go to the threads in chunks of at
+// least kCheapGrain elements (each run writes its own output: f must allow that).
 template <class F>
 void for_each_run(const Shape& as, const Shape& bs, F&& f) {
   Shape out;
   broadcast_shapes(as, bs, out);
   const size_t rank = out.size();
   if (rank == 0) return f(0, 0, 0, 1, 0, 0);
-  // Strides of a and b over the output's dims (0 where broadcast), and the odometer: on the
-  // stack up to rank 8 (small ops run many times; allocations were a visible share of them).
+  // Strides of a and b over the output's dims (0 where broadcast), and each chunk's odometer:
+  // on the stack up to rank 8 (small ops run many times; allocations were a visible share of
+  // them).
   constexpr size_t kInline = 8;
-  int64_t inline_buf[3 * kInline];
+  int64_t inline_buf[2 * kInline];
   std::vector<int64_t> heap_buf;
   int64_t* buf = inline_buf;
   if (rank > kInline) {
-    heap_buf.resize(3 * rank);
+    heap_buf.resize(2 * rank);
     buf = heap_buf.data();
   }
   int64_t* sa = buf;
   int64_t* sb = buf + rank;
-  int64_t* idx = buf + 2 * rank;
-  std::fill(buf, buf + 3 * rank, 0);
   for (int64_t i = static_cast<int64_t>(rank) - 1, ka = 1, kb = 1; i >= 0; --i) {
     const size_t oa = rank - as.size(), ob = rank - bs.size();
     const int64_t da = static_cast<size_t>(i) < oa ? 1 : as[i - oa];
@@ -106,18 +106,36 @@ void for_each_run(const Shape& as, const Shape& bs, F&& f) {
   }
   const int64_t inner = out[rank - 1];
   const int64_t outer = inner == 0 ? 0 : numel(out) / inner;
-  int64_t ia = 0, ib = 0;
-  for (int64_t o = 0; o < outer; ++o) {
-    f(ia, ib, o * inner, inner, sa[rank - 1], sb[rank - 1]);
-    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {  // odometer over outer dims
-      ia += sa[d];
-      ib += sb[d];
-      if (++idx[d] < out[d]) break;
-      ia -= sa[d] * out[d];
-      ib -= sb[d] * out[d];
-      idx[d] = 0;
+  // Runs [o0, o1), the odometer over the outer dims started at run o0.
+  auto runs = [&](int64_t o0, int64_t o1) {
+    int64_t inline_idx[kInline];
+    std::vector<int64_t> heap_idx;
+    int64_t* idx = inline_idx;
+    if (rank > kInline) {
+      heap_idx.resize(rank);
+      idx = heap_idx.data();
     }
-  }
+    int64_t ia = 0, ib = 0;
+    for (int64_t d = static_cast<int64_t>(rank) - 2, q = o0; d >= 0; --d) {
+      idx[d] = q % out[d];
+      q /= out[d];
+      ia += idx[d] * sa[d];
+      ib += idx[d] * sb[d];
+    }
+    for (int64_t o = o0; o < o1; ++o) {
+      f(ia, ib, o * inner, inner, sa[rank - 1], sb[rank - 1]);
+      for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {  // odometer over outer dims
+        ia += sa[d];
+        ib += sb[d];
+        if (++idx[d] < out[d]) break;
+        ia -= sa[d] * out[d];
+        ib -= sb[d] * out[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  if (outer * inner < 2 * kCheapGrain || outer < 2 || num_threads() < 2) return runs(0, outer);
+  parallel_for(outer, std::max<int64_t>(1, kCheapGrain / inner), runs);
 }
 
 template <class T, class R, class Op>

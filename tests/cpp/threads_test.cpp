@@ -246,7 +246,8 @@ TEST(Threads, MaxPoolSplitsByPlanesBitIdentically) {
 TEST(Threads, ElementwiseOpsSplitBitIdentically) {
   // Sizes past the split thresholds (64K elements for cheap ops, 8K for transcendental ones and
   // rows of Softmax/LayerNorm), not multiples of the chunks: ViT's GELU input (197 x 3072), an
-  // odd length, its attention rows (12 x 197 rows of 197) and LayerNorm rows (197 x 768).
+  // odd length, broadcasting binary ops (by runs of the last dimension), its attention rows
+  // (12 x 197 rows of 197) and LayerNorm rows (197 x 768).
   namespace k = fx::kernels;
   const int64_t n = 197 * 3072 + 5;
   std::vector<float> x(static_cast<size_t>(n)), y(x.size());
@@ -270,6 +271,17 @@ TEST(Threads, ElementwiseOpsSplitBitIdentically) {
     k::unary_f32(k::UnaryOp::Clip, x.data(), out.back().data(), n, -1.0f, 2.0f);
     out.push_back(fresh());
     k::binary_f32(k::BinaryOp::Add, {n}, x.data(), {n}, y.data(), out.back().data());
+    // Broadcasting: ConvNeXt's layer scale ([1, 56, 56, 96] * [96]), a bias row ([197, 768] +
+    // [768]) and a per-channel scalar over 4-D runs ([2, 3, 300, 100] - [3, 1, 1]).
+    out.push_back(fresh());
+    k::binary_f32(k::BinaryOp::Mul, {1, 56, 56, 96}, x.data(), {96}, y.data(), out.back().data());
+    out.push_back(fresh());
+    k::binary_f32(k::BinaryOp::Add, {197, 768}, x.data(), {768}, y.data(), out.back().data());
+    out.push_back(fresh());
+    k::binary_f32(k::BinaryOp::Sub, {2, 3, 300, 100}, x.data(), {3, 1, 1}, y.data(),
+                  out.back().data());
+    out.push_back(fresh());  // (bool results in its first quarter)
+    k::binary_f32(k::BinaryOp::Less, {600, 300}, x.data(), {300}, y.data(), out.back().data());
     out.push_back(fresh());
     k::softmax_f32(x.data(), out.back().data(), 12 * 197, 197);
     out.push_back(fresh());
