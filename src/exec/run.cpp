@@ -116,7 +116,13 @@ class Runner {
     PlannedConcat& pc = plan_.concats[static_cast<size_t>(s.concat_writer)];
     if (!pc.armed || pc.off) return execute(s);
     Value& dest = st_.concat_dest[static_cast<size_t>(s.concat_writer)];
-    if (!dest.defined()) dest = new_value(pc.dtype, {pc.numel});
+    if (!dest.defined()) {
+      try {
+        dest = new_value(pc.dtype, {pc.numel});
+      } catch (const Error&) {  // (a memory limit: the op then allocates, and reports, its own)
+        return execute(s);
+      }
+    }
     const Value slice =
         value_slice(dest, pc.offsets[s.concat_input], pc.dtype, pc.shapes[s.concat_input]);
     struct HintScope {
