@@ -49,28 +49,18 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
 
 namespace {
 
-// Elementwise ops on the pool's threads: contiguous chunks of whole `grain`-element blocks (a
-// multiple of 64, so only the last chunk ends in a partial vector), each element computed as on
-// one thread, so any thread count gives the same bits. A chunk must outweigh waking a thread (a
-// few microseconds): cheap ops (adds, compares, Relu, Clip: memory-bound, ~0.1-0.3 ns an
-// element) take 64K elements, the transcendental ones (exp, erf, GELU, Softmax, LayerNorm: ~1 ns)
-// 8K. (A transformer's elementwise ops were serial: ViT-B/16 ran 1.63x faster on 2 threads
+// Elementwise ops on the pool's threads (parallel_for_inline), each element or row computed as
+// on one thread, so any thread count gives the same bits. A chunk must outweigh waking a thread
+// (a few microseconds): cheap ops (adds, compares, Relu, Clip: memory-bound, ~0.1-0.3 ns an
+// element) take 64K elements, the transcendental ones (exp, erf, GELU, Softmax, LayerNorm: ~1
+// ns) 8K. (A transformer's elementwise ops were serial: ViT-B/16 ran 1.63x faster on 2 threads
 // against onnxruntime's 1.89x.)
 constexpr int64_t kCheapGrain = 65536;
 constexpr int64_t kCostlyGrain = 8192;
 
-template <class F>
-void split_elements(int64_t n, int64_t grain, F&& f) {
-  if (n < 2 * grain || num_threads() < 2) return f(int64_t{0}, n);
-  parallel_for((n + grain - 1) / grain, 1,
-               [&](int64_t c0, int64_t c1) { f(c0 * grain, std::min(n, c1 * grain)); });
-}
-
-// Rows [0, rows) of `size` elements on the threads, at least kCostlyGrain elements a chunk.
-template <class F>
-void split_rows(int64_t rows, int64_t size, F&& f) {
-  if (rows < 2 || rows * size < 2 * kCostlyGrain || num_threads() < 2) return f(int64_t{0}, rows);
-  parallel_for(rows, std::max<int64_t>(1, kCostlyGrain / std::max<int64_t>(size, 1)), f);
+// Rows of `size` elements: at least kCostlyGrain elements a chunk.
+int64_t costly_row_grain(int64_t size) {
+  return std::max<int64_t>(1, kCostlyGrain / std::max<int64_t>(size, 1));
 }
 
 // Calls f(a_index, b_index, out_index, count, a_step, b_step) for runs of the innermost
@@ -134,14 +124,13 @@ void for_each_run(const Shape& as, const Shape& bs, F&& f) {
       }
     }
   };
-  if (outer * inner < 2 * kCheapGrain || outer < 2 || num_threads() < 2) return runs(0, outer);
-  parallel_for(outer, std::max<int64_t>(1, kCheapGrain / inner), runs);
+  parallel_for_inline(outer, std::max<int64_t>(1, kCheapGrain / inner), runs);
 }
 
 template <class T, class R, class Op>
 void apply(const Shape& as, const T* a, const Shape& bs, const T* b, R* out, Op op) {
   if (as == bs) {
-    split_elements(numel(as), kCheapGrain, [&](int64_t i0, int64_t i1) {
+    parallel_for_inline(numel(as), kCheapGrain, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) out[i] = op(a[i], b[i]);
     });
     return;
@@ -365,7 +354,7 @@ void binary_bool(BinaryOp op, const Shape& as, const uint8_t* a, const Shape& bs
 namespace {
 template <class F>
 void map(const float* in, float* out, int64_t n, F f) {
-  split_elements(n, kCheapGrain, [&](int64_t i0, int64_t i1) {
+  parallel_for_inline(n, kCheapGrain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) out[i] = f(in[i]);
   });
 }
@@ -436,8 +425,9 @@ void vec_apply_serial(VecOp op, const float* in, float* out, int64_t n) {
 }
 
 void vec_apply(VecOp op, const float* in, float* out, int64_t n) {
-  split_elements(n, kCostlyGrain,
-                 [&](int64_t i0, int64_t i1) { vec_apply_serial(op, in + i0, out + i0, i1 - i0); });
+  parallel_for_inline(n, kCostlyGrain, [&](int64_t i0, int64_t i1) {
+    vec_apply_serial(op, in + i0, out + i0, i1 - i0);
+  });
 }
 
 // a[0] + ... + a[W-1] in double, pairwise ((a0 + a1) + (a2 + a3)) + ...: a chain of log2(W)
@@ -678,7 +668,7 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, 
 }
 
 void softmax_f32(const float* in, float* out, int64_t rows, int64_t axis_size, bool log) {
-  split_rows(rows, axis_size, [&](int64_t r0, int64_t r1) {
+  parallel_for_inline(rows, costly_row_grain(axis_size), [&](int64_t r0, int64_t r1) {
     softmax_any(in + r0 * axis_size, out + r0 * axis_size, r1 - r0, axis_size, log);
   });
 }
@@ -723,7 +713,7 @@ void layer_norm_rows(const float* in, const float* scale, const float* bias, flo
 
 void layer_norm_f32(const float* in, const float* scale, const float* bias, float* out,
                     int64_t rows, int64_t size, float epsilon) {
-  split_rows(rows, size, [&](int64_t r0, int64_t r1) {
+  parallel_for_inline(rows, costly_row_grain(size), [&](int64_t r0, int64_t r1) {
     layer_norm_rows(in, scale, bias, out, r0, r1, size, epsilon);
   });
 }

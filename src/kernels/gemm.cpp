@@ -294,29 +294,29 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         c50 = FMADD(BCAST(a5 + ka), b0, c50);                                                      \
         b += b_step;                                                                               \
       }                                                                                            \
-      kc = 0;                                                                                      \
-    }                                                                                              \
-    for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                           \
-      const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                              \
-      VEC ar = BCAST(a0 + ka);                                                                     \
-      c00 = FMADD(ar, b0, c00);                                                                    \
-      c01 = FMADD(ar, b1, c01);                                                                    \
-      ar = BCAST(a1 + ka);                                                                         \
-      c10 = FMADD(ar, b0, c10);                                                                    \
-      c11 = FMADD(ar, b1, c11);                                                                    \
-      ar = BCAST(a2 + ka);                                                                         \
-      c20 = FMADD(ar, b0, c20);                                                                    \
-      c21 = FMADD(ar, b1, c21);                                                                    \
-      ar = BCAST(a3 + ka);                                                                         \
-      c30 = FMADD(ar, b0, c30);                                                                    \
-      c31 = FMADD(ar, b1, c31);                                                                    \
-      ar = BCAST(a4 + ka);                                                                         \
-      c40 = FMADD(ar, b0, c40);                                                                    \
-      c41 = FMADD(ar, b1, c41);                                                                    \
-      ar = BCAST(a5 + ka);                                                                         \
-      c50 = FMADD(ar, b0, c50);                                                                    \
-      c51 = FMADD(ar, b1, c51);                                                                    \
-      b += b_step;                                                                                 \
+    } else {                                                                                       \
+      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
+        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
+        VEC ar = BCAST(a0 + ka);                                                                   \
+        c00 = FMADD(ar, b0, c00);                                                                  \
+        c01 = FMADD(ar, b1, c01);                                                                  \
+        ar = BCAST(a1 + ka);                                                                       \
+        c10 = FMADD(ar, b0, c10);                                                                  \
+        c11 = FMADD(ar, b1, c11);                                                                  \
+        ar = BCAST(a2 + ka);                                                                       \
+        c20 = FMADD(ar, b0, c20);                                                                  \
+        c21 = FMADD(ar, b1, c21);                                                                  \
+        ar = BCAST(a3 + ka);                                                                       \
+        c30 = FMADD(ar, b0, c30);                                                                  \
+        c31 = FMADD(ar, b1, c31);                                                                  \
+        ar = BCAST(a4 + ka);                                                                       \
+        c40 = FMADD(ar, b0, c40);                                                                  \
+        c41 = FMADD(ar, b1, c41);                                                                  \
+        ar = BCAST(a5 + ka);                                                                       \
+        c50 = FMADD(ar, b0, c50);                                                                  \
+        c51 = FMADD(ar, b1, c51);                                                                  \
+        b += b_step;                                                                               \
+      }                                                                                            \
     }                                                                                              \
     const bool first = st.first;                                                                   \
     const bool clamp = st.last && st.clamp;                                                        \

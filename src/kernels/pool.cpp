@@ -259,11 +259,10 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
 // Planes split across threads (each plane is computed alone, so any split gives the same bits):
 // SqueezeNet's three max-pools were 0.3 ms of serial time in a 4.7 ms 2-thread run.
 void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
+  // At least 50K input elements a thread.
   const int64_t planes = p.N * p.C, plane = std::max<int64_t>(1, p.H * p.W);
-  if (num_threads() < 2 || planes < 2 || static_cast<double>(planes) * plane < 1e5)
-    return max_pool_planes(p, in, out, 0, planes);
-  parallel_for(planes, std::max<int64_t>(1, 16384 / plane),
-               [&](int64_t b, int64_t e) { max_pool_planes(p, in, out, b, e); });
+  parallel_for_inline(planes, std::max<int64_t>(1, 50000 / plane),
+                      [&](int64_t b, int64_t e) { max_pool_planes(p, in, out, b, e); });
 }
 
 void avg_pool2d(const Pool2dParams& p, const float* in, float* out) {

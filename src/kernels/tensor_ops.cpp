@@ -319,15 +319,15 @@ void merge_dims(const Shape& in_shape, const std::vector<int64_t>& perm, Shape& 
   }
 }
 
+// Copies (transposes, copy_pieces) move on the threads from 256 KB on, at least 128 KB a chunk.
+// Every element is a copy: any split gives the same bytes. (ViT's [197, 12, 64] -> [12, 197, 64],
+// 0.6 MB, and ConvNeXt's NCHW <-> NHWC transposes were serial, and slower at 2 threads than at
+// 1 with their data in the other core's cache.)
+constexpr int64_t kParallelCopyChunk = 128 * 1024;
+
 // out[b][c][r] = in[b][r][c] for 4-byte elements, in 16 x 16 tiles so that both sides touch
 // whole cache lines (the element loop read every output row's elements a whole input row apart:
 // 0.9 ns an element on ConvNeXt-T's NCHW <-> NHWC transposes).
-// A transpose of `bytes` in all moves on the threads from 256 KB on (ViT's [197, 12, 64] ->
-// [12, 197, 64], 0.6 MB, and ConvNeXt's NCHW <-> NHWC ones were serial, and slower at 2 threads
-// than at 1 with their data in the other core's cache). Every element is a copy: any split gives
-// the same bytes.
-constexpr size_t kParallelTransposeBytes = 256 * 1024;
-
 void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R, int64_t C) {
   constexpr int64_t T = 16;
   // Blocks of T rows of every batch item, on the threads.
@@ -344,9 +344,9 @@ void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R
       }
     }
   };
-  const size_t bytes = static_cast<size_t>(batch * R * C) * sizeof(uint32_t);
-  if (bytes < kParallelTransposeBytes || num_threads() < 2) return blocks(0, batch * row_blocks);
-  parallel_for(batch * row_blocks, 1, blocks);
+  const int64_t block_bytes = T * C * static_cast<int64_t>(sizeof(uint32_t));
+  parallel_for_inline(batch * row_blocks, std::max<int64_t>(1, kParallelCopyChunk / block_bytes),
+                      blocks);
 }
 
 }  // namespace
@@ -419,18 +419,15 @@ void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>
       }
     }
   };
-  const int64_t outer_rows = n / inner;
-  if (static_cast<size_t>(n) * elem_size < kParallelTransposeBytes || num_threads() < 2)
-    return rows(0, outer_rows);
-  const int64_t grain = std::max<int64_t>(1, 16384 / (inner * static_cast<int64_t>(elem_size)));
-  parallel_for(outer_rows, grain, rows);
+  const int64_t row_bytes = inner * static_cast<int64_t>(elem_size);
+  parallel_for_inline(n / inner, std::max<int64_t>(1, kParallelCopyChunk / row_bytes), rows);
 }
 
 void copy_pieces(const std::vector<CopyPiece>& pieces) {
-  constexpr size_t kChunk = 64 * 1024, kParallelBytes = 256 * 1024;
+  constexpr size_t kChunk = 64 * 1024;
   size_t total = 0;
   for (const CopyPiece& p : pieces) total += p.bytes;
-  if (num_threads() < 2 || total < kParallelBytes) {
+  if (num_threads() < 2 || total < 2 * static_cast<size_t>(kParallelCopyChunk)) {
     for (const CopyPiece& p : pieces)
       if (p.bytes) std::memcpy(p.dst, p.src, p.bytes);
     return;

@@ -28,5 +28,14 @@ void release_worker_scratch();
 /// Runs fn(begin, end) over [0, n) in at most num_threads() contiguous chunks of at least `grain`
 /// items (fewer chunks when n is small), the caller taking part; returns when all are done.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+/// parallel_for for loops that are mostly small (elementwise ops, copies): fn(0, n) on the caller,
+/// without building the std::function, when it would be a single chunk (one thread, or fewer
+/// than 2 * grain items).
+template <class F>
+void parallel_for_inline(int64_t n, int64_t grain, F&& fn) {
+  if (n <= 0) return;
+  if (num_threads() < 2 || n < 2 * grain) return fn(int64_t{0}, n);
+  parallel_for(n, grain, fn);
+}
 
 }  // namespace fx::kernels
