@@ -294,6 +294,36 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         c50 = FMADD(BCAST(a5 + ka), b0, c50);                                                      \
         b += b_step;                                                                               \
       }                                                                                            \
+    } else if (mr <= 2) {                                                                          \
+      /* A last tile of 1-2 rows (M = 32, 320; 49 pixels transposed) or 3-4 (M = 16, 64, */        \
+      /* 160; 196 pixels) computes only those rows: the same bits. */                              \
+      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
+        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
+        VEC ar = BCAST(a0 + ka);                                                                   \
+        c00 = FMADD(ar, b0, c00);                                                                  \
+        c01 = FMADD(ar, b1, c01);                                                                  \
+        ar = BCAST(a1 + ka);                                                                       \
+        c10 = FMADD(ar, b0, c10);                                                                  \
+        c11 = FMADD(ar, b1, c11);                                                                  \
+        b += b_step;                                                                               \
+      }                                                                                            \
+    } else if (mr <= 4) {                                                                          \
+      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
+        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
+        VEC ar = BCAST(a0 + ka);                                                                   \
+        c00 = FMADD(ar, b0, c00);                                                                  \
+        c01 = FMADD(ar, b1, c01);                                                                  \
+        ar = BCAST(a1 + ka);                                                                       \
+        c10 = FMADD(ar, b0, c10);                                                                  \
+        c11 = FMADD(ar, b1, c11);                                                                  \
+        ar = BCAST(a2 + ka);                                                                       \
+        c20 = FMADD(ar, b0, c20);                                                                  \
+        c21 = FMADD(ar, b1, c21);                                                                  \
+        ar = BCAST(a3 + ka);                                                                       \
+        c30 = FMADD(ar, b0, c30);                                                                  \
+        c31 = FMADD(ar, b1, c31);                                                                  \
+        b += b_step;                                                                               \
+      }                                                                                            \
     } else {                                                                                       \
       for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
         const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
