@@ -50,8 +50,10 @@ constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
 constexpr int64_t KC = 384;
 constexpr int64_t MC = 96;  // an MC x KC block of A (144 KB) stays in L2
 constexpr int64_t NC = 2048;
-constexpr int64_t kDirectBMaxRows = 64;          // see direct_b in sgemm
-constexpr int64_t kShortKBlockFloats = 64 * NC;  // see the tile order in GemmCore::blocked
+constexpr int64_t kDirectBMaxRows = 64;           // see direct_b in sgemm
+constexpr int64_t kTransposedMinK = 160;          // see sgemm_prefers_transposed
+constexpr int64_t kTransposedMinKPortable = 256;  // (wasm, and x86 without AVX2: not remeasured)
+constexpr int64_t kShortKBlockFloats = 64 * NC;   // see the tile order in GemmCore::blocked
 
 // n floats at a 64-byte boundary inside `buf` (grown as needed).
 template <class Buffer>
@@ -448,24 +450,34 @@ MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr) {
 }  // namespace
 
 bool sgemm_prefers_transposed(int64_t M, int64_t N, int64_t K) {
-  // Transposing the result costs about as much as the better fill gains when K is short
-  // (min-of-40 conv timings: K = 64 25 % slower, 160 even, 320 8 % faster, 4608 21 %), and with
-  // at most kDirectBMaxRows rows the plain product reads B in place, which the transposed one
-  // cannot.
-  if (M <= kDirectBMaxRows || N <= 0 || K < 256) return false;
+  // Transposing the result costs about as much as the better fill gains when K is short, and
+  // with at most kDirectBMaxRows rows the plain product reads B in place, which the transposed
+  // one cannot. Medians of per-node timings, once row tails ran short: MobileNetV2's 960 x 49 x
+  // 160 13 % faster transposed, but K = 64, 96 and 128 8-18 % slower (K = 64 was 25 % slower
+  // and 160 even when every row tile cost six rows; 320 8 % and 4608 21 % faster).
   int64_t width = NR;
   select_kernel(width);
-  // The share of computed tile cells that are results; the x86 kernels compute a last panel at
-  // most half their width as half a tile.
-  const bool halves = width > NR;
-  auto fill = [](int64_t n, int64_t step, bool half_tail) {
+  const bool x86 = width > NR;
+  if (M <= kDirectBMaxRows || N <= 0 || K < (x86 ? kTransposedMinK : kTransposedMinKPortable))
+    return false;
+  // The share of computed tile cells that are results. The x86 kernels compute a last column
+  // panel at most half their width as half a tile, and a last row tile of 1-2 (3-4) rows as a
+  // third (two thirds) of one.
+  auto fill = [](int64_t n, int64_t step, int64_t tail_cost) {
     const int64_t tail = n % step;
-    const int64_t tail_cost = tail == 0 ? 0 : half_tail && 2 * tail <= step ? step / 2 : step;
-    return static_cast<double>(n) / static_cast<double>(n - tail + tail_cost);
+    return static_cast<double>(n) / static_cast<double>(n - tail + (tail ? tail_cost : 0));
+  };
+  auto cols = [&](int64_t n) {
+    const int64_t tail = n % width;
+    return fill(n, width, x86 && 2 * tail <= width ? width / 2 : width);
+  };
+  auto rows = [&](int64_t n) {
+    const int64_t tail = n % MR;
+    return fill(n, MR, !x86 ? MR : tail <= 2 ? 2 : tail <= 4 ? 4 : MR);
   };
   // (A margin for transposing the result: SqueezeNet's 1000 x 169 classifier, 1.08x better filled
   // before half panels, ran 6 % faster transposed.)
-  return fill(M, width, halves) * fill(N, MR, false) > 1.05 * fill(N, width, halves);
+  return cols(M) * rows(N) > 1.05 * rows(M) * cols(N);
 }
 
 PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const float* A, int64_t lda,
