@@ -388,6 +388,30 @@ __attribute__((always_inline)) inline void depthwise_small_impl(const Conv2dPara
   }
 }
 
+// The next channel's input plane, fetched into L2 a few lines per output vector while the
+// stride-2 flat kernel computes this one: it splits a plane into phase planes before computing
+// it, and that pass had waited on L3 or memory (MobileNetV2's 96 x 112 x 112 layer, written by
+// the conv before it, ran 0.36 ms in the model against 0.22 ms alone).
+struct NextPlanePrefetch {
+  NextPlanePrefetch(const Conv2dParams& p, const float* in, int64_t n, int64_t c, int64_t vectors) {
+    if (c + 1 >= p.C) return;
+    next = reinterpret_cast<const char*>(in + (n * p.C + c + 1) * p.H * p.W);
+    const int64_t lines = (p.H * p.W * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+    per_step = (lines + vectors - 1) / vectors;
+    end = next + lines * 64;
+  }
+  __attribute__((always_inline)) void step(int64_t v) const {
+    if (!next) return;
+    for (int64_t i = 0; i < per_step; ++i) {
+      const char* q = next + (v * per_step + i) * 64;
+      if (q < end) __builtin_prefetch(q, 0, 2);
+    }
+  }
+  const char* next = nullptr;
+  const char* end = nullptr;
+  int64_t per_step = 0;
+};
+
 // Depthwise 3x3 at stride 2 with one pixel of padding on every side, on the same flat plan: the
 // plane is split into four phase planes of the output's size (even or odd input rows, times
 // even or odd input columns; entries past the input's edge zero), so output p = oh * OW + ow
@@ -449,7 +473,9 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
       for (int k = 0; k < 9; ++k) wv[k] = V{} + w[k];
       const V b = V{} + (bias ? bias[c] : 0.0f);
       const float *ee = ph[0], *eo = ph[1], *oe = ph[2], *oo = ph[3];
+      NextPlanePrefetch next(p, in, n, c, nv);
       for (int64_t v = 0; v < nv; ++v) {
+        next.step(v);
         const int64_t q = v * L;
         const V col1 = wv[1] * load(oe + q - OW) + wv[4] * load(ee + q) + wv[7] * load(oe + q);
         const V col0 =
