@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
+import { median } from './stats.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const [mode, file] = process.argv.slice(2);
@@ -18,7 +19,6 @@ if (!['exec', 'import'].includes(mode) || !file) {
 }
 const recs = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 const fmt = (ms) => (ms == null ? '-' : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3));
 const mb = (b) => (b / 1e6).toFixed(2);
 const ratio = (a, b) => (a == null || b == null ? '-' : (a / b).toFixed(2) + 'x');

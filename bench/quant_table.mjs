@@ -7,17 +7,13 @@
 //
 //   node bench/quant_table.mjs build/bench/quant.jsonl
 import fs from 'node:fs';
+import { median } from './stats.mjs';
 
 const lines = fs
   .readFileSync(process.argv[2] || 'build/bench/quant.jsonl', 'utf8')
   .split('\n')
   .filter((l) => l.startsWith('{'))
   .map((l) => JSON.parse(l));
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n ? (n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2) : NaN;
-};
 const sideName = { 'fxwasm-native': 'fxwasm native', ortnode: 'onnxruntime-node', fxwasm: 'fxwasm wasm', ortweb: 'onnxruntime-web' };
 const peer = { 'fxwasm-native': 'ortnode', fxwasm: 'ortweb' };
 const times = new Map(); // `${base}|${form}|${impl}` -> [ms]

@@ -39,10 +39,11 @@ for round in $(seq "$ROUNDS"); do
     done
   done
 done
-node -e '
-const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
-const ms = (side, m, t) => med(rows.filter((r) => r.side === side && r.model === m && r.threads === t).map((r) => r.ms));
+node --input-type=module -e '
+import fs from "node:fs";
+import { median } from "./bench/stats.mjs";
+const rows = fs.readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+const ms = (side, m, t) => median(rows.filter((r) => r.side === side && r.model === m && r.threads === t).map((r) => r.ms));
 console.log("| model | threads | fxwasm native ms | onnxruntime-node ms | fxwasm / ort | fxwasm 1->2 | ort 1->2 |");
 console.log("|---|---|---|---|---|---|---|");
 for (const m of [...new Set(rows.map((r) => r.model))])

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { mulberry32 } from '../wasm/inputs.mjs';
+import { median } from './stats.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PKG = process.env.FXWASM_PKG ? path.resolve(process.env.FXWASM_PKG) : ROOT;
@@ -87,9 +88,8 @@ for (let s = 0; s < SAMPLES; ++s) {
     times[k].push((performance.now() - t) / inner[k]);
   }
 }
-const med = (xs) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1];
 const out = { model: path.basename(model, '.onnx'), samples: SAMPLES };
-for (const k of keys) out[k] = { median_ms: med(times[k]), min_ms: Math.min(...times[k]) };
+for (const k of keys) out[k] = { median_ms: median(times[k]), min_ms: Math.min(...times[k]) };
 out.fxwasm_1to2 = out.fxwasm1.median_ms / out.fxwasm2.median_ms;
 out.ortweb_1to2 = out.ortweb1.median_ms / out.ortweb2.median_ms;
 console.log(JSON.stringify(out));

@@ -8,21 +8,18 @@
 //
 //   node bench/threads_wasm_table.mjs build/bench/threads_wasm.jsonl
 import fs from 'node:fs';
+import { median } from './stats.mjs';
 import os from 'node:os';
 
 const rows = fs.readFileSync(process.argv[2], 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 for (const r of rows)
   if (r.impl === 'fxwasm' && r.threads !== (r.build === 'threads' ? 2 : 1))
     throw new Error(`fxwasm ran ${r.threads} threads (${r.build}): the threaded module did not load`);
-const med = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)];
-};
 const pick = (side, m, t) => rows.filter((r) => r.impl === side && r.model === m && r.threads === t);
-const ms = (side, m, t) => med(pick(side, m, t).map((r) => r.median_ms));
+const ms = (side, m, t) => median(pick(side, m, t).map((r) => r.median_ms));
 const paired = (side, m) => {
   const one = new Map(pick(side, m, 1).map((r) => [r.round, r.median_ms]));
-  return med(pick(side, m, 2).filter((r) => one.has(r.round)).map((r) => one.get(r.round) / r.median_ms));
+  return median(pick(side, m, 2).filter((r) => one.has(r.round)).map((r) => one.get(r.round) / r.median_ms));
 };
 const f = (x) => x.toFixed(2);
 console.log('| model | fxwasm 1 thr ms | fxwasm 2 thr ms | fxwasm 1->2 | paired | ort-web 1 thr ms | ort-web 2 thr ms | ort-web 1->2 | paired | fx/ort 1 thr | fx/ort 2 thr |');
@@ -33,4 +30,4 @@ for (const m of [...new Set(rows.map((r) => r.model))]) {
 }
 const loads = rows.map((r) => r.load1).filter((x) => x !== undefined);
 if (loads.length)
-  console.log(`\nload average (1 min) after each process: median ${f(med(loads))}, ${f(Math.min(...loads))}-${f(Math.max(...loads))}, on ${os.cpus().length} cores`);
+  console.log(`\nload average (1 min) after each process: median ${f(median(loads))}, ${f(Math.min(...loads))}-${f(Math.max(...loads))}, on ${os.cpus().length} cores`);

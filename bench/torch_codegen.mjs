@@ -8,6 +8,7 @@
 // from this machine, so there is no peer figure.
 import fs from 'node:fs';
 import { init } from '../wasm/index.mjs';
+import { median } from './stats.mjs';
 
 const args = process.argv.slice(2);
 const model = args.find((a) => !a.startsWith('--'));
@@ -34,7 +35,6 @@ for (let r = 0; r <= runs; r++) {
   times.toFolder.push(t2 - t1);
 }
 gm.delete();
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const lower = median(times.lower), folder = median(times.toFolder);
 console.log(`${model}: ${(bytes.byteLength / 1e6).toFixed(1)} MB ONNX -> ${(size / 1e6).toFixed(1)} MB package`);
 console.log(`  lowerToTorch ${lower.toFixed(0)} ms + toFolder ${folder.toFixed(0)} ms = ${(lower + folder).toFixed(0)} ms (median of ${runs}, wasm)`);
