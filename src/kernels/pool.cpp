@@ -128,16 +128,27 @@ int64_t max_rows_avx2(const float* const* rows, int64_t n, float* orow, int64_t 
 }
 #endif
 
+// The column ranges of max_pool_row, the same for every row of a call: outputs [lo, hi) have
+// their whole window inside the row, and the four-lane stride-2 loop stops at `end`. (Computed
+// once a call: their divisions, once a row, were a tenth of SqueezeNet's 27x27 pool.)
+struct PoolRowRange {
+  PoolRowRange(const Pool2dParams& p, int64_t OW) {
+    const int64_t sw = p.stride_w, span = (p.KW - 1) * p.dilation_w;
+    lo = std::min(OW, (p.pad_left + sw - 1) / sw);
+    const int64_t last = p.W - 1 - span + p.pad_left;  // largest window start (+ pad) inside
+    hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / sw + 1));
+    end = sw == 2 ? std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1) : hi;
+  }
+  int64_t lo, hi, end;
+};
+
 // hrow[ow] = max over kw of irow[ow * stride_w - pad_left + kw * dilation_w], in-row positions
 // only (-inf where the window has none). NaN-free rows.
 // `limit`: the end of the row's buffer (vector loads may run past the row, not past it).
-void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t OW,
-                  [[maybe_unused]] const float* limit) {
-  const int64_t sw = p.stride_w, dw = p.dilation_w, span = (p.KW - 1) * dw;
-  // Outputs whose whole window is inside the row: [lo, hi).
-  const int64_t lo = std::min(OW, (p.pad_left + sw - 1) / sw);
-  const int64_t last = p.W - 1 - span + p.pad_left;  // largest window start (+ pad) inside
-  const int64_t hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / sw + 1));
+void max_pool_row(const Pool2dParams& p, const PoolRowRange& range, const float* irow, float* hrow,
+                  int64_t OW, [[maybe_unused]] const float* limit) {
+  const int64_t sw = p.stride_w, dw = p.dilation_w;
+  const int64_t lo = range.lo, hi = range.hi;
   auto edge = [&](int64_t ow) {
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t kw = 0; kw < p.KW; ++kw) {
@@ -161,7 +172,7 @@ void max_pool_row(const Pool2dParams& p, const float* irow, float* hrow, int64_t
     auto even = [](const float* q) {
       return __builtin_shufflevector(load4(q), load4(q + 4), 0, 2, 4, 6);
     };
-    const int64_t end = std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1);
+    const int64_t end = range.end;
     if (p.KW == 3) {
 #ifdef FXWASM_X86_DISPATCH
       if (cpu_has_avx2()) ow = max_row_k3s2_avx2(irow, hrow, ow, hi, p.pad_left, limit);
@@ -203,6 +214,7 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
   ScratchBuffer& vrow = scratch(Scratch::ConvRow);
   vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
   const float* vrow_end = vrow.data() + vrow.size();
+  const PoolRowRange range(p, OW);
   for (int64_t nc = first; nc < last; ++nc) {
     const float* plane = in + nc * p.H * p.W;
     float* o = out + nc * OH * OW;
@@ -249,7 +261,7 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
         nan = nan || m != m;
         v[w] = m;
       }
-      max_pool_row(p, v, orow, OW, vrow_end);
+      max_pool_row(p, range, v, orow, OW, vrow_end);
     }
     if (nan) max_pool_plane_exact(p, plane, o);
   }
