@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -22,13 +23,30 @@ constexpr bool kHaveThreads = true;
 
 thread_local bool t_in_parallel = false;
 
-// About 50 microseconds of spinning.
-constexpr int kSpin = 20000;
+// How long a worker waiting for the next job, or a caller waiting for its workers, spins before
+// it sleeps on a condition variable: a model's parallel ops come back to back, and waking a
+// sleeping thread costs tens of microseconds natively and more in wasm (Atomics.wait/notify).
+// Counted in time, not rounds: the 20000 rounds this was took 500 us natively (pause) but 50 us
+// in wasm (no pause instruction), where workers then slept between ops. ResNet-18 in wasm at 2
+// threads, the two builds alternating, three runs of bench/threads_wasm_ab.mjs: 6-10 % faster
+// with 1 ms (scaling 1.41-1.75x -> 1.55-1.92x; onnxruntime-web 1.57-1.87x in the same runs).
+// 2 ms was no better; natively, where 500 us was already the spin, no change.
+constexpr auto kSpinTime = std::chrono::microseconds(1000);
 
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+// Spins until done() or kSpinTime has passed (the clock is read every 256 rounds).
+template <class Done>
+void spin_until(Done done) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 1; !done(); ++i) {
+    relax();
+    if (i % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinTime) return;
+  }
 }
 
 class Pool {
@@ -82,7 +100,7 @@ class Pool {
     cv_.notify_all();
     claim(&chunk, chunks);
     // The other chunks usually finish within microseconds: spin a little before sleeping.
-    for (int i = 0; i < kSpin && !(done_all_.load() && active_count_.load() == 0); ++i) relax();
+    spin_until([&] { return done_all_.load() && active_count_.load() == 0; });
     std::unique_lock<std::mutex> lock(m_);
     // Every chunk done, and no worker still inside claim() for this job (one that woke late must
     // not reach for it once this caller's stack frame is gone).
@@ -122,7 +140,7 @@ class Pool {
       int64_t chunks;
       // A model runs its products back to back: spin a little for the next job before sleeping
       // (waking a sleeping thread costs tens of microseconds, as much as a small product).
-      for (int i = 0; i < kSpin && generation_.load() == seen && !stopping_.load(); ++i) relax();
+      spin_until([&] { return generation_.load() != seen || stopping_.load(); });
       {
         std::unique_lock<std::mutex> lock(m_);
         cv_.wait(lock, [&] { return stop_ || (generation_.load() != seen && job_ != nullptr); });
