@@ -260,6 +260,15 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   } while (false)
 
 #ifdef FXWASM_X86_DISPATCH
+// One row r of a two-vector tile at step k of FXWASM_X86_KERNEL's loops: c_r0 and c_r1 (named
+// locals) += a_r[k] * b0 and b1.
+#define FXWASM_X86_ROW(r, BCAST, FMADD) \
+  do {                                  \
+    const auto ar = BCAST(a##r + ka);   \
+    c##r##0 = FMADD(ar, b0, c##r##0);   \
+    c##r##1 = FMADD(ar, b1, c##r##1);   \
+  } while (false)
+
 // The x86 kernels: MR x (2 vectors) accumulators kept in named locals (an accumulator array would
 // be spilled to the stack on every k step, because the edge path takes its address), FMA, then
 // the shared store with the epilogue.
@@ -301,52 +310,28 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       /* 160; 196 pixels) computes only those rows: the same bits. */                              \
       for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
         const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
-        VEC ar = BCAST(a0 + ka);                                                                   \
-        c00 = FMADD(ar, b0, c00);                                                                  \
-        c01 = FMADD(ar, b1, c01);                                                                  \
-        ar = BCAST(a1 + ka);                                                                       \
-        c10 = FMADD(ar, b0, c10);                                                                  \
-        c11 = FMADD(ar, b1, c11);                                                                  \
+        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
         b += b_step;                                                                               \
       }                                                                                            \
     } else if (mr <= 4) {                                                                          \
       for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
         const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
-        VEC ar = BCAST(a0 + ka);                                                                   \
-        c00 = FMADD(ar, b0, c00);                                                                  \
-        c01 = FMADD(ar, b1, c01);                                                                  \
-        ar = BCAST(a1 + ka);                                                                       \
-        c10 = FMADD(ar, b0, c10);                                                                  \
-        c11 = FMADD(ar, b1, c11);                                                                  \
-        ar = BCAST(a2 + ka);                                                                       \
-        c20 = FMADD(ar, b0, c20);                                                                  \
-        c21 = FMADD(ar, b1, c21);                                                                  \
-        ar = BCAST(a3 + ka);                                                                       \
-        c30 = FMADD(ar, b0, c30);                                                                  \
-        c31 = FMADD(ar, b1, c31);                                                                  \
+        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(2, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(3, BCAST, FMADD);                                                           \
         b += b_step;                                                                               \
       }                                                                                            \
     } else {                                                                                       \
       for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
         const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
-        VEC ar = BCAST(a0 + ka);                                                                   \
-        c00 = FMADD(ar, b0, c00);                                                                  \
-        c01 = FMADD(ar, b1, c01);                                                                  \
-        ar = BCAST(a1 + ka);                                                                       \
-        c10 = FMADD(ar, b0, c10);                                                                  \
-        c11 = FMADD(ar, b1, c11);                                                                  \
-        ar = BCAST(a2 + ka);                                                                       \
-        c20 = FMADD(ar, b0, c20);                                                                  \
-        c21 = FMADD(ar, b1, c21);                                                                  \
-        ar = BCAST(a3 + ka);                                                                       \
-        c30 = FMADD(ar, b0, c30);                                                                  \
-        c31 = FMADD(ar, b1, c31);                                                                  \
-        ar = BCAST(a4 + ka);                                                                       \
-        c40 = FMADD(ar, b0, c40);                                                                  \
-        c41 = FMADD(ar, b1, c41);                                                                  \
-        ar = BCAST(a5 + ka);                                                                       \
-        c50 = FMADD(ar, b0, c50);                                                                  \
-        c51 = FMADD(ar, b1, c51);                                                                  \
+        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(2, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(3, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(4, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROW(5, BCAST, FMADD);                                                           \
         b += b_step;                                                                               \
       }                                                                                            \
     }                                                                                              \
@@ -421,6 +406,7 @@ FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps,
                   _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps,
                   _mm512_set1_ps, max512, min512)
 #undef FXWASM_X86_KERNEL
+#undef FXWASM_X86_ROW
 
 #endif
 
