@@ -1,7 +1,8 @@
 // Depthwise convolutions (group == C == M: MobileNet, EfficientNet, ConvNeXt), direct kernels:
-// a flat whole-plane kernel for 3x3 at stride 1 (and phase planes at stride 2 on wide rows), a
-// channel-interleaved kernel for small planes and larger windows (x86), a row kernel otherwise,
-// and a scalar loop for the rest. Threads split the channels.
+// a flat whole-plane kernel for 3x3 at stride 1 (at stride 2 (x86): planes split into even and
+// odd columns, or phase planes on wide rows), a channel-interleaved kernel for small planes
+// and larger windows (x86), a row kernel otherwise, and a scalar loop for the rest. Threads split
+// the channels.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -499,6 +500,85 @@ bool flat_3x3_s2(const Conv2dParams& p) {
          p.pad_bottom == 1 && p.pad_right == 1;
 }
 
+// Depthwise 3x3 at stride 2 with one pixel of padding on every side and an even input width:
+// each plane is split once, flat, into its even and odd elements E and O (with W even, an
+// element's column has the parity of its flat index), so row i of E (of O) is input row i's even
+// (odd) columns, OW = W / 2 floats, and the split has no row ends. Output (oh, ow) reads input
+// rows 2oh - 1 .. 2oh + 1 at columns 2ow - 1 (O, one to the left: masked at ow = 0), 2ow (E) and
+// 2ow + 1 (O): every tap of L outputs along a row is one load. A row's last vector runs on into
+// the next rows' outputs, which those rows then overwrite; the rows whose vectors would run past
+// the plane go through a buffer. Rows above and below the input read zeros around E and O.
+template <class V, int L>
+__attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  static_assert(L == 8, "the de-interleaving shuffles are written for eight lanes");
+  using I = decltype(V{} < V{});
+  const auto load = flat_load<V>;
+  const auto keep = flat_keep<V>;
+  const int64_t H = p.H, OH = p.out_h(), OW = p.out_w(), OHW = OH * OW, half = H * OW;
+  const int64_t lead = (OW + 1 + L - 1) / L * L;  // the zero row above, whole vectors
+  const int64_t stride = lead + half + OW + L;    // E or O, its zero rows and the loads' reach
+  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
+  ScratchBuffer& X = scratch(Scratch::ConvP);
+  X.assign(static_cast<size_t>(2 * stride), 0.0f);  // every channel writes the same entries
+  float* const E = X.data() + lead;
+  float* const O = X.data() + stride + lead;
+  I first;  // lanes of a row's first vector whose left column is inside the input
+  for (int j = 0; j < L; ++j) first[j] = j > 0 ? -1 : 0;
+  const int64_t row_vectors = (OW + L - 1) / L;
+  ScratchBuffer& last_buf = scratch(Scratch::ConvRow);  // a row, and what its vectors run on to
+  last_buf.resize(static_cast<size_t>(row_vectors * L));
+  float* const last_row = last_buf.data();
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = in + (n * p.C + c) * H * p.W;
+      int64_t i = 0;
+      for (; i + 2 * L <= 2 * half; i += 2 * L) {
+        const V a = load(plane + i), b = load(plane + i + L);
+        // Within 128-bit lanes (vshufps), then the middle quarters swapped (vpermpd): the
+        // one-step shuffle became two vpermd and a blend.
+        const V e = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+        const V o = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+        const V ev = __builtin_shufflevector(e, e, 0, 1, 4, 5, 2, 3, 6, 7);
+        const V od = __builtin_shufflevector(o, o, 0, 1, 4, 5, 2, 3, 6, 7);
+        std::memcpy(E + i / 2, &ev, sizeof ev);
+        std::memcpy(O + i / 2, &od, sizeof od);
+      }
+      for (; i < 2 * half; i += 2) {
+        E[i / 2] = plane[i];
+        O[i / 2] = plane[i + 1];
+      }
+      float* out_plane = out + (n * p.C + c) * OHW;
+      const float* w = weight + c * 9;
+      V wv[9];
+      for (int k = 0; k < 9; ++k) wv[k] = V{} + w[k];
+      const V b = V{} + (bias ? bias[c] : 0.0f);
+      NextPlanePrefetch next(p, in, n, c, OH * row_vectors);
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const float *e0 = E + (2 * oh - 1) * OW, *e1 = e0 + OW, *e2 = e1 + OW;
+        const float *o0 = O + (2 * oh - 1) * OW, *o1 = o0 + OW, *o2 = o1 + OW;
+        float* orow = oh * OW + row_vectors * L <= OHW ? out_plane + oh * OW : last_row;
+        for (int64_t ow = 0; ow < OW; ow += L) {
+          next.step(oh * row_vectors + ow / L);
+          const V col1 = wv[1] * load(e0 + ow) + wv[4] * load(e1 + ow) + wv[7] * load(e2 + ow);
+          V col0 =
+              wv[0] * load(o0 + ow - 1) + wv[3] * load(o1 + ow - 1) + wv[6] * load(o2 + ow - 1);
+          const V col2 = wv[2] * load(o0 + ow) + wv[5] * load(o1 + ow) + wv[8] * load(o2 + ow);
+          if (ow == 0) col0 = keep(col0, first);
+          V acc = b + col1 + col0 + col2;
+          if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+          std::memcpy(orow + ow, &acc, sizeof acc);
+        }
+        if (orow == last_row)
+          std::memcpy(out_plane + oh * OW, last_row, static_cast<size_t>(OW) * sizeof(float));
+      }
+    }
+  }
+}
+
+bool s2_even_3x3(const Conv2dParams& p) { return flat_3x3_s2(p) && p.W % 2 == 0; }
+
 __attribute__((target("avx2,fma"))) void depthwise_small_avx2(const Conv2dParams& p,
                                                               const float* in, const float* weight,
                                                               const float* bias, float* out) {
@@ -526,6 +606,12 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dP
                                                                    const float* bias, float* out) {
   depthwise3x3_flat_s2_impl<v8f, 8>(p, in, weight, bias, out);
 }
+__attribute__((target("avx2,fma"))) void depthwise3x3_s2_even_avx2(const Conv2dParams& p,
+                                                                   const float* in,
+                                                                   const float* weight,
+                                                                   const float* bias, float* out) {
+  depthwise3x3_s2_even_impl<v8f, 8>(p, in, weight, bias, out);
+}
 #endif
 
 void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
@@ -545,11 +631,18 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
     if (p.W <= 8) return depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
   }
 #ifdef FXWASM_X86_DISPATCH
-  // At stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight lanes, against
-  // the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264 -> 0.207);
-  // on shorter rows their de-interleaving is mostly scalar tails and the interleaved path wins
-  // (28x28 x 192 0.037 against 0.045). With four lanes it won only at 56 wide (SSE), so wasm
-  // keeps the row path.
+  // Even widths split flat (min of 2000, eight lanes, against the path before it: 56x56 x 144
+  // 99 -> 74 us, 28x28 x 192 42 -> 26, 14x14 x 576 37 -> 26, 20x20 x 64 8.7 -> 5.6); on rows of
+  // fewer than five outputs most lanes idle (8x8 x 256 5.5 -> 7.0 us), and from 96 wide the
+  // phase planes' flat loop wins (112x112 x 96 201 against 205). In wasm, with four lanes, it
+  // tied the row path (MobileNetV2 1.000x), so wasm keeps that.
+  if (s2_even_3x3(p) && p.W >= 10 && p.W < 96 && cpu_has_avx2_fma())
+    return depthwise3x3_s2_even_avx2(p, in, weight, bias, out);
+  // Other widths: at stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight
+  // lanes, against the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264
+  // -> 0.207); on shorter rows their de-interleaving is mostly scalar tails and the interleaved
+  // path wins (28x28 x 192 0.037 against 0.045). With four lanes it won only at 56 wide (SSE), so
+  // wasm keeps the row path.
   if (flat_3x3_s2(p) && p.W >= 48 && cpu_has_avx2_fma())
     return depthwise3x3_flat_s2_avx2(p, in, weight, bias, out);
 #endif

@@ -340,6 +340,14 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 51-wide", conv(1, 5, 6, 51, 5, 3, 2, 1, 5), false},
         ConvCase{"depthwise 3x3/2 64-wide, 2 rows", conv(1, 4, 2, 64, 4, 3, 2, 1, 4), true},
         ConvCase{"depthwise 3x3/2 49-wide, 1 row", conv(1, 3, 1, 49, 3, 3, 2, 1, 3), true},
+        // Even widths split flat into even and odd columns, a row at a time: rows of fewer
+        // outputs than lanes (running on into the next rows, and past the plane's end), odd
+        // heights (a zero row below), one row, and two images.
+        ConvCase{"depthwise 3x3/2 14x14, 24 channels", conv(1, 24, 14, 14, 24, 3, 2, 1, 24), true},
+        ConvCase{"depthwise 3x3/2 10-wide, odd height", conv(2, 7, 9, 10, 7, 3, 2, 1, 7), true},
+        ConvCase{"depthwise 3x3/2 12-wide, 1 row", conv(1, 5, 1, 12, 5, 3, 2, 1, 5), false},
+        ConvCase{"depthwise 3x3/2 20x20, 33 channels", conv(1, 33, 20, 20, 33, 3, 2, 1, 33), true},
+        ConvCase{"depthwise 3x3/2 94-wide, odd height", conv(1, 4, 5, 94, 4, 3, 2, 1, 4), true},
         // Larger kernels take the channel-interleaved path natively at any plane size
         // (ConvNeXt's 7x7 pad 3): partial 16- and 8-lane blocks, two images, stride 2, a plane
         // smaller than the kernel, 7x1 taps, and a dilated one that keeps the row loop.
@@ -376,8 +384,11 @@ TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
                                   {8, 1},
                                   {14, 1},
                                   {17, 1},
+                                  {10, 2},
+                                  {14, 2},
                                   {50, 2},
-                                  {51, 2}}) {
+                                  {51, 2},
+                                  {112, 2}}) {
     const Conv2dParams p = conv(1, 18, 5, W, 18, 3, stride, 1, 18);
     const int64_t HW = p.H * W;
     std::vector<float> x(static_cast<size_t>(p.C * HW)), w(static_cast<size_t>(p.C * 9));
