@@ -1,12 +1,9 @@
 // SGEMM in the GotoBLAS/BLIS layout: for each KC-deep slice of K, B's slice is packed into
 // NR-wide column panels and, per MC-high block of rows, A's block into MR-high row panels; a
-// register-blocked MR x NR micro-kernel then runs over contiguous panel memory. Natively MR x NR
-// = 6 x 8 keeps 12 four-lane accumulators plus two B vectors and one broadcast in the 16 xmm
-// registers; in wasm 4 x 8 (V8 spills the 6 x 8 tile, see MR). On x86-64 CPUs with AVX2 and FMA
-// (checked at run time), a 6 x 16 kernel on eight-lane ymm registers with fused multiply-adds
-// replaces it, and a 6 x 32 kernel on zmm registers where AVX-512F is there.
+// register-blocked MR x NR micro-kernel (gemm_micro.cpp) then runs over contiguous panel memory.
 #include "kernels/gemm.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm_micro.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
 #include "kernels/thread_pool.h"
@@ -17,32 +14,21 @@
 #include <stdexcept>
 #include <vector>
 
-#ifdef FXWASM_X86_DISPATCH
-#include <immintrin.h>
-#endif
-
 namespace fx::kernels {
 
 namespace {
+
+using gemm_micro::MicroKernel;
+using gemm_micro::MR;
+using gemm_micro::NR;
+using gemm_micro::select_kernel;
+using gemm_micro::Store;
 
 // A product is split across threads from this many flops (about 10 us on one core), each thread
 // taking at least this many columns.
 constexpr double kParallelMinFlops = 1e6;
 constexpr int64_t kParallelMinColumns = 64;
 
-// Rows of a micro-tile. V8 allocates wasm SIMD values to x64's 16 xmm registers: a 6x8 tile (12
-// accumulators + 2 B vectors + 1 splat) spills there and runs at half speed (26 vs 49 GFLOP/s
-// at 512^3), a 4x8 tile does not. Native compilers keep 6x8 (and the AVX kernels' 6 rows).
-#ifdef __wasm__
-constexpr int64_t MR = 4;
-#else
-constexpr int64_t MR = 6;
-#endif
-constexpr int64_t NR = 8;  // panel width of the portable kernel
-#ifdef FXWASM_X86_DISPATCH
-constexpr int64_t NR_AVX2 = 16;    // panel width of the AVX2 kernel
-constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
-#endif
 // K slices of 384: C is reloaded and stored once a slice, and a KC x 32 panel of B (48 KB) streams
 // from L2 across the row tiles. 256 (a 32 KB panel, this Zen 4's whole L1d) was 1-5 % slower:
 // interleaved A/B of medians, ViT-B/16 0.971x, ConvNeXt-T 0.949x, BERT-sized 0.983x, ResNet-18
@@ -129,308 +115,6 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
     }
     out += kc * width;
   }
-}
-
-// acc = sum_k a[k] (x) b[k] over packed panels; then C = alpha * acc + (first ? beta * C : C)
-// for the mr x nr corner that exists.
-// `ep` (may be null) adds row_bias and clamps on the last K block (so that a product computed
-// transposed, which adds the bias after all K blocks, gets the same bits).
-struct Store {
-  bool first, last;
-  const float* bias;      // bias of this tile's first row, or null
-  const float* col_bias;  // column bias of this tile's first column, or null
-  float lo, hi;
-  bool clamp;
-  int64_t b_step;  // floats from one k row of the B panel to the next (the width when packed)
-  // 0: `a` is a packed MR-high panel. Otherwise `a` is op(A)'s row i0 + ir at column k0 in place,
-  // rows a_stride apart (only the x86 kernels read A in place, see GemmCore::blocked).
-  int64_t a_stride = 0;
-};
-
-void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha,
-                  float beta, const Store& st, int64_t mr, int64_t nr) {
-  const bool first = st.first;
-  const int64_t b_step = st.b_step;
-  v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-  v4f c30 = {0}, c31 = {0};
-#ifndef __wasm__
-  v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-#endif
-  for (int64_t k = 0; k < kc; ++k) {
-    const v4f b0 = load4(b), b1 = load4(b + 4);
-    v4f ar = splat(a[0]);
-    c00 += ar * b0;
-    c01 += ar * b1;
-    ar = splat(a[1]);
-    c10 += ar * b0;
-    c11 += ar * b1;
-    ar = splat(a[2]);
-    c20 += ar * b0;
-    c21 += ar * b1;
-    ar = splat(a[3]);
-    c30 += ar * b0;
-    c31 += ar * b1;
-#ifndef __wasm__
-    ar = splat(a[4]);
-    c40 += ar * b0;
-    c41 += ar * b1;
-    ar = splat(a[5]);
-    c50 += ar * b0;
-    c51 += ar * b1;
-#endif
-    a += MR;
-    b += b_step;
-  }
-#ifdef __wasm__
-  const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
-#else
-  const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-#endif
-  const v4f va = splat(alpha), vb = splat(beta);
-  const bool clamp = st.last && st.clamp;
-  const v4f vlo = splat(st.lo), vhi = splat(st.hi);
-  // Four results of row r at `dst`: scaled, C added (or beta * C), bias, clamp.
-  auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias, int64_t col) {
-    v4f out = va * acc_rh;
-    if (!first) {
-      out += load4(dst);
-    } else if (beta != 0.0f) {
-      out += vb * load4(dst);
-    }
-    if (st.last && st.bias) out += vbias;
-    if (st.last && st.col_bias) out += load4(st.col_bias + col);
-    if (clamp) {
-      out = out < vlo ? vlo : out;
-      out = out > vhi ? vhi : out;
-    }
-    store4(dst, out);
-  };
-  if (mr == MR && nr == NR) {
-    for (int64_t r = 0; r < MR; ++r) {
-      const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
-      for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias, 4 * h);
-    }
-    return;
-  }
-  // A corner tile: the rows that exist, whole vectors where the columns allow, scalar for the
-  // columns of a last partial vector.
-  for (int64_t r = 0; r < mr; ++r) {
-    float* row = C + r * ldc;
-    const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
-    for (int h = 0; h < 2; ++h) {
-      const int64_t cols = std::min<int64_t>(nr - 4 * h, 4);
-      if (cols <= 0) break;
-      if (cols == 4) {
-        store_vec(row + 4 * h, acc[r][h], vbias, 4 * h);
-        continue;
-      }
-      float part[4];
-      store4(part, acc[r][h]);
-      for (int64_t c = 0; c < cols; ++c) {
-        float& y = row[4 * h + c];
-        float out = alpha * part[c];
-        if (!first) {
-          out += y;
-        } else if (beta != 0.0f) {
-          out += beta * y;
-        }
-        if (st.last && st.bias) out += st.bias[r];
-        if (st.last && st.col_bias) out += st.col_bias[4 * h + c];
-        if (clamp) out = std::min(std::max(out, st.lo), st.hi);
-        y = out;
-      }
-    }
-  }
-}
-
-// One vector of results at `dst` (part of FXWASM_X86_KERNEL: uses its va, vb, vlo, vhi, vbias,
-// first, beta, clamp and st): scaled, C added (or beta * C), bias, clamp.
-#define FXWASM_X86_STORE(VEC, dst, col, acc_rh, MUL, ADD, FMADD, LOADU, MAXP, MINP, STOREU) \
-  do {                                                                                      \
-    VEC out = MUL(va, acc_rh);                                                              \
-    if (!first) {                                                                           \
-      out = ADD(out, LOADU(dst));                                                           \
-    } else if (beta != 0.0f) {                                                              \
-      out = FMADD(vb, LOADU(dst), out);                                                     \
-    }                                                                                       \
-    if (st.last && st.bias) out = ADD(out, vbias);                                          \
-    if (st.last && st.col_bias) out = ADD(out, LOADU(st.col_bias + (col)));                 \
-    if (clamp) out = MINP(MAXP(out, vlo), vhi);                                             \
-    STOREU(dst, out);                                                                       \
-  } while (false)
-
-#ifdef FXWASM_X86_DISPATCH
-// One row r of a two-vector tile at step k of FXWASM_X86_KERNEL's loops: c_r0 and c_r1 (named
-// locals) += a_r[k] * b0 and b1.
-#define FXWASM_X86_ROW(r, BCAST, FMADD) \
-  do {                                  \
-    const auto ar = BCAST(a##r + ka);   \
-    c##r##0 = FMADD(ar, b0, c##r##0);   \
-    c##r##1 = FMADD(ar, b1, c##r##1);   \
-  } while (false)
-
-// The x86 kernels: MR x (2 vectors) accumulators kept in named locals (an accumulator array would
-// be spilled to the stack on every k step, because the edge path takes its address), FMA, then
-// the shared store with the epilogue.
-#define FXWASM_X86_KERNEL(NAME, TARGET, VEC, LANES, SETZERO, LOADU, STOREU, BCAST, FMADD, MUL,     \
-                          ADD, SET1, MAXP, MINP)                                                   \
-  __attribute__((target(TARGET))) void NAME(int64_t kc, const float* a, const float* b, float* C,  \
-                                            int64_t ldc, float alpha, float beta, const Store& st, \
-                                            int64_t mr, int64_t nr) {                              \
-    VEC c00 = SETZERO(), c01 = SETZERO(), c10 = SETZERO(), c11 = SETZERO();                        \
-    VEC c20 = SETZERO(), c21 = SETZERO(), c30 = SETZERO(), c31 = SETZERO();                        \
-    VEC c40 = SETZERO(), c41 = SETZERO(), c50 = SETZERO(), c51 = SETZERO();                        \
-    const int64_t b_step = st.b_step;                                                              \
-    /* Row r's k-th value at a_r[k * ks]: a packed panel (rows 1 apart, k MR apart), or A in */    \
-    /* place (rows a_stride apart, k contiguous; rows past mr repeat the last one, whose     */    \
-    /* results are not stored). */                                                                 \
-    const int64_t rs = st.a_stride ? st.a_stride : 1, ks = st.a_stride ? 1 : MR;                   \
-    const int64_t last = st.a_stride ? mr - 1 : MR - 1;                                            \
-    const float* a0 = a;                                                                           \
-    const float* a1 = a + std::min<int64_t>(1, last) * rs;                                         \
-    const float* a2 = a + std::min<int64_t>(2, last) * rs;                                         \
-    const float* a3 = a + std::min<int64_t>(3, last) * rs;                                         \
-    const float* a4 = a + std::min<int64_t>(4, last) * rs;                                         \
-    const float* a5 = a + std::min<int64_t>(5, last) * rs;                                         \
-    /* A last panel at most LANES wide (N = 169: 9 columns) computes one vector column: half */    \
-    /* the work, the same bits. */                                                                 \
-    if (nr <= LANES) {                                                                             \
-      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
-        const VEC b0 = LOADU(b);                                                                   \
-        c00 = FMADD(BCAST(a0 + ka), b0, c00);                                                      \
-        c10 = FMADD(BCAST(a1 + ka), b0, c10);                                                      \
-        c20 = FMADD(BCAST(a2 + ka), b0, c20);                                                      \
-        c30 = FMADD(BCAST(a3 + ka), b0, c30);                                                      \
-        c40 = FMADD(BCAST(a4 + ka), b0, c40);                                                      \
-        c50 = FMADD(BCAST(a5 + ka), b0, c50);                                                      \
-        b += b_step;                                                                               \
-      }                                                                                            \
-    } else if (mr <= 2) {                                                                          \
-      /* A last tile of 1-2 rows (M = 32, 320; 49 pixels transposed) or 3-4 (M = 16, 64, */        \
-      /* 160; 196 pixels) computes only those rows: the same bits. */                              \
-      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
-        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
-        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
-        b += b_step;                                                                               \
-      }                                                                                            \
-    } else if (mr <= 4) {                                                                          \
-      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
-        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
-        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(2, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(3, BCAST, FMADD);                                                           \
-        b += b_step;                                                                               \
-      }                                                                                            \
-    } else {                                                                                       \
-      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
-        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
-        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(2, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(3, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(4, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(5, BCAST, FMADD);                                                           \
-        b += b_step;                                                                               \
-      }                                                                                            \
-    }                                                                                              \
-    const bool first = st.first;                                                                   \
-    const bool clamp = st.last && st.clamp;                                                        \
-    if (mr == MR && nr == 2 * LANES) {                                                             \
-      const VEC va = SET1(alpha), vb = SET1(beta), vlo = SET1(st.lo), vhi = SET1(st.hi);           \
-      const VEC acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},                                  \
-                              {c30, c31}, {c40, c41}, {c50, c51}};                                 \
-      for (int64_t r = 0; r < MR; ++r) {                                                           \
-        float* row = C + r * ldc;                                                                  \
-        const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                            \
-        for (int h = 0; h < 2; ++h) {                                                              \
-          FXWASM_X86_STORE(VEC, row + LANES * h, LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU,     \
-                           MAXP, MINP, STOREU);                                                    \
-        }                                                                                          \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    /* A corner tile: the rows that exist, whole vectors where the columns allow, scalar for  */   \
-    /* the columns of a last partial vector.                                                   */  \
-    const VEC va = SET1(alpha), vb = SET1(beta), vlo = SET1(st.lo), vhi = SET1(st.hi);             \
-    const VEC acc[MR][2] = {                                                                       \
-        {c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};                   \
-    for (int64_t r = 0; r < mr; ++r) {                                                             \
-      float* row = C + r * ldc;                                                                    \
-      const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                              \
-      for (int h = 0; h < 2; ++h) {                                                                \
-        const int64_t cols = std::min<int64_t>(nr - LANES * h, LANES);                             \
-        if (cols <= 0) break;                                                                      \
-        if (cols == LANES) {                                                                       \
-          FXWASM_X86_STORE(VEC, row + LANES * h, LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU,     \
-                           MAXP, MINP, STOREU);                                                    \
-          continue;                                                                                \
-        }                                                                                          \
-        float part[LANES];                                                                         \
-        STOREU(part, acc[r][h]);                                                                   \
-        for (int64_t j = 0; j < cols; ++j) {                                                       \
-          float& y = row[LANES * h + j];                                                           \
-          float out = alpha * part[j];                                                             \
-          if (!first) {                                                                            \
-            out += y;                                                                              \
-          } else if (beta != 0.0f) {                                                               \
-            out += beta * y;                                                                       \
-          }                                                                                        \
-          if (st.last && st.bias) out += st.bias[r];                                               \
-          if (st.last && st.col_bias) out += st.col_bias[LANES * h + j];                           \
-          if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                  \
-          y = out;                                                                                 \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-  }
-
-// 6 x 16 on ymm registers (AVX2 + FMA).
-FXWASM_X86_KERNEL(micro_kernel_avx2, "avx2,fma", __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps,
-                  _mm256_storeu_ps, _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_mul_ps,
-                  _mm256_add_ps, _mm256_set1_ps, _mm256_max_ps, _mm256_min_ps)
-// 6 x 32 on zmm registers (AVX-512F).
-inline __attribute__((target("avx512f"))) __m512 bcast512(const float* p) {
-  return _mm512_set1_ps(*p);
-}
-// GCC 12's _mm512_max_ps/_mm512_min_ps pass _mm512_undefined_ps() as the masked-off source, which
-// -Wmaybe-uninitialized reports; the all-lanes masked forms compute the same without it.
-inline __attribute__((target("avx512f"))) __m512 max512(__m512 a, __m512 b) {
-  return _mm512_mask_max_ps(a, 0xFFFF, a, b);
-}
-inline __attribute__((target("avx512f"))) __m512 min512(__m512 a, __m512 b) {
-  return _mm512_mask_min_ps(a, 0xFFFF, a, b);
-}
-FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
-                  _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps,
-                  _mm512_set1_ps, max512, min512)
-#undef FXWASM_X86_KERNEL
-#undef FXWASM_X86_ROW
-
-#endif
-
-using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
-                             const Store&, int64_t, int64_t);
-
-// The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
-// a row-major A in place (Store::a_stride), which the x86 kernels can.
-MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr) {
-  if (a_in_place) *a_in_place = false;
-#ifdef FXWASM_X86_DISPATCH
-  if (cpu_has_avx512()) {
-    nr_width = NR_AVX512;
-    if (a_in_place) *a_in_place = true;
-    return micro_kernel_avx512;
-  }
-  if (cpu_has_avx2_fma()) {
-    nr_width = NR_AVX2;
-    if (a_in_place) *a_in_place = true;
-    return micro_kernel_avx2;
-  }
-#endif
-  nr_width = NR;
-  return micro_kernel;
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+// The SGEMM micro-kernels (gemm_micro.cpp) behind gemm.cpp's blocked loops: one MR x NR tile of C
+// from a KC-deep slice of packed (or in-place) panels of A and B, with the epilogue (alpha, beta,
+// row and column biases, clamp) in the store. A portable kernel on four-lane vectors (SSE
+// natively, simd128 in wasm), and on x86-64, chosen at run time, AVX2 + FMA and AVX-512F ones.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu.h"  // FXWASM_X86_DISPATCH
+
+namespace fx::kernels::gemm_micro {
+
+// Rows of a micro-tile. V8 allocates wasm SIMD values to x64's 16 xmm registers: a 6x8 tile (12
+// accumulators + 2 B vectors + 1 splat) spills there and runs at half speed (26 vs 49 GFLOP/s
+// at 512^3), a 4x8 tile does not. Native compilers keep 6x8 (and the AVX kernels' 6 rows).
+#ifdef __wasm__
+constexpr int64_t MR = 4;
+#else
+constexpr int64_t MR = 6;
+#endif
+constexpr int64_t NR = 8;  // panel width of the portable kernel
+#ifdef FXWASM_X86_DISPATCH
+constexpr int64_t NR_AVX2 = 16;    // panel width of the AVX2 kernel
+constexpr int64_t NR_AVX512 = 32;  // panel width of the AVX-512 kernel
+#endif
+
+// How a micro-kernel stores its tile.
+struct Store {
+  bool first, last;
+  const float* bias;      // bias of this tile's first row, or null
+  const float* col_bias;  // column bias of this tile's first column, or null
+  float lo, hi;
+  bool clamp;
+  int64_t b_step;  // floats from one k row of the B panel to the next (the width when packed)
+  // 0: `a` is a packed MR-high panel. Otherwise `a` is op(A)'s row i0 + ir at column k0 in place,
+  // rows a_stride apart (only the x86 kernels read A in place, see GemmCore::blocked).
+  int64_t a_stride = 0;
+};
+
+using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
+                             const Store&, int64_t, int64_t);
+
+// The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
+// a row-major A in place (Store::a_stride), which the x86 kernels can.
+MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr);
+
+}  // namespace fx::kernels::gemm_micro
