@@ -170,10 +170,11 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
   // The padded plane: zeros, the plane (copied per channel), zeros past the last vector's taps.
   ScratchBuffer& X = scratch(Scratch::ConvP);
   X.assign(static_cast<size_t>(lead + nv * L + W + 1 + L), 0.0f);
-  // The column masks of each output vector: lanes with ow > 0, then lanes with ow < W - 1.
+  // The column masks of each output vector: lanes with ow > 0, then lanes with ow < W - 1 (not
+  // needed when each vector lies inside one row).
   ScratchBuffer& Mbuf = scratch(Scratch::ConvT);
   Mbuf.resize(static_cast<size_t>(2 * nv * L));
-  for (int64_t v = 0, ow = 0; v < nv; ++v) {
+  for (int64_t v = 0, ow = 0; v < nv && W % L != 0; ++v) {
     I m0, m2;
     for (int j = 0; j < L; ++j, ow = ow + 1 == W ? 0 : ow + 1) {
       m0[j] = ow > 0 ? -1 : 0;
@@ -181,6 +182,11 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
     }
     std::memcpy(&Mbuf[static_cast<size_t>(2 * v * L)], &m0, sizeof m0);
     std::memcpy(&Mbuf[static_cast<size_t>((2 * v + 1) * L)], &m2, sizeof m2);
+  }
+  I first_lanes, last_lanes;  // lanes with ow > 0, with ow < W - 1, in a vector inside one row
+  for (int j = 0; j < L; ++j) {
+    first_lanes[j] = j > 0 ? -1 : 0;
+    last_lanes[j] = j < L - 1 ? -1 : 0;
   }
   float* x = X.data() + lead;
   for (int64_t n = 0; n < p.N; ++n) {
@@ -190,6 +196,35 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
       V w[9];
       for (int k = 0; k < 9; ++k) w[k] = V{} + weight[c * 9 + k];
       const V b = V{} + (bias ? bias[c] : 0.0f);
+      if (W % L == 0) {
+        // Every vector inside one row: only a row's first (last) vector has taps left (right) of
+        // it, so the others need no masks (the same sums: a mask of all lanes keeps them all).
+        auto vec = [&](const float* q, float* dst, auto left, auto right)
+            __attribute__((always_inline)) {
+          V col[3];
+          for (int kw = 0; kw < 3; ++kw)
+            col[kw] = w[kw] * load(q - W + kw - 1) + w[3 + kw] * load(q + kw - 1) +
+                      w[6 + kw] * load(q + W + kw - 1);
+          if constexpr (decltype(left)::value) col[0] = keep(col[0], first_lanes);
+          if constexpr (decltype(right)::value) col[2] = keep(col[2], last_lanes);
+          V acc = b + col[1] + col[0] + col[2];
+          if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+          std::memcpy(dst, &acc, sizeof acc);
+        };
+        for (int64_t r = 0; r < p.H; ++r) {
+          const float* q = x + r * W;
+          float* orow = o + r * W;
+          if (W == L) {
+            vec(q, orow, std::true_type{}, std::true_type{});
+            continue;
+          }
+          vec(q, orow, std::true_type{}, std::false_type{});
+          for (int64_t ow = L; ow + L < W; ow += L)
+            vec(q + ow, orow + ow, std::false_type{}, std::false_type{});
+          vec(q + W - L, orow + W - L, std::false_type{}, std::true_type{});
+        }
+        continue;
+      }
       for (int64_t v = 0; v < nv; ++v) {
         const float* q = x + v * L;
         V col[3];

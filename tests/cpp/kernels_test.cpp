@@ -343,6 +343,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Even widths split flat into even and odd columns, a row at a time: rows of fewer
         // outputs than lanes (running on into the next rows, and past the plane's end), odd
         // heights (a zero row below), one row, and two images.
+        // Stride 1 on widths of whole vectors (row by row, masks on a row's ends only).
+        ConvCase{"depthwise 3x3 8-wide, two images", conv(2, 5, 5, 8, 5, 3, 1, 1, 5), true},
+        ConvCase{"depthwise 3x3 16x16, 9 channels", conv(1, 9, 16, 16, 9, 3, 1, 1, 9), false},
         ConvCase{"depthwise 3x3/2 14x14, 24 channels", conv(1, 24, 14, 14, 24, 3, 2, 1, 24), true},
         ConvCase{"depthwise 3x3/2 10-wide, odd height", conv(2, 7, 9, 10, 7, 3, 2, 1, 7), true},
         ConvCase{"depthwise 3x3/2 12-wide, 1 row", conv(1, 5, 1, 12, 5, 3, 2, 1, 5), false},
@@ -383,6 +386,8 @@ TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
                                   {7, 1},
                                   {8, 1},
                                   {14, 1},
+                                  {16, 1},
+                                  {56, 1},
                                   {17, 1},
                                   {10, 2},
                                   {14, 2},
