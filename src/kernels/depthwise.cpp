@@ -672,20 +672,25 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_s2_even_avx2(const Conv2dP
 
 void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
                   float* out) {
-  if (flat_3x3(p) && p.W <= 64) {
 #ifdef FXWASM_X86_DISPATCH
-    // Eight lanes even where sixteen exist: on this EPYC (512-bit ops in two halves, and
-    // unaligned 64-byte loads crossing lines more often) the eight-lane flat kernel ran 3-15 %
-    // faster than sixteen. Min of 2000, against the best path before it: 7x7 x 960 0.033 ->
-    // 0.029 ms, 14x14 x 576 0.064 -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 ->
-    // 0.189. At 112x112 x 32 it tied in isolation (0.192 -> 0.188) and lost inside MobileNetV2
-    // (0.169 -> 0.184), so rows over 64 keep the row path.
-    if (cpu_has_avx2_fma()) return depthwise3x3_flat_avx2(p, in, weight, bias, out);
+  const bool eight_lanes = cpu_has_avx2_fma();
+  // Eight lanes even where sixteen exist: on this EPYC (512-bit ops in two halves, and unaligned
+  // 64-byte loads crossing lines more often) the eight-lane flat kernel ran 3-15 % faster than
+  // sixteen. Min of 2000, against the best path before it: 7x7 x 960 0.033 -> 0.029 ms, 14x14 x
+  // 576 0.064 -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 -> 0.189. At 112x112 x 32
+  // it tied in isolation (0.192 -> 0.188) and lost inside MobileNetV2 (0.169 -> 0.184), so rows
+  // over 64 keep the row path (and again once rows of whole vectors went unmasked: 0.996x).
+  if (eight_lanes && flat_3x3(p) && p.W <= 64)
+    return depthwise3x3_flat_avx2(p, in, weight, bias, out);
+#else
+  const bool eight_lanes = false;
 #endif
-    // With four lanes (SSE, wasm's simd128) it wins only on short rows (7x7 x 960: 0.081 ->
-    // 0.054 ms with SSE); from 14 wide on it ties or loses to the row path.
-    if (p.W <= 8) return depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
-  }
+  // With four lanes (wasm's simd128, SSE) the masked flat loop won only on short rows (7x7 x 960:
+  // 0.081 -> 0.054 ms with SSE; from 14 wide on it tied or lost to the row path). Rows of whole
+  // vectors need no masks, and in wasm those won at any width: MobileNetV2 (56, 28 and 112 wide)
+  // 0.97x, EfficientNet-B0 0.98x, alternating processes.
+  if (!eight_lanes && flat_3x3(p) && (p.W <= 8 || p.W % 4 == 0))
+    return depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
 #ifdef FXWASM_X86_DISPATCH
   // Even widths split flat (min of 2000, eight lanes, against the path before it: 56x56 x 144
   // 99 -> 74 us, 28x28 x 192 42 -> 26, 14x14 x 576 37 -> 26, 20x20 x 64 8.7 -> 5.6); on rows of
