@@ -235,8 +235,9 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
         continue;
       }
       // Vectors stored whole: the plane's last one too, running on into the next plane (which
-      // then overwrites it), except at a call's last plane (the next is another thread's).
-      const int64_t whole = c + 1 < p.C ? nv : nv - 1;
+      // then overwrites it), except at a call's last plane (the next is another thread's) and
+      // where the run would pass the next plane (planes of under L / 2 pixels).
+      const int64_t whole = c + 1 < p.C && nv * L <= 2 * HW ? nv : nv - 1;
       for (int64_t v = 0; v < nv; ++v) {
         const float* q = x + v * L;
         V col[3];

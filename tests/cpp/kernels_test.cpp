@@ -345,6 +345,7 @@ INSTANTIATE_TEST_SUITE_P(
         // heights (a zero row below), one row, and two images.
         // Stride 1 on widths of whole vectors (row by row, masks on a row's ends only).
         ConvCase{"depthwise 3x3 8-wide, two images", conv(2, 5, 5, 8, 5, 3, 1, 1, 5), true},
+        ConvCase{"depthwise 3x3 3-pixel planes", conv(1, 6, 1, 3, 6, 3, 1, 1, 6), true},
         ConvCase{"depthwise 3x3 16x16, 9 channels", conv(1, 9, 16, 16, 9, 3, 1, 1, 9), false},
         ConvCase{"depthwise 3x3/2 14x14, 24 channels", conv(1, 24, 14, 14, 24, 3, 2, 1, 24), true},
         ConvCase{"depthwise 3x3/2 10-wide, odd height", conv(2, 7, 9, 10, 7, 3, 2, 1, 7), true},
