@@ -200,19 +200,26 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
       V w[9];
       for (int k = 0; k < 9; ++k) w[k] = V{} + weight[c * 9 + k];
       const V b = V{} + (bias ? bias[c] : 0.0f);
+      // The three columns of taps of the L outputs at q, each summed top to bottom; the output is
+      // then column 1, then columns 0 and 2 (masked where their taps are off the row), clamped.
+      auto columns = [&](const float* q, V* col) __attribute__((always_inline)) {
+        for (int kw = 0; kw < 3; ++kw)
+          col[kw] = w[kw] * load(q - W + kw - 1) + w[3 + kw] * load(q + kw - 1) +
+                    w[6 + kw] * load(q + W + kw - 1);
+      };
+      auto clamped = [&](V acc) __attribute__((always_inline)) {
+        return clamp ? (acc < lo ? lo : (acc > hi ? hi : acc)) : acc;
+      };
       if (W % L == 0) {
         // Every vector inside one row: only a row's first (last) vector has taps left (right) of
         // it, so the others need no masks (the same sums: a mask of all lanes keeps them all).
         auto vec = [&](const float* q, float* dst, auto left, auto right)
             __attribute__((always_inline)) {
           V col[3];
-          for (int kw = 0; kw < 3; ++kw)
-            col[kw] = w[kw] * load(q - W + kw - 1) + w[3 + kw] * load(q + kw - 1) +
-                      w[6 + kw] * load(q + W + kw - 1);
+          columns(q, col);
           if constexpr (decltype(left)::value) col[0] = keep(col[0], first_lanes);
           if constexpr (decltype(right)::value) col[2] = keep(col[2], last_lanes);
-          V acc = b + col[1] + col[0] + col[2];
-          if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+          const V acc = clamped(b + col[1] + col[0] + col[2]);
           std::memcpy(dst, &acc, sizeof acc);
         };
         for (int64_t r = 0; r < p.H; ++r) {
@@ -234,16 +241,12 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
       // where the run would pass the next plane (planes of under L / 2 pixels).
       const int64_t whole = c + 1 < p.C && nv * L <= 2 * HW ? nv : nv - 1;
       for (int64_t v = 0; v < nv; ++v) {
-        const float* q = x + v * L;
         V col[3];
-        for (int kw = 0; kw < 3; ++kw)
-          col[kw] = w[kw] * load(q - W + kw - 1) + w[3 + kw] * load(q + kw - 1) +
-                    w[6 + kw] * load(q + W + kw - 1);
+        columns(x + v * L, col);
         I m0, m2;
         std::memcpy(&m0, &Mbuf[static_cast<size_t>(2 * v * L)], sizeof m0);
         std::memcpy(&m2, &Mbuf[static_cast<size_t>((2 * v + 1) * L)], sizeof m2);
-        V acc = b + col[1] + keep(col[0], m0) + keep(col[2], m2);
-        if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+        const V acc = clamped(b + col[1] + keep(col[0], m0) + keep(col[2], m2));
         if (v < whole)
           std::memcpy(o + v * L, &acc, sizeof acc);
         else
