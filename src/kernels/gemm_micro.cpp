@@ -19,6 +19,26 @@ namespace fx::kernels::gemm_micro {
 
 namespace {
 
+// C = acc (+ the row bias, clamped) for a whole MR x NR tile: what the general store in
+// micro_kernel computes when alpha is 1 and nothing is added (the same bits).
+template <bool kBias, bool kClamp>
+inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], float* C,
+                                                       int64_t ldc, const float* bias, v4f lo,
+                                                       v4f hi) {
+  for (int64_t r = 0; r < MR; ++r) {
+    const v4f vbias = splat(kBias ? bias[r] : 0.0f);
+    for (int h = 0; h < 2; ++h) {
+      v4f out = acc[r][h];
+      if (kBias) out += vbias;
+      if (kClamp) {
+        out = out < lo ? lo : out;
+        out = out > hi ? hi : out;
+      }
+      store4(C + r * ldc + 4 * h, out);
+    }
+  }
+}
+
 // acc = sum_k a[k] (x) b[k] over packed panels; then C = alpha * acc + (first ? beta * C : C)
 // for the mr x nr corner that exists.
 // The bias and the clamp apply on the last K block only (so that a product computed transposed,
@@ -62,9 +82,22 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 #else
   const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
 #endif
-  const v4f va = splat(alpha), vb = splat(beta);
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
+  if (mr == MR && nr == NR && first && alpha == 1.0f && beta == 0.0f && !(st.last && st.col_bias)) {
+    // The common whole tile (a product's first K block, no alpha, beta or column bias) stores
+    // without the general epilogue's per-vector tests: short-K products (Winograd's 16 products
+    // of 16-64 channels, 1x1 convolutions) spend as long storing a tile as computing it.
+    if (st.last && st.bias) {
+      clamp ? store_plain<true, true>(acc, C, ldc, st.bias, vlo, vhi)
+            : store_plain<true, false>(acc, C, ldc, st.bias, vlo, vhi);
+    } else {
+      clamp ? store_plain<false, true>(acc, C, ldc, nullptr, vlo, vhi)
+            : store_plain<false, false>(acc, C, ldc, nullptr, vlo, vhi);
+    }
+    return;
+  }
+  const v4f va = splat(alpha), vb = splat(beta);
   // Four results of row r at `dst`: scaled, C added (or beta * C), bias, clamp.
   auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias, int64_t col) {
     v4f out = va * acc_rh;
