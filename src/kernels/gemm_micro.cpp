@@ -19,23 +19,38 @@ namespace fx::kernels::gemm_micro {
 
 namespace {
 
-// C = acc (+ the row bias, clamped) for a whole MR x NR tile: what the general store in
-// micro_kernel computes when alpha is 1 and nothing is added (the same bits).
-template <bool kBias, bool kClamp>
+// C = acc (+ C when kAdd) (+ the row bias, clamped) for a whole MR x NR tile: what the general
+// store in micro_kernel computes when alpha is 1 and beta plays no part (the same bits).
+template <bool kAdd, bool kBias, bool kClamp>
 inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], float* C,
                                                        int64_t ldc, const float* bias, v4f lo,
                                                        v4f hi) {
   for (int64_t r = 0; r < MR; ++r) {
     const v4f vbias = splat(kBias ? bias[r] : 0.0f);
     for (int h = 0; h < 2; ++h) {
+      float* dst = C + r * ldc + 4 * h;
       v4f out = acc[r][h];
+      if (kAdd) out += load4(dst);
       if (kBias) out += vbias;
       if (kClamp) {
         out = out < lo ? lo : out;
         out = out > hi ? hi : out;
       }
-      store4(C + r * ldc + 4 * h, out);
+      store4(dst, out);
     }
+  }
+}
+
+template <bool kAdd>
+inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], float* C,
+                                                       int64_t ldc, const float* bias, bool clamp,
+                                                       v4f lo, v4f hi) {
+  if (bias) {
+    clamp ? store_plain<kAdd, true, true>(acc, C, ldc, bias, lo, hi)
+          : store_plain<kAdd, true, false>(acc, C, ldc, bias, lo, hi);
+  } else {
+    clamp ? store_plain<kAdd, false, true>(acc, C, ldc, nullptr, lo, hi)
+          : store_plain<kAdd, false, false>(acc, C, ldc, nullptr, lo, hi);
   }
 }
 
@@ -52,30 +67,48 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 #ifndef __wasm__
   v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
 #endif
-  for (int64_t k = 0; k < kc; ++k) {
-    const v4f b0 = load4(b), b1 = load4(b + 4);
-    v4f ar = splat(a[0]);
-    c00 += ar * b0;
-    c01 += ar * b1;
-    ar = splat(a[1]);
-    c10 += ar * b0;
-    c11 += ar * b1;
-    ar = splat(a[2]);
-    c20 += ar * b0;
-    c21 += ar * b1;
-    ar = splat(a[3]);
-    c30 += ar * b0;
-    c31 += ar * b1;
+  if (nr <= 4) {
+    // A last panel at most four columns wide (N = 49, 169, 196...) computes one vector column:
+    // half the multiply-adds, the same bits.
+    for (int64_t k = 0; k < kc; ++k) {
+      const v4f b0 = load4(b);
+      c00 += splat(a[0]) * b0;
+      c10 += splat(a[1]) * b0;
+      c20 += splat(a[2]) * b0;
+      c30 += splat(a[3]) * b0;
 #ifndef __wasm__
-    ar = splat(a[4]);
-    c40 += ar * b0;
-    c41 += ar * b1;
-    ar = splat(a[5]);
-    c50 += ar * b0;
-    c51 += ar * b1;
+      c40 += splat(a[4]) * b0;
+      c50 += splat(a[5]) * b0;
 #endif
-    a += MR;
-    b += b_step;
+      a += MR;
+      b += b_step;
+    }
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const v4f b0 = load4(b), b1 = load4(b + 4);
+      v4f ar = splat(a[0]);
+      c00 += ar * b0;
+      c01 += ar * b1;
+      ar = splat(a[1]);
+      c10 += ar * b0;
+      c11 += ar * b1;
+      ar = splat(a[2]);
+      c20 += ar * b0;
+      c21 += ar * b1;
+      ar = splat(a[3]);
+      c30 += ar * b0;
+      c31 += ar * b1;
+#ifndef __wasm__
+      ar = splat(a[4]);
+      c40 += ar * b0;
+      c41 += ar * b1;
+      ar = splat(a[5]);
+      c50 += ar * b0;
+      c51 += ar * b1;
+#endif
+      a += MR;
+      b += b_step;
+    }
   }
 #ifdef __wasm__
   const v4f acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
@@ -84,17 +117,14 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 #endif
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
-  if (mr == MR && nr == NR && first && alpha == 1.0f && beta == 0.0f && !(st.last && st.col_bias)) {
-    // The common whole tile (a product's first K block, no alpha, beta or column bias) stores
-    // without the general epilogue's per-vector tests: short-K products (Winograd's 16 products
-    // of 16-64 channels, 1x1 convolutions) spend as long storing a tile as computing it.
-    if (st.last && st.bias) {
-      clamp ? store_plain<true, true>(acc, C, ldc, st.bias, vlo, vhi)
-            : store_plain<true, false>(acc, C, ldc, st.bias, vlo, vhi);
-    } else {
-      clamp ? store_plain<false, true>(acc, C, ldc, nullptr, vlo, vhi)
-            : store_plain<false, false>(acc, C, ldc, nullptr, vlo, vhi);
-    }
+  if (mr == MR && nr == NR && alpha == 1.0f && (!first || beta == 0.0f) &&
+      !(st.last && st.col_bias)) {
+    // The common whole tile (no alpha, no beta, no column bias) stores without the general
+    // epilogue's per-vector tests: short-K products (Winograd's 16 products of 16-64 channels,
+    // 1x1 convolutions) spend as long storing a tile as computing it.
+    const float* bias = st.last ? st.bias : nullptr;
+    first ? store_plain<false>(acc, C, ldc, bias, clamp, vlo, vhi)
+          : store_plain<true>(acc, C, ldc, bias, clamp, vlo, vhi);
     return;
   }
   const v4f va = splat(alpha), vb = splat(beta);
