@@ -56,7 +56,7 @@ __attribute__((always_inline)) inline void depthwise3x3_span(const float* const*
       rows[kh] = wv[kh * 3] * tap(r[kh] + i) + wv[kh * 3 + 1] * tap(r[kh] + i + 1) +
                  wv[kh * 3 + 2] * tap(r[kh] + i + 2);
     VT acc = bv + rows[0] + rows[1] + rows[2];
-    if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+    if (clamp) acc = clamp_v(acc, lo, hi);
     std::memcpy(orow + ow, &acc, sizeof acc);
   }
 }
@@ -208,7 +208,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
                     w[6 + kw] * load(q + W + kw - 1);
       };
       auto clamped = [&](V acc) __attribute__((always_inline)) {
-        return clamp ? (acc < lo ? lo : (acc > hi ? hi : acc)) : acc;
+        return clamp ? clamp_v(acc, lo, hi) : acc;
       };
       if (W % L == 0) {
         // Every vector inside one row: only a row's first (last) vector has taps left (right) of
@@ -361,7 +361,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
         I m0;
         std::memcpy(&m0, &Mbuf[static_cast<size_t>(q)], sizeof m0);
         V acc = b + col1 + keep(col0, m0) + col2;
-        if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+        if (clamp) acc = clamp_v(acc, lo, hi);
         if (v + 1 < nv)
           std::memcpy(out_plane + q, &acc, sizeof acc);
         else  // the plane's last, maybe partial, vector
@@ -451,7 +451,7 @@ __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
           const V col2 = wv[2] * load(o0 + ow) + wv[5] * load(o1 + ow) + wv[8] * load(o2 + ow);
           if (ow == 0) col0 = keep(col0, first);
           V acc = b + col1 + col0 + col2;
-          if (clamp) acc = acc < lo ? lo : (acc > hi ? hi : acc);
+          if (clamp) acc = clamp_v(acc, lo, hi);
           std::memcpy(orow + ow, &acc, sizeof acc);
         }
         if (orow == last_row)

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/scratch.h"
+#include "kernels/simd.h"
 
 namespace fx::kernels {
 
@@ -139,7 +140,7 @@ __attribute__((always_inline)) inline void depthwise_small_impl(const Conv2dPara
               for (int j = 0; j < B; ++j) acc[j] += wk * load(t + j * sw * L);
             }
           for (int j = 0; j < B; ++j) {
-            if (clamp) acc[j] = acc[j] < lo ? lo : (acc[j] > hi ? hi : acc[j]);
+            if (clamp) acc[j] = clamp_v(acc[j], lo, hi);
             std::memcpy(&T[static_cast<size_t>((oh * OW + ow + j) * L)], &acc[j], sizeof(V));
           }
         };

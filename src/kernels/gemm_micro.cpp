@@ -32,10 +32,7 @@ inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], 
       v4f out = acc[r][h];
       if (kAdd) out += load4(dst);
       if (kBias) out += vbias;
-      if (kClamp) {
-        out = out < lo ? lo : out;
-        out = out > hi ? hi : out;
-      }
+      if (kClamp) out = clamp4(out, lo, hi);
       store4(dst, out);
     }
   }
@@ -138,10 +135,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     }
     if (st.last && st.bias) out += vbias;
     if (st.last && st.col_bias) out += load4(st.col_bias + col);
-    if (clamp) {
-      out = out < vlo ? vlo : out;
-      out = out > vhi ? vhi : out;
-    }
+    if (clamp) out = clamp4(out, vlo, vhi);
     store4(dst, out);
   };
   if (mr == MR && nr == NR) {

@@ -35,4 +35,36 @@ inline v4f max4(v4f a, v4f b) {
 #endif
 }
 
+/// x < lo ? lo : x, then > hi ? hi : that, lane-wise, NaN and -0 included: one pseudo-max and
+/// one pseudo-min in wasm (clang turns the second compare-and-select into a compare and a
+/// bitselect, three or four instructions under V8), maxps and minps with the operands in the
+/// order that keeps x where a comparison is false.
+inline __attribute__((always_inline)) v4f clamp4(v4f x, v4f lo, v4f hi) {
+#if defined(__wasm_simd128__)
+  const v128_t y = wasm_f32x4_pmax(reinterpret_cast<v128_t>(x), reinterpret_cast<v128_t>(lo));
+  return reinterpret_cast<v4f>(wasm_f32x4_pmin(y, reinterpret_cast<v128_t>(hi)));
+#elif defined(__SSE__)
+  return _mm_min_ps(hi, _mm_max_ps(lo, x));
+#else
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+#endif
+}
+
+/// clamp4 for any vector type (the AVX kernels' eight and sixteen lanes: compare and select).
+/// (Always inlined into its AVX callers: GCC's note that returning a 32- or 64-byte vector
+/// without AVX changes the ABI does not apply.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <class V>
+inline __attribute__((always_inline)) V clamp_v(V x, V lo, V hi) {
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+template <>
+inline __attribute__((always_inline)) v4f clamp_v<v4f>(v4f x, v4f lo, v4f hi) {
+  return clamp4(x, lo, hi);
+}
+#pragma GCC diagnostic pop
+
 }  // namespace fx::kernels

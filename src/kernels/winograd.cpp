@@ -189,8 +189,8 @@ inline __attribute__((always_inline)) void transform_output_impl(const WinogradG
           V y0 = s[i][0] + s[i][1] + s[i][2] + b;  // columns 2 tx, 2 tx + 2, ...
           V y1 = s[i][1] - s[i][2] - s[i][3] + b;  // columns 2 tx + 1, 2 tx + 3, ...
           if (clamp) {
-            y0 = y0 < lo ? lo : (y0 > hi ? hi : y0);
-            y1 = y1 < lo ? lo : (y1 > hi ? hi : y1);
+            y0 = clamp_v(y0, lo, hi);
+            y1 = clamp_v(y1, lo, hi);
           }
           V a, c;  // the row's 2L outputs, interleaved
           if constexpr (L == 4) {

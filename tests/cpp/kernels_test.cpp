@@ -271,6 +271,15 @@ TEST_P(Conv2d, MatchesDirectLoops) {
                       scratch.data(), &packed);
   for (int64_t i = 0; i < out_size; ++i)
     ASSERT_EQ(got_packed[i], got[i]) << c.what << " (packed weights) at " << i;
+  // A Clip whose min is above its max (bounds from tensors can be anything) gives its max
+  // everywhere, as onnx.Clip and torch.clamp do: max first, then min, on every path.
+  Conv2dParams pd = p;
+  pd.clamp_lo = 0.5f;
+  pd.clamp_hi = 0.25f;
+  fx::kernels::conv2d(pd, x.data(), w.data(), c.bias ? b.data() : nullptr, got.data(),
+                      scratch.data());
+  for (int64_t i = 0; i < out_size; ++i)
+    ASSERT_EQ(got[i], 0.25f) << c.what << " (min above max) at " << i;
   EXPECT_EQ(fx::kernels::conv2d_uses_winograd(p), std::string(c.what).rfind("winograd", 0) == 0)
       << c.what;
 }
