@@ -98,7 +98,8 @@ void im2col(const Conv2dParams& p, const float* in, int64_t channels, int64_t q0
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
   if (is_pointwise(p) || is_depthwise(p) || conv2d_uses_winograd(p)) return 0;
   const int64_t kdim = (p.C / p.group) * p.KH * p.KW;
-  return kdim * im2col_band(kdim, p.out_h() * p.out_w());
+  // (+ 16: conv2d starts the bands at the first 64-byte boundary)
+  return kdim * im2col_band(kdim, p.out_h() * p.out_w()) + 16;
 }
 
 std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight) {
@@ -128,6 +129,8 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
   const int64_t OH = p.out_h(), OW = p.out_w(), OHW = OH * OW;
   const int64_t cg = p.C / p.group, mg = p.M / p.group;
   const int64_t kdim = cg * p.KH * p.KW;
+  // The GEMM reads the bands in place (the B operand): from a cache-line boundary.
+  scratch = align64(scratch);
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t g = 0; g < p.group; ++g) {
       const float* x = in + (n * p.C + g * cg) * p.H * p.W;
@@ -175,9 +178,7 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
         // that thread alone); a band's result does not depend on which thread made it.
         parallel_for(bands, 1, [&](int64_t b0, int64_t b1) {
           ScratchBuffer& cols = kernels::scratch(Scratch::Im2col);
-          if (cols.size() < static_cast<size_t>(kdim * band))
-            cols.resize(static_cast<size_t>(kdim * band));
-          run_bands(b0, b1, cols.data());
+          run_bands(b0, b1, aligned_floats(cols, kdim * band));
         });
       } else {
         run_bands(0, bands, scratch);

@@ -41,14 +41,6 @@ constexpr int64_t kTransposedMinK = 160;          // see sgemm_prefers_transpose
 constexpr int64_t kTransposedMinKPortable = 256;  // (wasm, and x86 without AVX2: not remeasured)
 constexpr int64_t kShortKBlockFloats = 64 * NC;   // see the tile order in GemmCore::blocked
 
-// n floats at a 64-byte boundary inside `buf` (grown as needed).
-template <class Buffer>
-float* aligned_floats(Buffer& buf, int64_t n) {
-  buf.resize(static_cast<size_t>(n) + 16);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + ((64 - p % 64) % 64) / sizeof(float);
-}
-
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int64_t lda, bool trans, int64_t i, int64_t k) {
   return trans ? A[k * lda + i] : A[i * lda + k];

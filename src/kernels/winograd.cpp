@@ -244,23 +244,22 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
 #endif
   const WinogradGeometry g = winograd_geometry(p, wide ? 8 : 4);
   const int64_t C = g.C, M = g.M, Hp = g.Hp, Wp = g.Wp, ld = g.ld;
-  ScratchBuffer& padded = scratch(Scratch::WinogradPadded);
-  ScratchBuffer& V = scratch(Scratch::WinogradV);
-  ScratchBuffer& Mout = scratch(Scratch::WinogradM);
-  padded.resize(static_cast<size_t>(C * Hp * Wp));
-  V.resize(static_cast<size_t>(16 * C * ld));
-  Mout.resize(static_cast<size_t>(16 * M * ld));
+  // The 16 products read V (their B, in place when M is small) and write Mout from cache-line
+  // boundaries.
+  float* const padded = aligned_floats(scratch(Scratch::WinogradPadded), C * Hp * Wp);
+  float* const V = aligned_floats(scratch(Scratch::WinogradV), 16 * C * ld);
+  float* const Mout = aligned_floats(scratch(Scratch::WinogradM), 16 * M * ld);
   auto transform_input = [&](int64_t c0, int64_t c1) {
 #ifdef FXWASM_X86_DISPATCH
-    if (wide) return transform_input_avx2(g, padded.data(), c0, c1, V.data());
+    if (wide) return transform_input_avx2(g, padded, c0, c1, V);
 #endif
-    transform_input_impl<v4f>(g, padded.data(), c0, c1, V.data());
+    transform_input_impl<v4f>(g, padded, c0, c1, V);
   };
   auto transform_output = [&](int64_t m0, int64_t m1, float* y) {
 #ifdef FXWASM_X86_DISPATCH
-    if (wide) return transform_output_avx2(g, p, Mout.data(), m0, m1, bias, y);
+    if (wide) return transform_output_avx2(g, p, Mout, m0, m1, bias, y);
 #endif
-    transform_output_impl<v4f>(g, p, Mout.data(), m0, m1, bias, y);
+    transform_output_impl<v4f>(g, p, Mout, m0, m1, bias, y);
   };
 
   for (int64_t n = 0; n < p.N; ++n) {
@@ -272,7 +271,7 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
     const int64_t grain = std::max<int64_t>(1, 4096 / (Hp * Wp));
     parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
-        float* plane = &padded[static_cast<size_t>(c * Hp * Wp)];
+        float* plane = padded + c * Hp * Wp;
         std::fill(plane, plane + p.pad_top * Wp, 0.0f);
         for (int64_t ih = 0; ih < p.H; ++ih) {
           float* row = plane + (ih + p.pad_top) * Wp;
@@ -288,8 +287,8 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
 
     parallel_for(16, 1, [&](int64_t x0, int64_t x1) {
       for (int64_t xi = x0; xi < x1; ++xi)
-        sgemm(false, false, M, g.T, C, 1.0f, nullptr, C, &V[static_cast<size_t>(xi * C * ld)], ld,
-              0.0f, &Mout[static_cast<size_t>(xi * M * ld)], ld, nullptr, &U[xi]);
+        sgemm(false, false, M, g.T, C, 1.0f, nullptr, C, V + xi * C * ld, ld, 0.0f,
+              Mout + xi * M * ld, ld, nullptr, &U[xi]);
     });
 
     parallel_for(M, std::max<int64_t>(1, 4096 / (g.OH * g.OW)),
