@@ -46,20 +46,19 @@ bool operator!=(const UninitAllocator<T>&, const UninitAllocator<U>&) {
 /// A float buffer whose resize() leaves new elements unset.
 using ScratchBuffer = std::vector<float, UninitAllocator<float>>;
 
-/// The first of n floats at a 64-byte boundary inside `buf` (grown as needed). malloc promises
-/// 16 bytes (8 in wasm), and vector loads that straddle cache lines cost: an im2col band read
-/// 16 bytes off made ResNet-18's 7x7 convolution 15-20 % slower on an AVX-512 Xeon.
-template <class Buffer>
-float* aligned_floats(Buffer& buf, int64_t n) {
-  buf.resize(static_cast<size_t>(n) + 16);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + ((64 - p % 64) % 64) / sizeof(float);
-}
-
-/// `p` moved up to the next 64-byte boundary (at most 15 floats on).
+/// `p` moved up to the next 64-byte boundary (at most 15 floats on). malloc promises 16 bytes (8
+/// in wasm), and vector loads that straddle cache lines cost: an im2col band read 16 bytes off
+/// made ResNet-18's 7x7 convolution 15-20 % slower on an AVX-512 Xeon.
 inline float* align64(float* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   return p + ((64 - a % 64) % 64) / sizeof(float);
+}
+
+/// The first of n floats at a 64-byte boundary inside `buf` (grown as needed).
+template <class Buffer>
+float* aligned_floats(Buffer& buf, int64_t n) {
+  buf.resize(static_cast<size_t>(n) + 16);
+  return align64(buf.data());
 }
 
 enum class Scratch {
