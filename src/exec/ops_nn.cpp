@@ -138,7 +138,7 @@ void conv(OpCall& c) {
   if (is_constant_input(c, 1) && p.out_h() * p.out_w() > 1)
     packed =
         derived_from_constant(w,
-                              {1, p.M, p.C, p.KH, p.KW, p.group, kernels::conv2d_uses_winograd(p),
+                              {1, p.M, p.C, p.KH, p.KW, p.group, kernels::winograd_output_tile(p),
                                kernels::conv2d_packs_transposed(p)},
                               [&] {
                                 return std::make_shared<const std::vector<kernels::PackedOperand>>(

@@ -1,6 +1,6 @@
 // Convolution as im2col + SGEMM (per image and group), with a GEMM-only path for unpadded 1x1
 // stride-1 ones; depthwise convolutions run their direct kernels (depthwise.cpp), most 3x3
-// stride-1 ones Winograd (winograd.cpp).
+// stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3) (winograd.cpp).
 #include "kernels/conv.h"
 #include "kernels/scratch.h"
 #include "kernels/thread_pool.h"
@@ -123,7 +123,9 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
             float* out, float* scratch, const std::vector<PackedOperand>* packed) {
   if (is_depthwise(p)) return depthwise_conv2d(p, in, weight, bias, out);
   if (conv2d_uses_winograd(p)) {
-    if (packed && packed->size() == 16) return winograd_conv2d(p, in, bias, out, *packed);
+    const int64_t r = winograd_output_tile(p);
+    if (packed && static_cast<int64_t>(packed->size()) == (r + 2) * (r + 2))
+      return winograd_conv2d(p, in, bias, out, *packed);
     return winograd_conv2d(p, in, bias, out, winograd_pack_weights(p, weight));
   }
   const int64_t OH = p.out_h(), OW = p.out_w(), OHW = OH * OW;

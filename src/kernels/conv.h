@@ -19,6 +19,10 @@ struct Conv2dParams {
   int64_t group = 1;
   /// Activation fused into the store: out = min(max(out, clamp_lo), clamp_hi) (Relu: 0, inf).
   float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
+  /// The tiling of a convolution conv2d runs as Winograd (winograd_output_tile): 0 lets conv2d
+  /// choose, 2 asks for F(2x2, 3x3), 4 for F(4x4, 3x3) (4x fewer multiplications than im2col,
+  /// against 2.25x, and a few more rounding errors).
+  int64_t winograd_tile = 0;
 
   int64_t out_h() const {
     return (H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h + 1;
@@ -30,28 +34,32 @@ struct Conv2dParams {
 
 /// out[N, M, OH, OW] = conv(in[N, C, H, W], weight[M, C/group, KH, KW]) + bias[M] (bias may be
 /// null). Depthwise convolutions (group == C == M) run a direct kernel, 1x1 stride-1 unpadded
-/// ones a plain GEMM, most 3x3 stride-1 ones Winograd F(2x2, 3x3), the rest im2col + GEMM.
+/// ones a plain GEMM, most 3x3 stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3), the rest
+/// im2col + GEMM.
 /// `scratch` needs conv2d_scratch_size(p) floats. `packed` (optional): conv2d_pack_weights(p,
 /// weight), made once for many calls.
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
             float* out, float* scratch, const std::vector<PackedOperand>* packed = nullptr);
 int64_t conv2d_scratch_size(const Conv2dParams& p);
-/// The weights packed for conv2d's GEMMs: one operand per group, the 16 transformed matrices of
-/// a Winograd convolution, or none where conv2d runs no GEMM (depthwise). Depends on M, C, KH,
-/// KW and group, and on conv2d_uses_winograd(p) and conv2d_packs_transposed(p), which the output
-/// size decides.
+/// The weights packed for conv2d's GEMMs: one operand per group, the 16 or 36 transformed
+/// matrices of a Winograd convolution, or none where conv2d runs no GEMM (depthwise). Depends on
+/// M, C, KH, KW and group, and on winograd_output_tile(p) and conv2d_packs_transposed(p), which
+/// the output size decides.
 std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight);
 /// Whether conv2d_pack_weights keeps the weights for transposed products
 /// (sgemm_prefers_transposed of conv2d's GEMM shapes).
 bool conv2d_packs_transposed(const Conv2dParams& p);
 
-/// Whether conv2d runs `p` as a Winograd F(2x2, 3x3) convolution (3x3, stride 1, dilation 1, one
-/// group, enough channels and output tiles).
+/// Whether conv2d runs `p` as a Winograd convolution (3x3, stride 1, dilation 1, one group,
+/// enough channels and output tiles).
 bool conv2d_uses_winograd(const Conv2dParams& p);
-/// The 2x2 output tiles of a Winograd convolution: the N of its 16 GEMMs.
+/// The side of the output tiles conv2d's Winograd convolution of `p` computes: 2 (F(2x2, 3x3),
+/// 16 GEMMs), 4 (F(4x4, 3x3), 36 GEMMs), or 0 where conv2d runs no Winograd convolution.
+int64_t winograd_output_tile(const Conv2dParams& p);
+/// The output tiles of a Winograd convolution: the N of its GEMMs.
 int64_t winograd_tiles(const Conv2dParams& p);
 /// The Winograd path (src/kernels/winograd.cpp), which conv2d takes when conv2d_uses_winograd:
-/// `U` is winograd_pack_weights(p, weight).
+/// `U` is winograd_pack_weights(p, weight) (std::logic_error if packed for another tiling).
 std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight);
 void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, float* out,
                      const std::vector<PackedOperand>& U);

@@ -1,14 +1,29 @@
-// Winograd F(2x2, 3x3) convolution (Lavin & Gray, "Fast Algorithms for Convolutional Neural
-// Networks", 2015) for 3x3 stride-1 convolutions: each 2x2 block of outputs (a tile) comes from
-// a 4x4 input patch d as Y = A^T [ (G g G^T) . (B^T d B) ] A. Over all tiles and channels that
-// is 16 independent GEMMs, U[xi] (M x C, the transformed weights) times V[xi] (C x tiles, the
-// transformed input), 2.25x fewer multiplications than im2col + GEMM. The transforms only add,
-// subtract and halve, so results stay within a few ulps of the direct convolution.
+// Winograd convolutions (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks",
+// 2015) for 3x3 stride-1 convolutions: each R x R block of outputs (a tile) comes from an
+// (R + 2) x (R + 2) input patch d as Y = A^T [ (G g G^T) . (B^T d B) ] A. Over all tiles and
+// channels that is (R + 2)^2 independent GEMMs, U[xi] (M x C, the transformed weights) times
+// V[xi] (C x tiles, the transformed input).
+//
+// F(2x2, 3x3), 16 GEMMs, 2.25x fewer multiplications than im2col + GEMM. Its transforms only
+// add, subtract and halve, so results stay within a few ulps of the direct convolution:
 //
 //   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]
 //   A^T = [1 1 1 0; 0 1 -1 -1]
+//
+// F(4x4, 3x3), 36 GEMMs, 4x fewer multiplications (the interpolation points 0, +-1, +-2). Its
+// transforms scale by up to 8 and 1/24, so results carry more rounding error: on random data
+// 4e-6 to 1.3e-5 of the largest output, against 2e-7 to 7e-7 for F(2x2, 3x3) (the trade
+// cuDNN's and NNPACK's Winograd kernels make too):
+//
+//   B^T = [4  0 -5  0 1 0;      G = [ 1/4     0    0;     A^T = [1 1  1 1  1 0;
+//          0 -4 -4  1 1 0;            -1/6 -1/6 -1/6;            0 1 -1 2 -2 0;
+//          0  4 -4 -1 1 0;            -1/6  1/6 -1/6;            0 1  1 4  4 0;
+//          0 -2 -1  2 1 0;            1/24 1/12  1/6;            0 1 -1 8 -8 1]
+//          0  2 -1 -2 1 0;            1/24 -1/12 1/6;
+//          0  4  0 -5 0 1]               0    0    1]
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/conv.h"
@@ -20,24 +35,42 @@
 
 namespace fx::kernels {
 
-int64_t winograd_tiles(const Conv2dParams& p) {
-  return ((p.out_h() + 1) / 2) * ((p.out_w() + 1) / 2);
+namespace {
+// Tiles of r x r outputs that cover the output.
+int64_t tiles_of(const Conv2dParams& p, int64_t r) {
+  return ((p.out_h() + r - 1) / r) * ((p.out_w() + r - 1) / r);
 }
+}  // namespace
 
-bool conv2d_uses_winograd(const Conv2dParams& p) {
+int64_t winograd_output_tile(const Conv2dParams& p) {
   if (p.group != 1 || p.KH != 3 || p.KW != 3 || p.stride_h != 1 || p.stride_w != 1 ||
       p.dilation_h != 1 || p.dilation_w != 1)
-    return false;
+    return 0;
   // Enough channels for the GEMMs to outweigh the transforms, enough tiles to fill the GEMMs'
   // column panels. (16 input channels pay since im2col went to bands: SqueezeNet's 16 -> 64
   // expand layers, in-model min-of-90, 0.374 -> 0.347 ms natively; the model in wasm 15.9-16.7
   // -> 15.0-15.9 ms.)
-  return p.C >= 16 && p.M >= 32 && winograd_tiles(p) >= 36;
+  if (p.C < 16 || p.M < 32 || tiles_of(p, 2) < 36) return 0;
+  if (p.winograd_tile == 2 || p.winograd_tile == 4) return p.winograd_tile;
+  // F(4x4, 3x3) where it has enough tiles for the GEMMs' columns (not 13x13 or 14x14 outputs:
+  // 16 tiles). One process alternating the two on the same weights, min / median ratios: ResNet-18
+  // 0.92-0.99 / 0.92-0.94x natively (AVX-512, 1 and 2 threads), 0.89x in wasm; SqueezeNet
+  // 0.92-0.97 / 0.94x natively, 0.84-0.96x in wasm.
+  return tiles_of(p, 4) >= 36 ? 4 : 2;
 }
 
-std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight) {
+bool conv2d_uses_winograd(const Conv2dParams& p) { return winograd_output_tile(p) != 0; }
+
+int64_t winograd_tiles(const Conv2dParams& p) {
+  const int64_t r = winograd_output_tile(p);
+  return r ? tiles_of(p, r) : 0;
+}
+
+namespace {
+
+// U[xi] = (G g G^T)[xi] of F(2x2, 3x3), 16 M x C matrices.
+void transform_weights2(const Conv2dParams& p, const float* weight, float* U) {
   const int64_t M = p.M, C = p.C;
-  std::vector<float> U(static_cast<size_t>(16 * M * C));
   for (int64_t m = 0; m < M; ++m)
     for (int64_t c = 0; c < C; ++c) {
       const float* g = weight + (m * C + c) * 9;
@@ -51,11 +84,47 @@ std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const fl
       for (int i = 0; i < 4; ++i) {  // (G g) G^T
         const float u[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]),
                             0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
-        for (int j = 0; j < 4; ++j) U[static_cast<size_t>(((i * 4 + j) * M + m) * C + c)] = u[j];
+        for (int j = 0; j < 4; ++j) U[((i * 4 + j) * M + m) * C + c] = u[j];
       }
     }
+}
+
+// U[xi] = (G g G^T)[xi] of F(4x4, 3x3), 36 M x C matrices, computed in double and rounded once.
+void transform_weights4(const Conv2dParams& p, const float* weight, float* U) {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  const int64_t M = p.M, C = p.C;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = weight + (m * C + c) * 9;
+      double t[6][3];  // G g
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 3; ++j)
+          t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
+      for (int i = 0; i < 6; ++i)  // (G g) G^T
+        for (int j = 0; j < 6; ++j)
+          U[((i * 6 + j) * M + m) * C + c] =
+              static_cast<float>(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+    }
+}
+
+}  // namespace
+
+std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const float* weight) {
+  const int64_t M = p.M, C = p.C, r = winograd_output_tile(p);
+  const int64_t products = (r + 2) * (r + 2);
+  std::vector<float> U(static_cast<size_t>(products * M * C));
+  if (r == 4) {
+    transform_weights4(p, weight, U.data());
+  } else {
+    transform_weights2(p, weight, U.data());
+  }
   std::vector<PackedOperand> packed;
-  for (int64_t xi = 0; xi < 16; ++xi)
+  for (int64_t xi = 0; xi < products; ++xi)
     packed.push_back(PackedOperand::left(false, M, C, U.data() + xi * M * C, C, winograd_tiles(p)));
   return packed;
 }
@@ -67,26 +136,27 @@ namespace {
 // file, so it stays off from here on.)
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-// The tiling of one convolution: tiles go L at a time along a tile row (the lanes of a vector);
-// the lanes past a row's end spill into the next row's first tiles, written after them, or into
-// L spare columns after the last row: V and Mout rows are ld = T + L long.
+// The tiling of one convolution in R x R tiles: tiles go L at a time along a tile row (the lanes
+// of a vector); the lanes past a row's end spill into the next row's first tiles, written after
+// them, or into L spare columns after the last row: V and Mout rows are ld = T + L long.
 struct WinogradGeometry {
-  int64_t C, M, OH, OW, TH, TW, T, TWp, Hp, Wp, ld;
+  int64_t R, C, M, OH, OW, TH, TW, T, TWp, Hp, Wp, ld;
 };
 
-WinogradGeometry winograd_geometry(const Conv2dParams& p, int64_t L) {
+WinogradGeometry winograd_geometry(const Conv2dParams& p, int64_t L, int64_t R) {
   WinogradGeometry g;
+  g.R = R;
   g.C = p.C;
   g.M = p.M;
   g.OH = p.out_h();
   g.OW = p.out_w();
-  g.TH = (g.OH + 1) / 2;
-  g.TW = (g.OW + 1) / 2;
+  g.TH = (g.OH + R - 1) / R;
+  g.TW = (g.OW + R - 1) / R;
   g.T = g.TH * g.TW;
   g.TWp = (g.TW + L - 1) / L * L;
-  // The zero-padded input: every 4x4 patch, and the 2L-float loads that read it, inside.
-  g.Hp = 2 * g.TH + 2;
-  g.Wp = 2 * g.TWp + 8;
+  // The zero-padded input: every (R + 2)-square patch, and the loads that read it, inside.
+  g.Hp = R * g.TH + 2;
+  g.Wp = R * g.TWp + 8;
   g.ld = g.T + L;
   return g;
 }
@@ -155,82 +225,239 @@ inline __attribute__((always_inline)) void transform_input_impl(const WinogradGe
   }
 }
 
-// Y = A^T m A per tile, plus bias, clamped, into the output rows 2 ty and 2 ty + 1 of output
-// channels [m0, m1).
-template <class V>
-inline __attribute__((always_inline)) void transform_output_impl(const WinogradGeometry& g,
-                                                                 const Conv2dParams& p,
-                                                                 const float* Mout, int64_t m0,
-                                                                 int64_t m1, const float* bias,
-                                                                 float* y) {
+// Calls tile(src, step, ym, ty, tx, finish) for each vector of L tiles (tile row ty, tiles tx
+// ...) of output channels [m0, m1): src is their first product's values in Mout (product xi's at
+// src + xi * step), ym the channel's output plane, and finish(v) adds the channel's bias to the
+// results v and clamps them.
+template <class V, class Tile>
+inline __attribute__((always_inline)) void for_each_output_vector(const WinogradGeometry& g,
+                                                                  const Conv2dParams& p,
+                                                                  const float* Mout, int64_t m0,
+                                                                  int64_t m1, const float* bias,
+                                                                  float* y, Tile&& tile) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   const int64_t step = g.M * g.ld;
   for (int64_t m = m0; m < m1; ++m) {
     const V b = V{} + (bias ? bias[m] : 0.0f);
+    auto finish = [&](V v) __attribute__((always_inline)) {
+      v += b;
+      return clamp ? clamp_v(v, lo, hi) : v;
+    };
     const float* mm = Mout + m * g.ld;
     float* ym = y + m * g.OH * g.OW;
+    for (int64_t ty = 0; ty < g.TH; ++ty)
+      for (int64_t tx = 0; tx < g.TW; tx += L) tile(mm + ty * g.TW + tx, step, ym, ty, tx, finish);
+  }
+}
+
+// F(2x2, 3x3): Y = A^T m A for a vector of L tiles (see for_each_output_vector), into output rows
+// 2 ty and 2 ty + 1.
+template <class V, class Finish>
+inline __attribute__((always_inline)) void output_vector2(const WinogradGeometry& g,
+                                                          const float* src, int64_t step, float* ym,
+                                                          int64_t ty, int64_t tx,
+                                                          const Finish& finish) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V s[2][4];  // A^T m
+  for (int j = 0; j < 4; ++j) {
+    const V q0 = load_v<V>(src + (0 * 4 + j) * step), q1 = load_v<V>(src + (1 * 4 + j) * step),
+            q2 = load_v<V>(src + (2 * 4 + j) * step), q3 = load_v<V>(src + (3 * 4 + j) * step);
+    s[0][j] = q0 + q1 + q2;
+    s[1][j] = q1 - q2 - q3;
+  }
+  for (int i = 0; i < 2; ++i) {
+    const int64_t oh = 2 * ty + i;
+    if (oh >= g.OH) break;
+    const V y0 = finish(s[i][0] + s[i][1] + s[i][2]);  // columns 2 tx, 2 tx + 2, ...
+    const V y1 = finish(s[i][1] - s[i][2] - s[i][3]);  // columns 2 tx + 1, 2 tx + 3, ...
+    V a, c;                                            // the row's 2L outputs, interleaved
+    if constexpr (L == 4) {
+      a = __builtin_shufflevector(y0, y1, 0, 4, 1, 5);
+      c = __builtin_shufflevector(y0, y1, 2, 6, 3, 7);
+    } else {
+      a = __builtin_shufflevector(y0, y1, 0, 8, 1, 9, 2, 10, 3, 11);
+      c = __builtin_shufflevector(y0, y1, 4, 12, 5, 13, 6, 14, 7, 15);
+    }
+    float* row = ym + oh * g.OW + 2 * tx;
+    const int64_t left = g.OW - 2 * tx;
+    if (left >= 2 * L) {
+      store_v<V>(row, a);
+      store_v<V>(row + L, c);
+    } else {
+      float tmp[2 * L];
+      store_v<V>(tmp, a);
+      store_v<V>(tmp + L, c);
+      std::memcpy(row, tmp, static_cast<size_t>(left) * sizeof(float));
+    }
+  }
+}
+
+// F(4x4, 3x3): lanes l of d[j] = q[4 l + j], j < 6 (the six columns of L patches 4 apart).
+inline __attribute__((always_inline)) void patch_columns(const float* q, v4f (&d)[6]) {
+  const v4f a0 = load4(q), a1 = load4(q + 4), a2 = load4(q + 8), a3 = load4(q + 12),
+            a4 = load4(q + 16);
+  const v4f t0 = __builtin_shufflevector(a0, a1, 0, 4, 1, 5);
+  const v4f t1 = __builtin_shufflevector(a0, a1, 2, 6, 3, 7);
+  const v4f t2 = __builtin_shufflevector(a2, a3, 0, 4, 1, 5);
+  const v4f t3 = __builtin_shufflevector(a2, a3, 2, 6, 3, 7);
+  d[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  d[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  d[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  d[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+  const v4f u0 = __builtin_shufflevector(a1, a2, 0, 4, 1, 5);
+  const v4f u1 = __builtin_shufflevector(a3, a4, 0, 4, 1, 5);
+  d[4] = __builtin_shufflevector(u0, u1, 0, 1, 4, 5);
+  d[5] = __builtin_shufflevector(u0, u1, 2, 3, 6, 7);
+}
+template <class V>
+inline __attribute__((always_inline)) void patch_columns(const float* q, V (&d)[6]) {
+  v4f lo[6], hi[6];  // eight lanes: tiles 0-3 and 4-7
+  patch_columns(q, lo);
+  patch_columns(q + 16, hi);
+  for (int j = 0; j < 6; ++j) d[j] = __builtin_shufflevector(lo[j], hi[j], 0, 1, 2, 3, 4, 5, 6, 7);
+}
+
+// t = B^T d for F(4x4, 3x3), along one dimension of the patch.
+template <class V>
+inline __attribute__((always_inline)) void input_rows4(const V (&d)[6], V (&t)[6]) {
+  t[0] = (V{} + 4.0f) * d[0] - (V{} + 5.0f) * d[2] + d[4];
+  t[1] = (d[3] + d[4]) - (V{} + 4.0f) * (d[1] + d[2]);
+  t[2] = (d[4] - d[3]) + (V{} + 4.0f) * (d[1] - d[2]);
+  t[3] = (d[4] - d[2]) + (V{} + 2.0f) * (d[3] - d[1]);
+  t[4] = (d[4] - d[2]) + (V{} + 2.0f) * (d[1] - d[3]);
+  t[5] = (V{} + 4.0f) * d[1] - (V{} + 5.0f) * d[3] + d[5];
+}
+
+// V[xi][c][t] = (B^T d B)[xi] of F(4x4, 3x3) (36 products), as transform_input_impl.
+template <class V>
+inline __attribute__((always_inline)) void transform_input4_impl(const WinogradGeometry& g,
+                                                                 const float* padded, int64_t c0,
+                                                                 int64_t c1, float* Vt) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const int64_t step = g.C * g.ld;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* plane = padded + c * g.Hp * g.Wp;
+    float* vc = Vt + c * g.ld;
     for (int64_t ty = 0; ty < g.TH; ++ty) {
-      for (int64_t tx = 0; tx < g.TW; tx += L) {
-        const float* src = mm + ty * g.TW + tx;
-        V s[2][4];  // A^T m
-        for (int j = 0; j < 4; ++j) {
-          const V q0 = load_v<V>(src + (0 * 4 + j) * step),
-                  q1 = load_v<V>(src + (1 * 4 + j) * step),
-                  q2 = load_v<V>(src + (2 * 4 + j) * step),
-                  q3 = load_v<V>(src + (3 * 4 + j) * step);
-          s[0][j] = q0 + q1 + q2;
-          s[1][j] = q1 - q2 - q3;
+      for (int64_t tx = 0; tx < g.TWp; tx += L) {
+        V d[6][6];  // d[i][j]: patch row i, column j
+        for (int i = 0; i < 6; ++i) patch_columns(plane + (4 * ty + i) * g.Wp + 4 * tx, d[i]);
+        V t[6][6];  // (B^T d)[k][j]
+        for (int j = 0; j < 6; ++j) {
+          const V col[6] = {d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j]};
+          V out[6];
+          input_rows4(col, out);
+          for (int k = 0; k < 6; ++k) t[k][j] = out[k];
         }
-        for (int i = 0; i < 2; ++i) {
-          const int64_t oh = 2 * ty + i;
-          if (oh >= g.OH) break;
-          V y0 = s[i][0] + s[i][1] + s[i][2] + b;  // columns 2 tx, 2 tx + 2, ...
-          V y1 = s[i][1] - s[i][2] - s[i][3] + b;  // columns 2 tx + 1, 2 tx + 3, ...
-          if (clamp) {
-            y0 = clamp_v(y0, lo, hi);
-            y1 = clamp_v(y1, lo, hi);
-          }
-          V a, c;  // the row's 2L outputs, interleaved
-          if constexpr (L == 4) {
-            a = __builtin_shufflevector(y0, y1, 0, 4, 1, 5);
-            c = __builtin_shufflevector(y0, y1, 2, 6, 3, 7);
-          } else {
-            a = __builtin_shufflevector(y0, y1, 0, 8, 1, 9, 2, 10, 3, 11);
-            c = __builtin_shufflevector(y0, y1, 4, 12, 5, 13, 6, 14, 7, 15);
-          }
-          float* row = ym + oh * g.OW + 2 * tx;
-          const int64_t left = g.OW - 2 * tx;
-          if (left >= 2 * L) {
-            store_v<V>(row, a);
-            store_v<V>(row + L, c);
-          } else {
-            float tmp[2 * L];
-            store_v<V>(tmp, a);
-            store_v<V>(tmp + L, c);
-            std::memcpy(row, tmp, static_cast<size_t>(left) * sizeof(float));
-          }
+        float* dst = vc + ty * g.TW + tx;
+        for (int k = 0; k < 6; ++k) {
+          V out[6];
+          input_rows4(t[k], out);
+          for (int j = 0; j < 6; ++j) store_v<V>(dst + (k * 6 + j) * step, out[j]);
         }
       }
     }
   }
 }
 
+// s = A^T m for F(4x4, 3x3), along one dimension of the tile.
+template <class V>
+inline __attribute__((always_inline)) void output_rows4(const V (&m)[6], V (&s)[4]) {
+  const V a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], e = m[3] - m[4];
+  s[0] = m[0] + a + c;
+  s[1] = b + (V{} + 2.0f) * e;
+  s[2] = a + (V{} + 4.0f) * c;
+  s[3] = b + (V{} + 8.0f) * e + m[5];
+}
+
+// F(4x4, 3x3): Y = A^T m A for a vector of L tiles, into output rows 4 ty ... 4 ty + 3.
+template <class V, class Finish>
+inline __attribute__((always_inline)) void output_vector4(const WinogradGeometry& g,
+                                                          const float* src, int64_t step, float* ym,
+                                                          int64_t ty, int64_t tx,
+                                                          const Finish& finish) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V s[4][6];  // (A^T m)[i][j]
+  for (int j = 0; j < 6; ++j) {
+    V col[6];
+    for (int k = 0; k < 6; ++k) col[k] = load_v<V>(src + (k * 6 + j) * step);
+    V out[4];
+    output_rows4(col, out);
+    for (int i = 0; i < 4; ++i) s[i][j] = out[i];
+  }
+  const int64_t left = g.OW - 4 * tx;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t oh = 4 * ty + i;
+    if (oh >= g.OH) break;
+    V yv[4];  // yv[j]: columns 4 (tx + l) + j
+    output_rows4(s[i], yv);
+    // The row's 4L outputs, interleaved (4x4 transposes): in place when the row has room
+    // for them all, else through `tmp`.
+    float tmp[4 * L];
+    float* const row = ym + oh * g.OW + 4 * tx;
+    float* const dst = left >= 4 * L ? row : tmp;
+    for (int j = 0; j < 4; ++j) yv[j] = finish(yv[j]);
+    for (int64_t h = 0; h < L; h += 4) {
+      v4f q[4];  // lanes h ... h + 3
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (L == 4) {
+          q[j] = yv[j];
+        } else {
+          q[j] = h == 0 ? __builtin_shufflevector(yv[j], yv[j], 0, 1, 2, 3)
+                        : __builtin_shufflevector(yv[j], yv[j], 4, 5, 6, 7);
+        }
+      }
+      const v4f t0 = __builtin_shufflevector(q[0], q[1], 0, 4, 1, 5);
+      const v4f t1 = __builtin_shufflevector(q[0], q[1], 2, 6, 3, 7);
+      const v4f t2 = __builtin_shufflevector(q[2], q[3], 0, 4, 1, 5);
+      const v4f t3 = __builtin_shufflevector(q[2], q[3], 2, 6, 3, 7);
+      store4(dst + 4 * h, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+      store4(dst + 4 * h + 4, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+      store4(dst + 4 * h + 8, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+      store4(dst + 4 * h + 12, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+    }
+    if (dst == tmp) std::memcpy(row, tmp, static_cast<size_t>(left) * sizeof(float));
+  }
+}
+
+// Y = A^T m A per tile (R = 2 or 4), plus bias, clamped, into output channels [m0, m1).
+template <class V, int R>
+inline __attribute__((always_inline)) void transform_output_impl(const WinogradGeometry& g,
+                                                                 const Conv2dParams& p,
+                                                                 const float* Mout, int64_t m0,
+                                                                 int64_t m1, const float* bias,
+                                                                 float* y) {
+  for_each_output_vector<V>(
+      g, p, Mout, m0, m1, bias, y,
+      [&](const float* src, int64_t step, float* ym, int64_t ty, int64_t tx, const auto& finish)
+          __attribute__((always_inline)) {
+            if constexpr (R == 2) {
+              output_vector2<V>(g, src, step, ym, ty, tx, finish);
+            } else {
+              output_vector4<V>(g, src, step, ym, ty, tx, finish);
+            }
+          });
+}
+
 #ifdef FXWASM_X86_DISPATCH
 typedef float v8f __attribute__((vector_size(32)));
-// Eight tiles at a time: the transforms only add, subtract and shuffle, so every width gives the
-// same bits. (Sixteen would leave most lanes empty on 13x13 and 27x27 outputs.)
+// Eight tiles at a time: the transforms add, subtract, shuffle and scale by constants, lane by
+// lane and without FMA (the target is AVX2 alone), so every width gives the same bits. (Sixteen
+// would leave most lanes empty on 13x13 and 27x27 outputs.)
 __attribute__((target("avx2"))) void transform_input_avx2(const WinogradGeometry& g,
                                                           const float* padded, int64_t c0,
                                                           int64_t c1, float* Vt) {
+  if (g.R == 4) return transform_input4_impl<v8f>(g, padded, c0, c1, Vt);
   transform_input_impl<v8f>(g, padded, c0, c1, Vt);
 }
 __attribute__((target("avx2"))) void transform_output_avx2(const WinogradGeometry& g,
                                                            const Conv2dParams& p, const float* Mout,
                                                            int64_t m0, int64_t m1,
                                                            const float* bias, float* y) {
-  transform_output_impl<v8f>(g, p, Mout, m0, m1, bias, y);
+  if (g.R == 4) return transform_output_impl<v8f, 4>(g, p, Mout, m0, m1, bias, y);
+  transform_output_impl<v8f, 2>(g, p, Mout, m0, m1, bias, y);
 }
 #endif
 
@@ -242,24 +469,29 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
 #ifdef FXWASM_X86_DISPATCH
   wide = cpu_has_avx2();
 #endif
-  const WinogradGeometry g = winograd_geometry(p, wide ? 8 : 4);
+  const int64_t R = winograd_output_tile(p), products = (R + 2) * (R + 2);
+  if (R == 0 || static_cast<int64_t>(U.size()) != products)
+    throw std::logic_error("winograd_conv2d: weights packed for another tiling");
+  const WinogradGeometry g = winograd_geometry(p, wide ? 8 : 4, R);
   const int64_t C = g.C, M = g.M, Hp = g.Hp, Wp = g.Wp, ld = g.ld;
   // The 16 products read V (their B, in place when M is small) and write Mout from cache-line
   // boundaries.
   float* const padded = aligned_floats(scratch(Scratch::WinogradPadded), C * Hp * Wp);
-  float* const V = aligned_floats(scratch(Scratch::WinogradV), 16 * C * ld);
-  float* const Mout = aligned_floats(scratch(Scratch::WinogradM), 16 * M * ld);
+  float* const V = aligned_floats(scratch(Scratch::WinogradV), products * C * ld);
+  float* const Mout = aligned_floats(scratch(Scratch::WinogradM), products * M * ld);
   auto transform_input = [&](int64_t c0, int64_t c1) {
 #ifdef FXWASM_X86_DISPATCH
     if (wide) return transform_input_avx2(g, padded, c0, c1, V);
 #endif
+    if (R == 4) return transform_input4_impl<v4f>(g, padded, c0, c1, V);
     transform_input_impl<v4f>(g, padded, c0, c1, V);
   };
   auto transform_output = [&](int64_t m0, int64_t m1, float* y) {
 #ifdef FXWASM_X86_DISPATCH
     if (wide) return transform_output_avx2(g, p, Mout, m0, m1, bias, y);
 #endif
-    transform_output_impl<v4f>(g, p, Mout, m0, m1, bias, y);
+    if (R == 4) return transform_output_impl<v4f, 4>(g, p, Mout, m0, m1, bias, y);
+    transform_output_impl<v4f, 2>(g, p, Mout, m0, m1, bias, y);
   };
 
   for (int64_t n = 0; n < p.N; ++n) {
@@ -285,7 +517,7 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
       transform_input(c0, c1);
     });
 
-    parallel_for(16, 1, [&](int64_t x0, int64_t x1) {
+    parallel_for(products, 1, [&](int64_t x0, int64_t x1) {
       for (int64_t xi = x0; xi < x1; ++xi)
         sgemm(false, false, M, g.T, C, 1.0f, nullptr, C, V + xi * C * ld, ld, 0.0f,
               Mout + xi * M * ld, ld, nullptr, &U[xi]);

@@ -282,6 +282,39 @@ TEST_P(Conv2d, MatchesDirectLoops) {
     ASSERT_EQ(got[i], 0.25f) << c.what << " (min above max) at " << i;
   EXPECT_EQ(fx::kernels::conv2d_uses_winograd(p), std::string(c.what).rfind("winograd", 0) == 0)
       << c.what;
+  if (!fx::kernels::conv2d_uses_winograd(p)) return;
+  // Both Winograd tilings, whichever conv2d picks on this machine: F(2x2, 3x3) and F(4x4, 3x3)
+  // (tile rows of a partial vector, odd sizes with partial tiles), with weights packed on the
+  // fly and ahead of time (the same bits), and a fused clamp.
+  for (const int64_t tile : {2, 4}) {
+    Conv2dParams pt = pc;
+    pt.winograd_tile = tile;
+    ASSERT_EQ(fx::kernels::winograd_output_tile(pt), tile) << c.what;
+    std::fill(got.begin(), got.end(), -7.0f);
+    fx::kernels::conv2d(pt, x.data(), w.data(), c.bias ? b.data() : nullptr, got.data(),
+                        scratch.data());
+    for (int64_t i = 0; i < out_size; ++i)
+      ASSERT_NEAR(got[i], std::min(std::max(want[i], 0.0f), 0.5f), tol)
+          << c.what << " (F(" << tile << "x" << tile << ", 3x3)) at " << i;
+    const std::vector<fx::kernels::PackedOperand> packed_t =
+        fx::kernels::conv2d_pack_weights(pt, w.data());
+    ASSERT_EQ(static_cast<int64_t>(packed_t.size()), (tile + 2) * (tile + 2));
+    fx::kernels::conv2d(pt, x.data(), w.data(), c.bias ? b.data() : nullptr, got_packed.data(),
+                        scratch.data(), &packed_t);
+    for (int64_t i = 0; i < out_size; ++i)
+      ASSERT_EQ(got_packed[i], got[i])
+          << c.what << " (F(" << tile << "x" << tile << ", 3x3), packed weights) at " << i;
+    // Weights packed for the other tiling are not read as if they were these.
+    Conv2dParams po = pt;
+    po.winograd_tile = 6 - tile;
+    const std::vector<fx::kernels::PackedOperand> packed_other =
+        fx::kernels::conv2d_pack_weights(po, w.data());
+    fx::kernels::conv2d(pt, x.data(), w.data(), c.bias ? b.data() : nullptr, got_packed.data(),
+                        scratch.data(), &packed_other);
+    for (int64_t i = 0; i < out_size; ++i)
+      ASSERT_EQ(got_packed[i], got[i]) << c.what << " (F(" << tile << "x" << tile
+                                       << ", 3x3), weights packed for the other tiling) at " << i;
+  }
 }
 
 Conv2dParams asymmetric() {
@@ -384,6 +417,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"winograd 16 input channels", conv(1, 16, 15, 15, 64, 3, 1, 1), false},
         ConvCase{"winograd unpadded", conv(1, 32, 16, 15, 32, 3, 1, 0), false},
         ConvCase{"winograd asymmetric pads", winograd_asymmetric(), true},
+        // Enough 4x4 tiles for F(4x4, 3x3) where conv2d picks it (four-lane builds): partial
+        // tiles and vectors on a 27x27 output, and rows of several whole vectors of tiles.
+        ConvCase{"winograd 27x27", conv(1, 16, 27, 27, 32, 3, 1, 1), true},
+        ConvCase{"winograd wide rows", conv(2, 16, 10, 70, 32, 3, 1, 1), false},
         ConvCase{"too few tiles for winograd", conv(1, 32, 9, 9, 32, 3, 1, 1), true}));
 
 // A depthwise 3x3 at stride 1 (2) reads each plane (phase plane) as one flat array, where a
