@@ -46,16 +46,22 @@ int64_t winograd_output_tile(const Conv2dParams& p) {
   if (p.group != 1 || p.KH != 3 || p.KW != 3 || p.stride_h != 1 || p.stride_w != 1 ||
       p.dilation_h != 1 || p.dilation_w != 1)
     return 0;
-  // Enough channels for the GEMMs to outweigh the transforms, enough tiles to fill the GEMMs'
-  // column panels. (16 input channels pay since im2col went to bands: SqueezeNet's 16 -> 64
-  // expand layers, in-model min-of-90, 0.374 -> 0.347 ms natively; the model in wasm 15.9-16.7
-  // -> 15.0-15.9 ms.)
-  if (p.C < 16 || p.M < 32 || tiles_of(p, 2) < 36) return 0;
+  // Enough channels for the GEMMs to outweigh the transforms, and 16 tiles of 2x2 (a 7x7 output)
+  // or more. (16 input channels pay since im2col went to bands: SqueezeNet's 16 -> 64 expand
+  // layers, in-model min-of-90, 0.374 -> 0.347 ms natively; the model in wasm 15.9-16.7
+  // -> 15.0-15.9 ms. 7x7 outputs, 16 tiles, pay since the GEMMs compute narrow last panels as
+  // narrow tiles: ResNet-18's three 512 -> 512 layers as F(2x2, 3x3) rather than im2col + GEMM, the
+  // whole model 0.93-0.99x by min and 0.94x by median natively, 0.83-0.85x in wasm; one process
+  // alternating the two. Their transformed weights are 16 / 9 of the kernel's: 7.5 MB more a
+  // layer.)
+  if (p.C < 16 || p.M < 32 || tiles_of(p, 2) < 16) return 0;
   if (p.winograd_tile == 2 || p.winograd_tile == 4) return p.winograd_tile;
   // F(4x4, 3x3) where it has enough tiles for the GEMMs' columns (not 13x13 or 14x14 outputs:
   // 16 tiles). One process alternating the two on the same weights, min / median ratios: ResNet-18
   // 0.92-0.99 / 0.92-0.94x natively (AVX-512, 1 and 2 threads), 0.89x in wasm; SqueezeNet
-  // 0.92-0.97 / 0.94x natively, 0.84-0.96x in wasm.
+  // 0.92-0.97 / 0.94x natively, 0.84-0.96x in wasm. (Also on 13x13 to 14x14 outputs, natively
+  // ResNet-18's 256 -> 256 layer alone ran 1.01-1.12x as long, and in wasm the model 0.96-0.98x
+  // as long, SqueezeNet within noise, for 2.25x the weights of F(2x2).)
   return tiles_of(p, 4) >= 36 ? 4 : 2;
 }
 

@@ -421,7 +421,8 @@ INSTANTIATE_TEST_SUITE_P(
         // tiles and vectors on a 27x27 output, and rows of several whole vectors of tiles.
         ConvCase{"winograd 27x27", conv(1, 16, 27, 27, 32, 3, 1, 1), true},
         ConvCase{"winograd wide rows", conv(2, 16, 10, 70, 32, 3, 1, 1), false},
-        ConvCase{"too few tiles for winograd", conv(1, 32, 9, 9, 32, 3, 1, 1), true}));
+        ConvCase{"winograd 7x7 output", conv(1, 32, 7, 7, 48, 3, 1, 1), true},
+        ConvCase{"too few tiles for winograd", conv(1, 32, 6, 6, 32, 3, 1, 1), true}));
 
 // A depthwise 3x3 at stride 1 (2) reads each plane (phase plane) as one flat array, where a
 // row's last pixel is the flat neighbour of the next row's first output: an infinity or NaN
