@@ -117,7 +117,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   if (mr == MR && nr == NR && alpha == 1.0f && (!first || beta == 0.0f) &&
       !(st.last && st.col_bias)) {
     // The common whole tile (no alpha, no beta, no column bias) stores without the general
-    // epilogue's per-vector tests: short-K products (Winograd's 16 products of 16-64 channels,
+    // epilogue's per-vector tests: short-K products (Winograd's 16-36 products of 16-64 channels,
     // 1x1 convolutions) spend as long storing a tile as computing it.
     const float* bias = st.last ? st.bias : nullptr;
     first ? store_plain<false>(acc, C, ldc, bias, clamp, vlo, vhi)
