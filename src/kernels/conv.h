@@ -19,9 +19,9 @@ struct Conv2dParams {
   int64_t group = 1;
   /// Activation fused into the store: out = min(max(out, clamp_lo), clamp_hi) (Relu: 0, inf).
   float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
-  /// The tiling of a convolution conv2d runs as Winograd (winograd_output_tile): 0 lets conv2d
-  /// choose, 2 asks for F(2x2, 3x3), 4 for F(4x4, 3x3) (4x fewer multiplications than im2col,
-  /// against 2.25x, and a few more rounding errors).
+  /// The tiling of a convolution conv2d runs as Winograd (winograd_output_tile): 0 (and any value
+  /// but 2 and 4) lets conv2d choose, 2 asks for F(2x2, 3x3), 4 for F(4x4, 3x3) (4x fewer
+  /// multiplications than im2col, against 2.25x, and a few more rounding errors).
   int64_t winograd_tile = 0;
 
   int64_t out_h() const {

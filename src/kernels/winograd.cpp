@@ -58,10 +58,10 @@ int64_t winograd_output_tile(const Conv2dParams& p) {
   if (p.winograd_tile == 2 || p.winograd_tile == 4) return p.winograd_tile;
   // F(4x4, 3x3) where it has enough tiles for the GEMMs' columns (not 13x13 or 14x14 outputs:
   // 16 tiles). One process alternating the two on the same weights, min / median ratios: ResNet-18
-  // 0.92-0.99 / 0.92-0.94x natively (AVX-512, 1 and 2 threads), 0.89x in wasm; SqueezeNet
-  // 0.92-0.97 / 0.94x natively, 0.84-0.96x in wasm. (Also on 13x13 to 14x14 outputs, natively
-  // ResNet-18's 256 -> 256 layer alone ran 1.01-1.12x as long, and in wasm the model 0.96-0.98x
-  // as long, SqueezeNet within noise, for 2.25x the weights of F(2x2).)
+  // 0.89-1.01 / 0.92-1.00x natively (AVX-512, 1 and 2 threads, five runs), 0.89-0.90x in wasm;
+  // SqueezeNet 0.92-1.00 / 0.94-1.00x natively, 0.92-0.94x in wasm (bench/README). (Also on 13x13
+  // to 14x14 outputs, natively ResNet-18's 256 -> 256 layer alone ran 1.01-1.12x as long, and in
+  // wasm the model 0.96-0.98x as long, SqueezeNet within noise, for 2.25x the weights of F(2x2).)
   return tiles_of(p, 4) >= 36 ? 4 : 2;
 }
 
