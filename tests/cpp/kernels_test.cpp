@@ -331,6 +331,13 @@ Conv2dParams depthwise_7x1() {
   return p;
 }
 
+Conv2dParams depthwise_5x5_rows_s2() {
+  Conv2dParams p = conv(2, 13, 11, 9, 13, 5, 1, 2, 13);
+  p.stride_h = 2;
+  p.pad_bottom = 1;
+  return p;
+}
+
 Conv2dParams winograd_asymmetric() {
   Conv2dParams p = conv(1, 32, 12, 12, 32, 3, 1, 0);
   p.pad_top = 2, p.pad_left = 1, p.pad_bottom = 0, p.pad_right = 2;
@@ -403,6 +410,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 7x7 pad 3, 3x5 plane", conv(1, 9, 3, 5, 9, 7, 1, 3, 9), true},
         ConvCase{"depthwise 5x5 dilated 2", conv(1, 12, 13, 13, 12, 5, 1, 4, 12, 2), true},
         ConvCase{"depthwise 7x1", depthwise_7x1(), true},
+        // Four-lane builds (wasm) run stride-1 rows of larger kernels on a zero-padded plane:
+        // stride 2 down the columns only, and outputs under four wide (the scalar loop).
+        ConvCase{"depthwise 5x5 pad 2, stride 2 down columns", depthwise_5x5_rows_s2(), false},
+        ConvCase{"depthwise 7x7 pad 3, 3-wide plane", conv(1, 5, 6, 3, 5, 7, 1, 3, 5), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
         // Two im2col bands (256 + 124 output pixels), the first ending inside an output row.
