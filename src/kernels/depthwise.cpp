@@ -563,7 +563,8 @@ void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weigh
 
 namespace {
 // Depthwise KH x KW at stride 1 along rows (any stride down columns), dilation 1, on four-lane
-// vectors (wasm; natively only without AVX2): each plane is copied into a zero-padded plane
+// vectors (wasm; natively where the channel-interleaved kernels do not apply: no AVX2, or more
+// than kMaxDepthwiseTaps taps): each plane is copied into a zero-padded plane
 // (Hp x Wp, the padding around it), so every tap of four outputs is one load, one multiply and
 // one add, with no bounds and no row ends. An output row goes four vectors at a time, the taps'
 // weights splatted once per group; a row's last vector starts at OW - 4, recomputing some outputs

@@ -410,8 +410,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 7x7 pad 3, 3x5 plane", conv(1, 9, 3, 5, 9, 7, 1, 3, 9), true},
         ConvCase{"depthwise 5x5 dilated 2", conv(1, 12, 13, 13, 12, 5, 1, 4, 12, 2), true},
         ConvCase{"depthwise 7x1", depthwise_7x1(), true},
-        // Four-lane builds (wasm) run stride-1 rows of larger kernels on a zero-padded plane:
-        // stride 2 down the columns only, and outputs under four wide (the scalar loop).
+        // Four-lane builds (wasm) run stride-1 rows of larger kernels on a zero-padded plane,
+        // and so do kernels of more than 49 taps natively (8x8 pad 4): stride 2 down the columns
+        // only, and outputs under four wide (the scalar loop).
+        ConvCase{"depthwise 8x8 pad 4", conv(1, 6, 10, 13, 6, 8, 1, 4, 6), true},
         ConvCase{"depthwise 5x5 pad 2, stride 2 down columns", depthwise_5x5_rows_s2(), false},
         ConvCase{"depthwise 7x7 pad 3, 3-wide plane", conv(1, 5, 6, 3, 5, 7, 1, 3, 5), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
