@@ -1,8 +1,9 @@
 // Depthwise convolutions (group == C == M: MobileNet, EfficientNet, ConvNeXt), direct kernels:
 // a flat whole-plane kernel for 3x3 at stride 1 (at stride 2 (x86): planes split into even and
 // odd columns, or phase planes on wide rows), a channel-interleaved kernel for small planes
-// and larger windows (x86, depthwise_interleaved.cpp), a row kernel otherwise, and a scalar loop
-// for the rest. Threads split the channels.
+// and larger windows (x86, depthwise_interleaved.cpp), a row kernel otherwise for 3x3, a
+// zero-padded-plane kernel for other windows at stride 1 along rows, and a scalar loop for the
+// rest. Threads split the channels.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -566,24 +567,42 @@ namespace {
 // vectors (wasm; natively where the channel-interleaved kernels do not apply: no AVX2, or more
 // than kMaxDepthwiseTaps taps): each plane is copied into a zero-padded plane
 // (Hp x Wp, the padding around it), so every tap of four outputs is one load, one multiply and
-// one add, with no bounds and no row ends. An output row goes four vectors at a time, the taps'
-// weights splatted once per group; a row's last vector starts at OW - 4, recomputing some outputs
-// of the one before it with the same taps in the same order, so the same bits. Each output sums
-// its taps row by row, left to right, from the bias (as the scalar loop does, padding adding
-// +0). In wasm, one process alternating it with the scalar loop below: a 7x7 pad 3 layer of 384
-// channels at 14x14 3.93 -> 0.72 ms, of 96 at 56x56 7.74 -> 3.75; ConvNeXt-T 0.80-0.89x,
-// EfficientNet-B0 (5x5 at stride 1) 0.80-0.84x.
-// (Pads of at most the kernel's size: the padded plane is then at most the input plane and a
-// margin of twice the kernel around it.)
+// one add, with no bounds and no row ends. An output row goes four vectors at a time (then two,
+// then one), the taps' weights splatted once per group; a row's last vector starts at OW - 4,
+// recomputing some outputs of the one before it with the same taps in the same order, so the same
+// bits. Each output sums its taps row by row, left to right, from the bias (as the scalar loop
+// does, padding adding +0). In wasm, one process alternating it with the scalar loop below: a 7x7
+// pad 3 layer of 384 channels at 14x14 3.93 -> 0.72 ms, of 96 at 56x56 7.74 -> 3.75; ConvNeXt-T
+// 0.80-0.89x, EfficientNet-B0 (5x5 at stride 1) 0.80-0.84x. (Pads of at most the kernel's size: the
+// padded plane is then at most the input plane and a margin of twice the kernel around it.)
 bool padded_rows(const Conv2dParams& p) {
   return p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.out_w() >= 4 &&
          p.KH * p.KW <= 64 && p.pad_top <= p.KH && p.pad_bottom <= p.KH && p.pad_left <= p.KW &&
          p.pad_right <= p.KW;
 }
 
+// G output vectors of one row of depthwise_padded_rows, starting at columns start[0..G).
+template <int G>
+inline __attribute__((always_inline)) void padded_rows_group(const float* top, int64_t Wp,
+                                                             int64_t KH, int64_t KW, const float* w,
+                                                             v4f b, const int64_t* start,
+                                                             bool clamp, v4f lo, v4f hi,
+                                                             float* orow) {
+  v4f acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = b;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* row = top + kh * Wp;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const v4f wv = splat(w[kh * KW + kw]);
+      for (int g = 0; g < G; ++g) acc[g] += wv * load4(row + start[g] + kw);
+    }
+  }
+  for (int g = 0; g < G; ++g) store4(orow + start[g], clamp ? clamp4(acc[g], lo, hi) : acc[g]);
+}
+
 void depthwise_padded_rows(const Conv2dParams& p, const float* in, const float* weight,
                            const float* bias, float* out) {
-  constexpr int64_t L = 4, G = 4;  // lanes, vectors a group
+  constexpr int64_t L = 4;
   const int64_t OH = p.out_h(), OW = p.out_w(), KH = p.KH, KW = p.KW;
   const int64_t Hp = p.H + p.pad_top + p.pad_bottom, Wp = p.W + p.pad_left + p.pad_right;
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
@@ -591,7 +610,12 @@ void depthwise_padded_rows(const Conv2dParams& p, const float* in, const float* 
   ScratchBuffer& buf = scratch(Scratch::ConvRow);
   buf.assign(static_cast<size_t>(Hp * Wp), 0.0f);  // the borders stay zero for every plane
   float* const padded = buf.data();
-  const int64_t vectors = (OW + L - 1) / L;
+  // A row's vectors start every L columns, the last at OW - L; they go four at a time, then two,
+  // then one.
+  std::vector<int64_t> start(static_cast<size_t>((OW + L - 1) / L));
+  for (size_t v = 0; v < start.size(); ++v)
+    start[v] = std::min(static_cast<int64_t>(v) * L, OW - L);
+  const int64_t vectors = static_cast<int64_t>(start.size());
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const float* plane = in + (n * p.C + c) * p.H * p.W;
@@ -604,21 +628,13 @@ void depthwise_padded_rows(const Conv2dParams& p, const float* in, const float* 
       for (int64_t oh = 0; oh < OH; ++oh) {
         const float* top = padded + oh * p.stride_h * Wp;
         float* orow = o + oh * OW;
-        for (int64_t v0 = 0; v0 < vectors; v0 += G) {
-          int64_t start[G];
-          for (int64_t g = 0; g < G; ++g) start[g] = std::min((v0 + g) * L, OW - L);
-          v4f acc[G];
-          for (int64_t g = 0; g < G; ++g) acc[g] = b;
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            const float* row = top + kh * Wp;
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const v4f wv = splat(w[kh * KW + kw]);
-              for (int64_t g = 0; g < G; ++g) acc[g] += wv * load4(row + start[g] + kw);
-            }
-          }
-          for (int64_t g = 0; g < G; ++g)
-            store4(orow + start[g], clamp ? clamp4(acc[g], lo, hi) : acc[g]);
-        }
+        int64_t v = 0;
+        for (; v + 4 <= vectors; v += 4)
+          padded_rows_group<4>(top, Wp, KH, KW, w, b, &start[v], clamp, lo, hi, orow);
+        for (; v + 2 <= vectors; v += 2)
+          padded_rows_group<2>(top, Wp, KH, KW, w, b, &start[v], clamp, lo, hi, orow);
+        if (v < vectors)
+          padded_rows_group<1>(top, Wp, KH, KW, w, b, &start[v], clamp, lo, hi, orow);
       }
     }
   }
