@@ -207,6 +207,11 @@ struct OpCallPrivate {
   /// it stores its output (fused_col_bias); otherwise the executor adds it after.
   const float* col_bias = nullptr;
   bool col_bias_applied = false;
+  /// A Conv's fused residual Add (conv(x) + r, r computed earlier; fused_residual): the op may add
+  /// r to its output as it stores it, and then applies the fused clamp (the Relu/Clip after the
+  /// Add); otherwise the Add and its Relu/Clip run as nodes of their own.
+  const Value* residual = nullptr;
+  bool residual_applied = false;
   /// OpCall::num_outputs() and opset() as the plan computed them (0 / -2: not known).
   size_t num_outputs = 0;
   int64_t opset = -2;
@@ -215,11 +220,12 @@ struct OpCallPrivate {
 };
 
 /// The bounds of a Relu/Clip fused into c's node ([-inf, inf] if none), which the op promises
-/// to apply to its single float32 output as it stores it.
+/// to apply to its single float32 output as it stores it. With a planned residual, only once the
+/// op took it (fused_residual first): the Relu/Clip follows the Add.
 inline void fused_clamp(OpCall& c, float& lo, float& hi) {
   lo = -__builtin_inff();
   hi = __builtin_inff();
-  if (!c.internal) return;
+  if (!c.internal || (c.internal->residual && !c.internal->residual_applied)) return;
   lo = c.internal->clamp_lo;
   hi = c.internal->clamp_hi;
   c.internal->clamp_applied = true;
@@ -231,6 +237,18 @@ inline const float* fused_col_bias(OpCall& c) {
   if (!c.internal || !c.internal->col_bias) return nullptr;
   c.internal->col_bias_applied = true;
   return c.internal->col_bias;
+}
+
+/// The residual planned into c's Conv node, when it is a float32 tensor of the output's `shape`
+/// (else null): the op promises to add it to its output, element by element, after the bias and
+/// before the fused clamp (whose bounds it then asks for with fused_clamp).
+inline const float* fused_residual(OpCall& c, const std::vector<int64_t>& shape) {
+  if (!c.internal || !c.internal->residual) return nullptr;
+  const Value& r = *c.internal->residual;
+  if (!r.is_tensor() || r.dtype() != Dtype::Float32 || r.shape() != shape || !r.data<float>())
+    return nullptr;  // (no bytes: empty, or a weight kept packed)
+  c.internal->residual_applied = true;
+  return r.data<float>();
 }
 
 template <class T>

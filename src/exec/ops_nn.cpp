@@ -127,7 +127,9 @@ void conv(OpCall& c) {
   }
   if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
   Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.M, p.out_h(), p.out_w()));
-  // A following Relu/Clip the executor fused into this node is applied as results are stored.
+  // A residual Add and a following Relu/Clip the executor fused into this node are applied as
+  // results are stored.
+  p.residual = fused_residual(c, out.shape());
   fused_clamp(c, p.clamp_lo, p.clamp_hi);
   // The im2col buffer is reused across calls (grown, never value-initialised again).
   kernels::ScratchBuffer& scratch = kernels::scratch(kernels::Scratch::Exec);

@@ -47,24 +47,49 @@ PlannedActivation plan_activation(const GraphModule& gm, const Node* n, bool pro
   return act;
 }
 
-// The Add of a constant 1-D float32 bias that may run inside MatMul `n`, or null.
-const Tensor* plan_bias(const GraphModule& gm, const Node* n, const std::vector<char>& probed,
-                        uint32_t& add) {
-  if (probed[n->id()] || n->users().size() != 1 || !target_info(n->target().function()).matmul)
-    return nullptr;
-  Node* u = *n->users().begin();
+// The only user of `n`, when it is an Add of n and another argument (returned in `other`), and
+// neither n nor the Add is probed; else null. (Where a MatMul's bias or a Conv's residual may
+// run inside n.)
+const Node* sole_add_user(const Node* n, const std::vector<char>& probed, const Argument*& other) {
+  if (probed[n->id()] || n->users().size() != 1) return nullptr;
+  const Node* u = *n->users().begin();
   if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 2 ||
       !u->kwargs().empty() || !target_info(u->target().function()).add)
     return nullptr;
   const Argument& a0 = u->args()[0];
   const Argument& a1 = u->args()[1];
   const bool first = a0.is_node() && a0.to_node() == n;
-  const Argument& other = first ? a1 : a0;
   if (!first && !(a1.is_node() && a1.to_node() == n)) return nullptr;
-  const Tensor* t = constant_tensor(gm, other);
+  other = first ? &a1 : &a0;
+  return u;
+}
+
+// The Add of a constant 1-D float32 bias that may run inside MatMul `n`, or null.
+const Tensor* plan_bias(const GraphModule& gm, const Node* n, const std::vector<char>& probed,
+                        uint32_t& add) {
+  const Argument* other = nullptr;
+  if (!target_info(n->target().function()).matmul) return nullptr;
+  const Node* u = sole_add_user(n, probed, other);
+  if (!u) return nullptr;
+  const Tensor* t = constant_tensor(gm, *other);
   if (!t || t->dtype != Dtype::Float32 || t->shape.size() != 1) return nullptr;
   add = static_cast<uint32_t>(u->id());
   return t;
+}
+
+// The residual Add that may run inside Conv `n`: its only user, an Add of n and a value computed
+// before n (`residual`), neither probed. Returns the Add's id, or kNoNode. Of a ResNet block's two
+// convolutions both read by the Add (the downsampling one), the later one takes it.
+uint32_t plan_residual(const Node* n, const std::vector<char>& probed,
+                       const std::vector<size_t>& position, uint32_t& residual) {
+  const Argument* other = nullptr;
+  if (!target_info(n->target().function()).conv) return kNoNode;
+  const Node* u = sole_add_user(n, probed, other);
+  if (!u || !other->is_node() || other->to_node() == n ||
+      position[other->to_node()->id()] >= position[n->id()])
+    return kNoNode;
+  residual = static_cast<uint32_t>(other->to_node()->id());
+  return static_cast<uint32_t>(u->id());
 }
 
 // The Div of the LayerNormalization pattern that may start at ReduceMean `mean`, or null.
@@ -234,6 +259,10 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         if (s.bias)
           s.bias_activation =
               plan_activation(gm, g.node_by_id(s.bias_add), probed[s.bias_add] != 0, position);
+        s.residual_add = plan_residual(n, probed, position, s.residual);
+        if (s.residual_add != kNoNode)
+          s.residual_activation = plan_activation(gm, g.node_by_id(s.residual_add),
+                                                  probed[s.residual_add] != 0, position);
         break;
       }
       case Opcode::Output: {

@@ -253,6 +253,7 @@ const TargetInfo& target_info(const Function& f) {
   info.clamp_producer = t == "onnx.Conv" || t == "onnx.Add" || t == "onnx.BatchNormalization" ||
                         t == "onnx.Gemm" || t == "onnx.MatMul";
   info.matmul = t == "onnx.MatMul";
+  info.conv = t == "onnx.Conv";
   info.add = t == "onnx.Add";
   info.div = t == "onnx.Div";
   info.reduce_mean = t == "onnx.ReduceMean";

@@ -389,15 +389,25 @@ class Runner {
           b->shape().size() < 2 || b->shape().back() != bias->shape[0])
         bias = nullptr;
     }
+    // A planned residual Add (Conv): offered to the op, which takes it if it has the output's
+    // float32 shape (fused_residual).
+    const Value* residual = nullptr;
+    if (s.residual_add != kNoNode) {
+      const Results& r = env_[s.residual];
+      if (r.size() == 1 && r[0].is_tensor() && r[0].dtype() == Dtype::Float32) residual = &r[0];
+    }
     float lo = 0.0f, hi = 0.0f;
-    // With a fused bias, a Relu/Clip after the Add is applied here, after the bias.
-    const PlannedActivation& planned = bias ? s.bias_activation : s.activation;
-    const bool activation = activation_bounds(planned, lo, hi);
+    // With a fused bias or residual, a Relu/Clip after the Add is applied here, after the Add.
+    const PlannedActivation& planned = bias       ? s.bias_activation
+                                       : residual ? s.residual_activation
+                                                  : s.activation;
+    bool activation = activation_bounds(planned, lo, hi);
     if (activation && !bias) {
       internal.clamp_lo = lo;
       internal.clamp_hi = hi;
     }
     if (bias) internal.col_bias = reinterpret_cast<const float*>(bias->data->data());
+    internal.residual = residual;
     try {
       (*s.fn)(call);
     } catch (const Error& e) {
@@ -438,13 +448,20 @@ class Runner {
       }
       st_.fused[s.bias_add] = s.id + 1;
     }
+    if (residual) {
+      if (internal.residual_applied)
+        st_.fused[s.residual_add] = s.id + 1;
+      else
+        activation = false;  // (the Add, and its Relu/Clip, run as nodes of their own)
+    }
     if (activation && call.outputs.size() == 1 && call.outputs[0].dtype() == Dtype::Float32) {
       if (!internal.clamp_applied) {  // the whitelisted producers return fresh buffers
         Value& v = call.outputs[0];
         kernels::unary_f32(kernels::UnaryOp::Clip, v.data<float>(), v.mutable_data<float>(),
                            v.numel(), lo, hi);
       }
-      st_.fused[planned.node] = (bias ? s.bias_add : s.id) + 1;
+      // (the Add's value: the producer's is freed after the Add, its last use)
+      st_.fused[planned.node] = (bias ? s.bias_add : residual ? s.residual_add : s.id) + 1;
     } else if (activation && internal.clamp_applied) {
       node_error(*n, "internal error: a fused activation was applied to a non-float output");
     }

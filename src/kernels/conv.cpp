@@ -22,6 +22,14 @@ bool is_pointwise(const Conv2dParams& p) {
 }
 bool is_depthwise(const Conv2dParams& p) { return p.group == p.C && p.M == p.C && p.group > 1; }
 
+// out[i] = min(max(out[i] + res[i], lo), hi) for i < n.
+void add_clamp(float* out, const float* res, int64_t n, float lo, float hi) {
+  const v4f vlo = splat(lo), vhi = splat(hi);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) store4(out + i, clamp4(load4(out + i) + load4(res + i), vlo, vhi));
+  for (; i < n; ++i) out[i] = std::min(std::max(out[i] + res[i], lo), hi);
+}
+
 // Output pixels per im2col band: about kBandFloats floats of kdim rows (an L2-sized part of the
 // unfolded input), at least 256 columns, then evened out into an even number of equal bands (a
 // multiple of 8 columns): threads take whole bands, and 3 x 256 + 16 columns (ResNet-18's 28x28
@@ -121,7 +129,17 @@ bool conv2d_packs_transposed(const Conv2dParams& p) {
 
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
             float* out, float* scratch, const std::vector<PackedOperand>* packed) {
-  if (is_depthwise(p)) return depthwise_conv2d(p, in, weight, bias, out);
+  if (is_depthwise(p)) {
+    if (!p.residual) return depthwise_conv2d(p, in, weight, bias, out);
+    // (no network adds a residual to a depthwise convolution's output: one pass after it)
+    Conv2dParams q = p;
+    q.residual = nullptr;
+    q.clamp_lo = -__builtin_inff();
+    q.clamp_hi = __builtin_inff();
+    depthwise_conv2d(q, in, weight, bias, out);
+    add_clamp(out, p.residual, p.N * p.M * p.out_h() * p.out_w(), p.clamp_lo, p.clamp_hi);
+    return;
+  }
   if (conv2d_uses_winograd(p)) {
     const int64_t r = winograd_output_tile(p);
     if (packed && static_cast<int64_t>(packed->size()) == (r + 2) * (r + 2))
@@ -141,6 +159,8 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
       // Bias and activation are applied as the GEMM stores its results (no extra passes).
       GemmEpilogue ep;
       ep.row_bias = bias ? bias + g * mg : nullptr;
+      ep.residual = p.residual ? p.residual + (n * p.M + g * mg) * OHW : nullptr;
+      ep.ldr = OHW;
       ep.lo = p.clamp_lo;
       ep.hi = p.clamp_hi;
       const PackedOperand* pw =
@@ -171,8 +191,10 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
           } else {
             im2col(p, x, cg, q0, q1, cols);
           }
+          GemmEpilogue band_ep = ep;
+          if (ep.residual) band_ep.residual += q0;
           sgemm(false, false, mg, q1 - q0, kdim, 1.0f, w, kdim, cols, q1 - q0, 0.0f, y + q0, OHW,
-                &ep, pw);
+                &band_ep, pw);
         }
       };
       if (bands > 1 && num_threads() > 1) {
@@ -208,8 +230,9 @@ void conv2d_reference(const Conv2dParams& p, const float* in, const float* weigh
                 acc += static_cast<double>(in[((n * p.C + g * cg + c) * p.H + ih) * p.W + iw]) *
                        weight[((m * cg + c) * p.KH + kh) * p.KW + kw];
               }
-          out[((n * p.M + m) * OH + oh) * OW + ow] =
-              std::min(std::max(static_cast<float>(acc), p.clamp_lo), p.clamp_hi);
+          const int64_t at = ((n * p.M + m) * OH + oh) * OW + ow;
+          const float v = static_cast<float>(acc) + (p.residual ? p.residual[at] : 0.0f);
+          out[at] = std::min(std::max(v, p.clamp_lo), p.clamp_hi);
         }
     }
 }

@@ -17,6 +17,9 @@ struct Conv2dParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t group = 1;
+  /// A residual Add fused into the store: out += residual, element by element (a tensor of the
+  /// output's shape that does not overlap it), after the bias and before the clamp. Null: none.
+  const float* residual = nullptr;
   /// Activation fused into the store: out = min(max(out, clamp_lo), clamp_hi) (Relu: 0, inf).
   float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
   /// The tiling of a convolution conv2d runs as Winograd (winograd_output_tile): 0 (and any value
@@ -33,11 +36,10 @@ struct Conv2dParams {
 };
 
 /// out[N, M, OH, OW] = conv(in[N, C, H, W], weight[M, C/group, KH, KW]) + bias[M] (bias may be
-/// null). Depthwise convolutions (group == C == M) run a direct kernel, 1x1 stride-1 unpadded
-/// ones a plain GEMM, most 3x3 stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3), the rest
-/// im2col + GEMM.
-/// `scratch` needs conv2d_scratch_size(p) floats. `packed` (optional): conv2d_pack_weights(p,
-/// weight), made once for many calls.
+/// null) + p.residual, clamped. Depthwise convolutions (group == C == M) run a direct kernel, 1x1
+/// stride-1 unpadded ones a plain GEMM, most 3x3 stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3),
+/// the rest im2col + GEMM. `scratch` needs conv2d_scratch_size(p) floats. `packed` (optional):
+/// conv2d_pack_weights(p, weight), made once for many calls.
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
             float* out, float* scratch, const std::vector<PackedOperand>* packed = nullptr);
 int64_t conv2d_scratch_size(const Conv2dParams& p);

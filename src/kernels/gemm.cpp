@@ -175,15 +175,19 @@ PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const floa
 
 namespace {
 
-// C[i, j] = T[j, i] (+ beta * C[i, j]) + bias[i] + col_bias[j], clamped: T is N x M (row stride M).
-// Four by four blocks transposed in registers, in the order of the micro-kernels' stores (the same
-// bits).
+// C[i, j] = T[j, i] (+ beta * C[i, j]) + bias[i] + col_bias[j] + residual[i, j], clamped: T is
+// N x M (row stride M). Four by four blocks transposed in registers, in the order of the
+// micro-kernels' stores (the same bits).
 void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ldc, float beta,
-                      const float* bias, const float* col_bias, bool clamp, float lo, float hi) {
+                      const GemmEpilogue& ep, bool clamp) {
+  const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
+  const float lo = ep.lo, hi = ep.hi;
+  const int64_t ldr = ep.ldr;
   auto finish = [&](float v, int64_t i, int64_t j, float c) {
     if (beta != 0.0f) v += beta * c;
     if (bias) v += bias[i];
     if (col_bias) v += col_bias[j];
+    if (res) v += res[i * ldr + j];
     return clamp ? std::min(std::max(v, lo), hi) : v;
   };
   const v4f vlo = splat(lo), vhi = splat(hi), vbeta = splat(beta);
@@ -206,6 +210,7 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
         if (beta != 0.0f) v += vbeta * load4(c);
         if (bias) v += splat(bias[i + k]);
         if (col_bias) v += load4(col_bias + j);
+        if (res) v += load4(res + (i + k) * ldr + j);
         if (clamp) {
           v = v < vlo ? vlo : v;
           v = v > vhi ? vhi : v;
@@ -226,9 +231,8 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
 struct GemmCore {
   static void blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                      int64_t ldc, float beta, const float* bias, const float* col_bias, float lo,
-                      float hi, bool clamp, const PackedOperand* packed_a,
-                      const PackedOperand* packed_b);
+                      int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
+                      const PackedOperand* packed_a, const PackedOperand* packed_b);
 };
 
 PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
@@ -270,16 +274,20 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* ep, const PackedOperand* packed_a, const PackedOperand* packed_b) {
   if (M <= 0 || N <= 0) return;
-  const float lo = ep ? ep->lo : -__builtin_inff(), hi = ep ? ep->hi : __builtin_inff();
+  const GemmEpilogue none;
+  const GemmEpilogue& e = ep ? *ep : none;
+  const float lo = e.lo, hi = e.hi;
   const bool clamp = lo > -__builtin_inff() || hi < __builtin_inff();
-  const float* bias = ep ? ep->row_bias : nullptr;
-  const float* col_bias = ep ? ep->col_bias : nullptr;
-  if (K <= 0 || alpha == 0.0f) {  // C = beta * C (+ biases, clamped)
+  const float* bias = e.row_bias;
+  const float* col_bias = e.col_bias;
+  const float* res = e.residual;
+  if (K <= 0 || alpha == 0.0f) {  // C = beta * C (+ biases and residual, clamped)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         float out = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
         if (bias) out += bias[i];
         if (col_bias) out += col_bias[j];
+        if (res) out += res[i * e.ldr + j];
         if (clamp) out = std::min(std::max(out, lo), hi);
         C[i * ldc + j] = out;
       }
@@ -316,6 +324,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       if (beta != 0.0f) out += beta * C[j];
       if (bias) out += bias[0];
       if (col_bias) out += col_bias[j];
+      if (res) out += res[j];
       if (clamp) out = std::min(std::max(out, lo), hi);
       C[j] = out;
     }
@@ -333,21 +342,21 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     ScratchBuffer& t_buf = scratch(Scratch::GemmTranspose);
     t_buf.resize(static_cast<size_t>(N * M));
     float* T = t_buf.data();
-    GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, nullptr,
-                      nullptr, -__builtin_inff(), __builtin_inff(), false, nullptr, packed_a);
-    store_transposed(T, M, N, C, ldc, beta, bias, col_bias, clamp, lo, hi);
+    GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, none, false,
+                      nullptr, packed_a);
+    store_transposed(T, M, N, C, ldc, beta, e, clamp);
     return;
   }
-  GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, bias, col_bias,
-                    lo, hi, clamp, packed_a, packed_b);
+  GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, e, clamp,
+                    packed_a, packed_b);
 }
 
 // The blocked loops of sgemm (the operands' packings checked by the caller).
 void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                       int64_t ldc, float beta, const float* bias, const float* col_bias, float lo,
-                       float hi, bool clamp, const PackedOperand* packed_a,
-                       const PackedOperand* packed_b) {
+                       int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
+                       const PackedOperand* packed_a, const PackedOperand* packed_b) {
+  const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
   int64_t nr_width = NR;
   bool a_in_place = false;
   const MicroKernel kernel = select_kernel(nr_width, &a_in_place);
@@ -399,8 +408,10 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                            last,
                            bias ? bias + i0 + ir : nullptr,
                            col_bias ? col_bias + j0 + jr : nullptr,
-                           lo,
-                           hi,
+                           res ? res + (i0 + ir) * ep.ldr + j0 + jr : nullptr,
+                           ep.ldr,
+                           ep.lo,
+                           ep.hi,
                            clamp,
                            in_place ? ldb : nr_width,
                            direct_a ? lda : 0};

@@ -9,12 +9,16 @@
 namespace fx::kernels {
 
 /// What sgemm applies to each result as it stores it (fusing a convolution's or a linear layer's
-/// bias and a following Relu/Clip into the GEMM instead of extra passes over the output):
-/// C[i, j] += row_bias[i], then C[i, j] += col_bias[j] (on top of beta * C), then
-/// C[i, j] = min(max(C[i, j], lo), hi).
+/// bias, a residual Add and a following Relu/Clip into the GEMM instead of extra passes over the
+/// output): C[i, j] += row_bias[i], then C[i, j] += col_bias[j] (on top of beta * C), then
+/// C[i, j] += residual[i * ldr + j], then C[i, j] = min(max(C[i, j], lo), hi).
 struct GemmEpilogue {
   const float* row_bias = nullptr;  ///< M values, or null
   const float* col_bias = nullptr;  ///< N values, or null
+  /// An M x N matrix (row stride ldr) added last, before the clamp, or null. It must not overlap
+  /// C (which holds partial sums while K is split into blocks).
+  const float* residual = nullptr;
+  int64_t ldr = 0;
   float lo = -__builtin_inff();
   float hi = __builtin_inff();
 };

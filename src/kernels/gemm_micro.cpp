@@ -114,9 +114,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 #endif
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
+  const float* res = st.last ? st.residual : nullptr;
   if (mr == MR && nr == NR && alpha == 1.0f && (!first || beta == 0.0f) &&
-      !(st.last && st.col_bias)) {
-    // The common whole tile (no alpha, no beta, no column bias) stores without the general
+      !(st.last && st.col_bias) && !res) {
+    // The common whole tile (no alpha, no beta, no column bias, no residual) stores without the
     // epilogue's per-vector tests: short-K products (Winograd's 16-36 products of 16-64 channels,
     // 1x1 convolutions) spend as long storing a tile as computing it.
     const float* bias = st.last ? st.bias : nullptr;
@@ -125,8 +126,9 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     return;
   }
   const v4f va = splat(alpha), vb = splat(beta);
-  // Four results of row r at `dst`: scaled, C added (or beta * C), bias, clamp.
-  auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias, int64_t col) {
+  // Four results of row r at `dst`: scaled, C added (or beta * C), bias, residual (row r's at
+  // res_row), clamp.
+  auto store_vec = [&](float* dst, v4f acc_rh, v4f vbias, const float* res_row, int64_t col) {
     v4f out = va * acc_rh;
     if (!first) {
       out += load4(dst);
@@ -135,13 +137,15 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     }
     if (st.last && st.bias) out += vbias;
     if (st.last && st.col_bias) out += load4(st.col_bias + col);
+    if (res_row) out += load4(res_row + col);
     if (clamp) out = clamp4(out, vlo, vhi);
     store4(dst, out);
   };
   if (mr == MR && nr == NR) {
     for (int64_t r = 0; r < MR; ++r) {
       const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
-      for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias, 4 * h);
+      const float* res_row = res ? res + r * st.ldr : nullptr;
+      for (int h = 0; h < 2; ++h) store_vec(C + r * ldc + 4 * h, acc[r][h], vbias, res_row, 4 * h);
     }
     return;
   }
@@ -150,11 +154,12 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   for (int64_t r = 0; r < mr; ++r) {
     float* row = C + r * ldc;
     const v4f vbias = splat(st.last && st.bias ? st.bias[r] : 0.0f);
+    const float* res_row = res ? res + r * st.ldr : nullptr;
     for (int h = 0; h < 2; ++h) {
       const int64_t cols = std::min<int64_t>(nr - 4 * h, 4);
       if (cols <= 0) break;
       if (cols == 4) {
-        store_vec(row + 4 * h, acc[r][h], vbias, 4 * h);
+        store_vec(row + 4 * h, acc[r][h], vbias, res_row, 4 * h);
         continue;
       }
       float part[4];
@@ -169,6 +174,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         }
         if (st.last && st.bias) out += st.bias[r];
         if (st.last && st.col_bias) out += st.col_bias[4 * h + c];
+        if (res_row) out += res_row[4 * h + c];
         if (clamp) out = std::min(std::max(out, st.lo), st.hi);
         y = out;
       }
@@ -177,7 +183,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 }
 
 // One vector of results at `dst` (part of FXWASM_X86_KERNEL: uses its va, vb, vlo, vhi, vbias,
-// first, beta, clamp and st): scaled, C added (or beta * C), bias, clamp.
+// res_row, first, beta, clamp and st): scaled, C added (or beta * C), bias, residual, clamp.
 #define FXWASM_X86_STORE(VEC, dst, col, acc_rh, MUL, ADD, FMADD, LOADU, MAXP, MINP, STOREU) \
   do {                                                                                      \
     VEC out = MUL(va, acc_rh);                                                              \
@@ -188,6 +194,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     }                                                                                       \
     if (st.last && st.bias) out = ADD(out, vbias);                                          \
     if (st.last && st.col_bias) out = ADD(out, LOADU(st.col_bias + (col)));                 \
+    if (res_row) out = ADD(out, LOADU(res_row + (col)));                                    \
     if (clamp) out = MINP(MAXP(out, vlo), vhi);                                             \
     STOREU(dst, out);                                                                       \
   } while (false)
@@ -294,6 +301,7 @@ constexpr int64_t kPrefetchB = 2048;
     }                                                                                              \
     const bool first = st.first;                                                                   \
     const bool clamp = st.last && st.clamp;                                                        \
+    const float* res = st.last ? st.residual : nullptr;                                            \
     if (mr == MR && nr == 2 * LANES) {                                                             \
       const VEC va = SET1(alpha), vb = SET1(beta), vlo = SET1(st.lo), vhi = SET1(st.hi);           \
       const VEC acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},                                  \
@@ -301,6 +309,7 @@ constexpr int64_t kPrefetchB = 2048;
       for (int64_t r = 0; r < MR; ++r) {                                                           \
         float* row = C + r * ldc;                                                                  \
         const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                            \
+        const float* res_row = res ? res + r * st.ldr : nullptr;                                   \
         for (int h = 0; h < 2; ++h) {                                                              \
           FXWASM_X86_STORE(VEC, row + LANES * h, LANES * h, acc[r][h], MUL, ADD, FMADD, LOADU,     \
                            MAXP, MINP, STOREU);                                                    \
@@ -316,6 +325,7 @@ constexpr int64_t kPrefetchB = 2048;
     for (int64_t r = 0; r < mr; ++r) {                                                             \
       float* row = C + r * ldc;                                                                    \
       const VEC vbias = SET1(st.last && st.bias ? st.bias[r] : 0.0f);                              \
+      const float* res_row = res ? res + r * st.ldr : nullptr;                                     \
       for (int h = 0; h < 2; ++h) {                                                                \
         const int64_t cols = std::min<int64_t>(nr - LANES * h, LANES);                             \
         if (cols <= 0) break;                                                                      \
@@ -336,6 +346,7 @@ constexpr int64_t kPrefetchB = 2048;
           }                                                                                        \
           if (st.last && st.bias) out += st.bias[r];                                               \
           if (st.last && st.col_bias) out += st.col_bias[LANES * h + j];                           \
+          if (res_row) out += res_row[LANES * h + j];                                              \
           if (clamp) out = std::min(std::max(out, st.lo), st.hi);                                  \
           y = out;                                                                                 \
         }                                                                                          \

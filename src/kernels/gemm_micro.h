@@ -1,7 +1,8 @@
 // The SGEMM micro-kernels (gemm_micro.cpp) behind gemm.cpp's blocked loops: one MR x NR tile of C
 // from a KC-deep slice of packed (or in-place) panels of A and B, with the epilogue (alpha, beta,
-// row and column biases, clamp) in the store. A portable kernel on four-lane vectors (SSE
-// natively, simd128 in wasm), and on x86-64, chosen at run time, AVX2 + FMA and AVX-512F ones.
+// row and column biases, residual, clamp) in the store. A portable kernel on four-lane vectors
+// (SSE natively, simd128 in wasm), and on x86-64, chosen at run time, AVX2 + FMA and AVX-512F
+// ones.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,8 @@ struct Store {
   bool first, last;
   const float* bias;      // bias of this tile's first row, or null
   const float* col_bias;  // column bias of this tile's first column, or null
+  const float* residual;  // the residual of this tile's first element (rows ldr apart), or null
+  int64_t ldr;
   float lo, hi;
   bool clamp;
   int64_t b_step;  // floats from one k row of the B panel to the next (the width when packed)

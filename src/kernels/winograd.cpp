@@ -240,40 +240,75 @@ inline __attribute__((always_inline)) void transform_input_impl(const WinogradGe
   }
 }
 
-// Calls tile(src, step, ym, ty, tx, finish) for each vector of L tiles (tile row ty, tiles tx
-// ...) of output channels [m0, m1): src is their first product's values in Mout (product xi's at
-// src + xi * step), ym the channel's output plane, and finish(v) adds the channel's bias to the
-// results v and clamps them.
-template <class V, class Tile>
-inline __attribute__((always_inline)) void for_each_output_vector(const WinogradGeometry& g,
-                                                                  const Conv2dParams& p,
-                                                                  const float* Mout, int64_t m0,
-                                                                  int64_t m1, const float* bias,
-                                                                  float* y, Tile&& tile) {
+// How the output transform finishes one output channel's results and stores them: finish(v)
+// adds the channel's bias to a vector of the transform's results (and clamps it, without a
+// residual); put(dst, v, n) stores the first n lanes of a vector of outputs in row order at dst
+// (all of them when n >= its lanes), with a residual first adding the residual's values at the
+// same place and then clamping. The bits of an Add after an unfused convolution.
+template <class V, bool kResidual>
+struct OutputStore {
+  V b, lo, hi;
+  float lo_s, hi_s;
+  bool clamp;
+  const float* residual;  // the residual of the output `y` (kResidual)
+  const float* y;
+
+  inline __attribute__((always_inline)) V finish(V v) const {
+    v += b;
+    return !kResidual && clamp ? clamp_v(v, lo, hi) : v;
+  }
+  template <class W>
+  inline __attribute__((always_inline)) void put(float* dst, W v, int64_t n) const {
+    constexpr int64_t L = sizeof(W) / sizeof(float);
+    if constexpr (kResidual) {
+      const float* r = residual + (dst - y);
+      if (n >= L) {
+        v += load_v<W>(r);
+      } else {
+        W t{};
+        for (int64_t i = 0; i < L; ++i)
+          if (i < n) t[i] = r[i];
+        v += t;
+      }
+      if (clamp) v = clamp_v(v, W{} + lo_s, W{} + hi_s);
+    }
+    n >= L ? store_v<W>(dst, v) : store_first(dst, v, n);
+  }
+};
+
+// Calls tile(src, step, ym, ty, tx, out) for each vector of L tiles (tile row ty, tiles tx ...)
+// of output channels [m0, m1): src is their first product's values in Mout (product xi's at
+// src + xi * step), ym the channel's output plane, and out its OutputStore. `res`: the residual
+// of y (kResidual).
+template <class V, bool kResidual, class Tile>
+inline __attribute__((always_inline)) void for_each_output_vector(
+    const WinogradGeometry& g, const Conv2dParams& p, const float* Mout, int64_t m0, int64_t m1,
+    const float* bias, float* y, const float* res, Tile&& tile) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
-  const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
-  const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
+  OutputStore<V, kResidual> out;
+  out.clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
+  out.lo = V{} + p.clamp_lo;
+  out.hi = V{} + p.clamp_hi;
+  out.lo_s = p.clamp_lo;
+  out.hi_s = p.clamp_hi;
+  out.residual = res;
+  out.y = y;
   const int64_t step = g.M * g.ld;
   for (int64_t m = m0; m < m1; ++m) {
-    const V b = V{} + (bias ? bias[m] : 0.0f);
-    auto finish = [&](V v) __attribute__((always_inline)) {
-      v += b;
-      return clamp ? clamp_v(v, lo, hi) : v;
-    };
+    out.b = V{} + (bias ? bias[m] : 0.0f);
     const float* mm = Mout + m * g.ld;
     float* ym = y + m * g.OH * g.OW;
     for (int64_t ty = 0; ty < g.TH; ++ty)
-      for (int64_t tx = 0; tx < g.TW; tx += L) tile(mm + ty * g.TW + tx, step, ym, ty, tx, finish);
+      for (int64_t tx = 0; tx < g.TW; tx += L) tile(mm + ty * g.TW + tx, step, ym, ty, tx, out);
   }
 }
 
 // F(2x2, 3x3): Y = A^T m A for a vector of L tiles (see for_each_output_vector), into output rows
 // 2 ty and 2 ty + 1.
-template <class V, class Finish>
+template <class V, class Out>
 inline __attribute__((always_inline)) void output_vector2(const WinogradGeometry& g,
                                                           const float* src, int64_t step, float* ym,
-                                                          int64_t ty, int64_t tx,
-                                                          const Finish& finish) {
+                                                          int64_t ty, int64_t tx, const Out& out) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   V s[2][4];  // A^T m
   for (int j = 0; j < 4; ++j) {
@@ -285,9 +320,9 @@ inline __attribute__((always_inline)) void output_vector2(const WinogradGeometry
   for (int i = 0; i < 2; ++i) {
     const int64_t oh = 2 * ty + i;
     if (oh >= g.OH) break;
-    const V y0 = finish(s[i][0] + s[i][1] + s[i][2]);  // columns 2 tx, 2 tx + 2, ...
-    const V y1 = finish(s[i][1] - s[i][2] - s[i][3]);  // columns 2 tx + 1, 2 tx + 3, ...
-    V a, c;                                            // the row's 2L outputs, interleaved
+    const V y0 = out.finish(s[i][0] + s[i][1] + s[i][2]);  // columns 2 tx, 2 tx + 2, ...
+    const V y1 = out.finish(s[i][1] - s[i][2] - s[i][3]);  // columns 2 tx + 1, 2 tx + 3, ...
+    V a, c;                                                // the row's 2L outputs, interleaved
     if constexpr (L == 4) {
       a = __builtin_shufflevector(y0, y1, 0, 4, 1, 5);
       c = __builtin_shufflevector(y0, y1, 2, 6, 3, 7);
@@ -297,12 +332,8 @@ inline __attribute__((always_inline)) void output_vector2(const WinogradGeometry
     }
     float* row = ym + oh * g.OW + 2 * tx;
     const int64_t left = g.OW - 2 * tx;
-    if (left >= L) {
-      store_v<V>(row, a);
-      left >= 2 * L ? store_v<V>(row + L, c) : store_first(row + L, c, left - L);
-    } else {
-      store_first(row, a, left);
-    }
+    out.put(row, a, left);
+    if (left > L) out.put(row + L, c, left - L);
   }
 }
 
@@ -385,11 +416,10 @@ inline __attribute__((always_inline)) void output_rows4(const V (&m)[6], V (&s)[
 }
 
 // F(4x4, 3x3): Y = A^T m A for a vector of L tiles, into output rows 4 ty ... 4 ty + 3.
-template <class V, class Finish>
+template <class V, class Out>
 inline __attribute__((always_inline)) void output_vector4(const WinogradGeometry& g,
                                                           const float* src, int64_t step, float* ym,
-                                                          int64_t ty, int64_t tx,
-                                                          const Finish& finish) {
+                                                          int64_t ty, int64_t tx, const Out& out) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   V s[4][6];  // (A^T m)[i][j]
   for (int j = 0; j < 6; ++j) {
@@ -408,7 +438,7 @@ inline __attribute__((always_inline)) void output_vector4(const WinogradGeometry
     // The row's 4L outputs, interleaved (4x4 transposes: tile k's four columns), stored a tile at
     // a time while the row has room for them.
     float* const row = ym + oh * g.OW + 4 * tx;
-    for (int j = 0; j < 4; ++j) yv[j] = finish(yv[j]);
+    for (int j = 0; j < 4; ++j) yv[j] = out.finish(yv[j]);
     for (int64_t h = 0; h < L && 4 * h < left; h += 4) {
       v4f q[4];  // lanes h ... h + 3
       for (int j = 0; j < 4; ++j) {
@@ -426,36 +456,44 @@ inline __attribute__((always_inline)) void output_vector4(const WinogradGeometry
       const v4f tile[4] = {
           __builtin_shufflevector(t0, t2, 0, 1, 4, 5), __builtin_shufflevector(t0, t2, 2, 3, 6, 7),
           __builtin_shufflevector(t1, t3, 0, 1, 4, 5), __builtin_shufflevector(t1, t3, 2, 3, 6, 7)};
-      for (int64_t k = 0; k < 4; ++k) {
-        const int64_t col = 4 * (h + k);
-        if (col + 4 <= left) {
-          store4(row + col, tile[k]);
-        } else {  // the row's last 1-3 columns
-          store_first(row + col, tile[k], left - col);
-          break;
-        }
-      }
+      for (int64_t k = 0; k < 4 && 4 * (h + k) < left; ++k)
+        out.put(row + 4 * (h + k), tile[k], left - 4 * (h + k));  // (the last: 1-4 columns)
     }
   }
 }
 
-// Y = A^T m A per tile (R = 2 or 4), plus bias, clamped, into output channels [m0, m1).
-template <class V, int R>
+// Y = A^T m A per tile (R = 2 or 4), plus bias (and `res`, the residual of y, if any), clamped,
+// into output channels [m0, m1).
+template <class V, int R, bool kResidual>
+inline __attribute__((always_inline)) void transform_output_tiles(const WinogradGeometry& g,
+                                                                  const Conv2dParams& p,
+                                                                  const float* Mout, int64_t m0,
+                                                                  int64_t m1, const float* bias,
+                                                                  float* y, const float* res) {
+  for_each_output_vector<V, kResidual>(
+      g, p, Mout, m0, m1, bias, y, res,
+      [&](const float* src, int64_t step, float* ym, int64_t ty, int64_t tx, const auto& out)
+          __attribute__((always_inline)) {
+            if constexpr (R == 2) {
+              output_vector2<V>(g, src, step, ym, ty, tx, out);
+            } else {
+              output_vector4<V>(g, src, step, ym, ty, tx, out);
+            }
+          });
+}
+template <class V>
 inline __attribute__((always_inline)) void transform_output_impl(const WinogradGeometry& g,
                                                                  const Conv2dParams& p,
                                                                  const float* Mout, int64_t m0,
                                                                  int64_t m1, const float* bias,
-                                                                 float* y) {
-  for_each_output_vector<V>(
-      g, p, Mout, m0, m1, bias, y,
-      [&](const float* src, int64_t step, float* ym, int64_t ty, int64_t tx, const auto& finish)
-          __attribute__((always_inline)) {
-            if constexpr (R == 2) {
-              output_vector2<V>(g, src, step, ym, ty, tx, finish);
-            } else {
-              output_vector4<V>(g, src, step, ym, ty, tx, finish);
-            }
-          });
+                                                                 float* y, const float* res) {
+  if (g.R == 4) {
+    res ? transform_output_tiles<V, 4, true>(g, p, Mout, m0, m1, bias, y, res)
+        : transform_output_tiles<V, 4, false>(g, p, Mout, m0, m1, bias, y, nullptr);
+  } else {
+    res ? transform_output_tiles<V, 2, true>(g, p, Mout, m0, m1, bias, y, res)
+        : transform_output_tiles<V, 2, false>(g, p, Mout, m0, m1, bias, y, nullptr);
+  }
 }
 
 // dst[0, n) = src[0, n) and dst[0, n) = 0, four floats at a time, for the padded planes' rows:
@@ -490,9 +528,9 @@ __attribute__((target("avx2"))) void transform_input_avx2(const WinogradGeometry
 __attribute__((target("avx2"))) void transform_output_avx2(const WinogradGeometry& g,
                                                            const Conv2dParams& p, const float* Mout,
                                                            int64_t m0, int64_t m1,
-                                                           const float* bias, float* y) {
-  if (g.R == 4) return transform_output_impl<v8f, 4>(g, p, Mout, m0, m1, bias, y);
-  transform_output_impl<v8f, 2>(g, p, Mout, m0, m1, bias, y);
+                                                           const float* bias, float* y,
+                                                           const float* res) {
+  transform_output_impl<v8f>(g, p, Mout, m0, m1, bias, y, res);
 }
 #endif
 
@@ -521,17 +559,17 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
     if (R == 4) return transform_input4_impl<v4f>(g, padded, c0, c1, V);
     transform_input_impl<v4f>(g, padded, c0, c1, V);
   };
-  auto transform_output = [&](int64_t m0, int64_t m1, float* y) {
+  auto transform_output = [&](int64_t m0, int64_t m1, float* y, const float* res) {
 #ifdef FXWASM_X86_DISPATCH
-    if (wide) return transform_output_avx2(g, p, Mout, m0, m1, bias, y);
+    if (wide) return transform_output_avx2(g, p, Mout, m0, m1, bias, y, res);
 #endif
-    if (R == 4) return transform_output_impl<v4f, 4>(g, p, Mout, m0, m1, bias, y);
-    transform_output_impl<v4f, 2>(g, p, Mout, m0, m1, bias, y);
+    transform_output_impl<v4f>(g, p, Mout, m0, m1, bias, y, res);
   };
 
   for (int64_t n = 0; n < p.N; ++n) {
     const float* x = in + n * C * p.H * p.W;
     float* y = out + n * M * g.OH * g.OW;
+    const float* res = p.residual ? p.residual + n * M * g.OH * g.OW : nullptr;
     // Each plane: zero rows above and below the image, zero margins left and right of its rows.
     const int64_t right = Wp - p.pad_left - p.W;
     // Channels, the 16 products and output channels on threads: each writes its own part.
@@ -558,7 +596,7 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
     });
 
     parallel_for(M, std::max<int64_t>(1, 4096 / (g.OH * g.OW)),
-                 [&](int64_t m0, int64_t m1) { transform_output(m0, m1, y); });
+                 [&](int64_t m0, int64_t m1) { transform_output(m0, m1, y, res); });
   }
 }
 

@@ -790,6 +790,82 @@ TEST(Exec, FusedActivationsEqualTheUnfusedOps) {
   for (float v : probe(fused, "relu")) EXPECT_GE(v, 0.0f);
 }
 
+// Conv -> Add(conv, r) -> Relu/Clip, r computed before the Conv: the executor adds r and clamps
+// as the convolution stores its output. The fused run gives the unfused run's bits (the Conv or
+// the Add probed), with the Add's operands in either order, a residual that is a graph input, a
+// downsampling block's two convolutions (the later one takes the Add), every Conv path (im2col,
+// Winograd, 1x1, depthwise), and a residual that broadcasts (the Add then runs as a node).
+TEST(Exec, ConvResidualAddFusedGivesTheUnfusedBits) {
+  struct Case {
+    const char* what;
+    int64_t k, pad, group;
+    bool residual_first, downsample, broadcast, clip;
+  };
+  for (const Case& c :
+       {Case{"3x3 im2col", 3, 1, 1, false, false, false, false},
+        Case{"3x3, Add(r, conv), Clip", 3, 1, 1, true, false, false, true},
+        Case{"1x1, downsampling block", 1, 0, 1, false, true, false, false},
+        Case{"1x1, downsampling block, Add(r, conv)", 1, 0, 1, true, true, false, true},
+        Case{"depthwise 3x3", 3, 1, 16, false, false, false, false},
+        Case{"3x3, residual broadcast", 3, 1, 1, false, false, true, false}}) {
+    for (const int64_t side : {6, 20}) {  // (20: enough tiles for Winograd)
+      const int64_t C = 16;
+      auto g = std::make_unique<fx::Graph>();
+      Node* x = g->placeholder("x");
+      Node* r = g->placeholder("r");
+      auto conv = [&](Node* in, const char* w, int64_t k, int64_t pad, int64_t group) {
+        return g->call_function(fn("onnx.Conv"), {in, g->get_attr(w), g->get_attr("b")},
+                                {{"kernel_shape", ints({k, k})},
+                                 {"pads", ints({pad, pad, pad, pad})},
+                                 {"group", Argument(static_cast<long long>(group))}});
+      };
+      // The residual: the input r, or (downsampling) a 1x1 convolution of x computed first.
+      Node* res = c.downsample ? conv(x, "wd", 1, 0, 1) : r;
+      Node* main = conv(x, "w", c.k, c.pad, c.group);
+      Node* add =
+          g->call_function(fn("onnx.Add"), c.residual_first ? std::vector<Argument>{res, main}
+                                                            : std::vector<Argument>{main, res});
+      Node* act =
+          c.clip ? g->call_function(fn("onnx.Clip"), {add, g->get_attr("lo"), g->get_attr("hi")})
+                 : g->call_function(fn("onnx.Relu"), {add});
+      g->output(act);
+      fx::Module root;
+      root.register_parameter("w", tensor_f32({C, C / c.group, c.k, c.k},
+                                              random_floats(C * C / c.group * c.k * c.k, 7)));
+      root.register_parameter("wd", tensor_f32({C, C, 1, 1}, random_floats(C * C, 8)));
+      root.register_parameter("b", tensor_f32({C}, random_floats(C, 9)));
+      root.register_buffer("lo", tensor_f32({}, {-0.25f}));
+      root.register_buffer("hi", tensor_f32({}, {0.5f}));
+      fx::GraphModule gm(&root, std::move(g));
+      const Value in = Value::from_f32({2, C, side, side}, random_floats(2 * C * side * side, 10));
+      const std::vector<int64_t> r_shape =
+          c.broadcast ? std::vector<int64_t>{C, 1, side} : std::vector<int64_t>{2, C, side, side};
+      int64_t r_numel = 1;
+      for (int64_t d : r_shape) r_numel *= d;
+      const Value rv = Value::from_f32(r_shape, random_floats(static_cast<size_t>(r_numel), 11));
+      const std::string what =
+          std::string(c.what) + ", " + std::to_string(side) + "x" + std::to_string(side);
+      const std::vector<float> fused = run_with(gm, {in, rv}).outputs[0].to_f32();
+      for (const std::string& probe : {main->name(), add->name()}) {
+        const fx::exec::RunResult plain = run_with(gm, {in, rv}, {probe});
+        ASSERT_EQ(fused, plain.outputs[0].to_f32()) << what << ", probed " << probe;
+      }
+      // The Add's probe holds its own value: conv + r, before the activation.
+      const fx::exec::RunResult probed = run_with(gm, {in, rv}, {main->name(), add->name()});
+      ASSERT_EQ(probed.probes.size(), 2u);
+      const std::vector<float> conv_v = probed.probes[0].second.to_f32();
+      const std::vector<float> add_v = probed.probes[1].second.to_f32();
+      ASSERT_EQ(conv_v.size(), fused.size());
+      for (size_t i = 0; i < fused.size(); ++i) {
+        const float lo = c.clip ? -0.25f : 0.0f, hi = c.clip ? 0.5f : INFINITY;
+        ASSERT_EQ(fused[i], std::min(std::max(add_v[i], lo), hi)) << what << " at " << i;
+      }
+      // Repeated runs (the plan kept, the residual offered again) give the same bits.
+      ASSERT_EQ(run_with(gm, {in, rv}).outputs[0].to_f32(), fused) << what << ", second run";
+    }
+  }
+}
+
 }  // namespace
 
 namespace {

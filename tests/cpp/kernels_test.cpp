@@ -107,9 +107,9 @@ fx::kernels::GemmEpilogue bias_and_clamp(const std::vector<float>& bias, float l
   return ep;
 }
 
-// A column bias in the epilogue (a linear layer's x @ W + b) gives the bits of adding it after the
-// product, on every path: a row vector, partial tiles, several K slices, beta, a prepacked B,
-// and the transposed product of a prepacked A.
+// A column bias in the epilogue (a linear layer's x @ W + b), and a residual matrix after it, give
+// the bits of adding them after the product, on every path: a row vector, partial tiles, several
+// K slices, beta, a prepacked B, and the transposed product of a prepacked A.
 TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
   std::mt19937 rng(12);
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 29},
@@ -117,7 +117,9 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
                          {13, 70, 600},
                          {200, 49, 300}}) {
     std::vector<float> A(M * K), B(K * N), bias(N), C0(M * N), C(M * N), R(M * N);
-    fill_uniform(rng, {&A, &B, &bias, &C0});
+    const int64_t ldr = N + 3;  // (rows of the residual further apart than C's)
+    std::vector<float> res(M * ldr);
+    fill_uniform(rng, {&A, &B, &bias, &C0, &res});
     const fx::kernels::PackedOperand pb =
         fx::kernels::PackedOperand::right(false, K, N, B.data(), N);
     // (n_hint = N: where sgemm_prefers_transposed, the product is computed transposed.)
@@ -125,20 +127,30 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
         fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
     for (const float beta : {0.0f, 0.5f}) {
       for (int path = 0; path < 3; ++path) {
-        const fx::kernels::PackedOperand* packed_a = path == 2 ? &pa : nullptr;
-        const fx::kernels::PackedOperand* packed_b = path == 1 ? &pb : nullptr;
-        R = C0;
-        fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, R.data(), N,
-                           nullptr, packed_a, packed_b);
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t j = 0; j < N; ++j) R[i * N + j] += bias[j];
-        fx::kernels::GemmEpilogue ep;
-        ep.col_bias = bias.data();
-        C = C0;
-        fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, C.data(), N,
-                           &ep, packed_a, packed_b);
-        ASSERT_EQ(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)), 0)
-            << M << "x" << N << "x" << K << " beta " << beta << " path " << path;
+        for (const bool residual : {false, true}) {
+          const fx::kernels::PackedOperand* packed_a = path == 2 ? &pa : nullptr;
+          const fx::kernels::PackedOperand* packed_b = path == 1 ? &pb : nullptr;
+          R = C0;
+          fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, R.data(),
+                             N, nullptr, packed_a, packed_b);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              R[i * N + j] += bias[j];
+              if (residual) R[i * N + j] += res[i * ldr + j];
+            }
+          fx::kernels::GemmEpilogue ep;
+          ep.col_bias = bias.data();
+          if (residual) {
+            ep.residual = res.data();
+            ep.ldr = ldr;
+          }
+          C = C0;
+          fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, C.data(),
+                             N, &ep, packed_a, packed_b);
+          ASSERT_EQ(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)), 0)
+              << M << "x" << N << "x" << K << " beta " << beta << " path " << path
+              << (residual ? " with a residual" : "");
+        }
       }
     }
   }
@@ -280,6 +292,29 @@ TEST_P(Conv2d, MatchesDirectLoops) {
                       scratch.data());
   for (int64_t i = 0; i < out_size; ++i)
     ASSERT_EQ(got[i], 0.25f) << c.what << " (min above max) at " << i;
+  // A fused residual Add and clamp (conv(x) + r, then a Clip): the bits of adding r to the plain
+  // convolution's output and clamping, with weights packed on the fly and ahead of time.
+  std::vector<float> r(out_size), plain(out_size);
+  for (float& v : r) v = dist(rng);
+  auto check_residual = [&](Conv2dParams q, const std::vector<fx::kernels::PackedOperand>* pk,
+                            const std::string& how) {
+    q.residual = nullptr;
+    q.clamp_lo = -INFINITY;
+    q.clamp_hi = INFINITY;
+    fx::kernels::conv2d(q, x.data(), w.data(), c.bias ? b.data() : nullptr, plain.data(),
+                        scratch.data(), pk);
+    q.residual = r.data();
+    q.clamp_lo = -0.25f;
+    q.clamp_hi = 0.5f;
+    std::fill(got.begin(), got.end(), -7.0f);
+    fx::kernels::conv2d(q, x.data(), w.data(), c.bias ? b.data() : nullptr, got.data(),
+                        scratch.data(), pk);
+    for (int64_t i = 0; i < out_size; ++i)
+      ASSERT_EQ(got[i], std::min(std::max(plain[i] + r[i], -0.25f), 0.5f))
+          << c.what << " (residual" << how << ") at " << i;
+  };
+  check_residual(p, nullptr, "");
+  check_residual(p, &packed, ", packed weights");
   EXPECT_EQ(fx::kernels::conv2d_uses_winograd(p), std::string(c.what).rfind("winograd", 0) == 0)
       << c.what;
   if (!fx::kernels::conv2d_uses_winograd(p)) return;
@@ -314,6 +349,9 @@ TEST_P(Conv2d, MatchesDirectLoops) {
     for (int64_t i = 0; i < out_size; ++i)
       ASSERT_EQ(got_packed[i], got[i]) << c.what << " (F(" << tile << "x" << tile
                                        << ", 3x3), weights packed for the other tiling) at " << i;
+    const std::string how = ", F(" + std::to_string(tile) + "x" + std::to_string(tile) + ", 3x3)";
+    check_residual(pt, nullptr, how);
+    check_residual(pt, &packed_t, how + ", packed weights");
   }
 }
 
@@ -352,6 +390,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"resnet stem 7x7/2", conv(1, 3, 32, 32, 8, 7, 2, 3), false},
         ConvCase{"pointwise", conv(2, 16, 7, 7, 24, 1, 1, 0), true},
         ConvCase{"pointwise stride 2", conv(1, 8, 9, 9, 4, 1, 2, 0), true},
+        // A 7x7 output (49 columns) and 64 rows: the product runs transposed where panels are
+        // 16 or 32 wide (sgemm_prefers_transposed).
+        ConvCase{"pointwise 7x7, transposed product", conv(1, 192, 7, 7, 64, 1, 1, 0), true},
         ConvCase{"depthwise 3x3", conv(2, 8, 12, 12, 8, 3, 1, 1, 8), true},
         ConvCase{"depthwise 5x5/2", conv(1, 6, 15, 14, 6, 5, 2, 2, 6), false},
         ConvCase{"depthwise 3x3/2", conv(1, 8, 17, 23, 8, 3, 2, 1, 8), true},
