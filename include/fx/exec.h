@@ -235,7 +235,9 @@ size_t prepack_weights(GraphModule& gm);
 ///
 /// The graph is not changed, but some patterns run fused, within float rounding of the
 /// node-by-node result: a Relu/Clip into the Conv/Gemm/MatMul/Add/BatchNormalization before it;
-/// an Add of a constant 1-D bias into the MatMul before it; a LayerNormalization written out as
+/// an Add of a constant 1-D bias into the MatMul before it; an Add of a Conv's output and a value
+/// computed before the Conv (a residual connection, with the Relu/Clip after it) into the Conv,
+/// with the Add's bits; a LayerNormalization written out as
 /// ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add into one kernel; a GELU written out as
 /// Div(x, sqrt 2)/Erf/Add 1/Mul x/Mul 0.5 (float32 constants equal to those values) into one
 /// kernel. A pattern runs unfused when any of its intermediate values is probed or used elsewhere.
