@@ -206,13 +206,15 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 // and the hardware prefetchers did not keep ahead of a micro-kernel that multiplies each weight by
 // only 16 to 49 columns: ResNet-18's 512 -> 512 layers took 3.0-3.2 ms inside the model against
 // 1.8-2.0 alone. A packed A panel (a convolution's weights) takes 6 floats a step, so 512 is ~85
-// steps ahead; a packed B panel (the weights of a transposed product or a MatMul) takes 2 x LANES
-// a step, so 2048 is 64 steps with AVX-512 (128 with AVX2, not measured). One process alternating
-// with and without (bench/README), by min / median: ResNet-18 0.87-0.88 / 0.90x at 1 and 2
-// threads, MobileNetV2 0.95-0.97 / 0.94-0.97x, SqueezeNet 0.96-0.98 / 0.95-0.98x, ConvNeXt-T
-// 0.95x, ViT-B/16 0.93-0.95x, BERT-sized 0.90-0.92x. With AVX-512 a B step is two cache lines and
-// both are prefetched (the second too: ViT-B/16 0.94-0.98x, BERT-sized 0.96-0.98x, MobileNetV2
-// 0.98x, ResNet-18 0.99x). Operands read in place prefetch their current element (distance 0).
+// steps ahead; a packed B panel (the weights of a transposed product or a MatMul) takes 2 x LANES a
+// step, so 2048 is 64 steps with AVX-512 (128 with AVX2, not measured). One process alternating
+// with and without (bench/README), by min / median: ResNet-18 0.87-0.88 / 0.90x at 1 and 2 threads,
+// MobileNetV2 0.95-0.97 / 0.94-0.97x, SqueezeNet 0.96-0.98 / 0.95-0.98x, ConvNeXt-T 0.95x, ViT-B/16
+// 0.93-0.95x, BERT-sized 0.90-0.92x. With AVX-512 a B step is two cache lines and both are
+// prefetched (the second too: ViT-B/16 0.94-0.98x, BERT-sized 0.96-0.98x, MobileNetV2 0.98x,
+// ResNet-18 0.99x). Operands read in place prefetch their current element (distance 0). The one-
+// and two-row loop prefetches B too: a row vector times a packed weight (a CNN's classifier, 2-5 MB
+// read once a run) streams it from memory (MobileNetV2 0.96-0.99x, ResNet-18 0.97-0.995x).
 constexpr int64_t kPrefetchA = 512;
 constexpr int64_t kPrefetchB = 2048;
 
@@ -271,6 +273,9 @@ constexpr int64_t kPrefetchB = 2048;
       /* 160; 196 pixels) computes only those rows: the same bits. */                              \
       for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
         const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
+        /* (a row vector times a packed weight, the classifier: B streams from memory) */          \
+        __builtin_prefetch(b + pf_b);                                                              \
+        if (LANES == 16) __builtin_prefetch(b + pf_b + LANES);                                     \
         FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
         FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
         b += b_step;                                                                               \
