@@ -563,11 +563,14 @@ void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weigh
 }
 
 namespace {
-// Depthwise KH x KW at stride 1 along rows (any stride down columns), dilation 1, on four-lane
-// vectors (wasm; natively where the channel-interleaved kernels do not apply: no AVX2, or more
-// than kMaxDepthwiseTaps taps): each plane is copied into a zero-padded plane
+// Depthwise KH x KW at stride 1 or 2 along rows (any stride down columns), dilation 1, on
+// four-lane vectors (wasm; natively where the channel-interleaved kernels do not apply: no AVX2,
+// or more than kMaxDepthwiseTaps taps): each plane is copied into a zero-padded plane
 // (Hp x Wp, the padding around it), so every tap of four outputs is one load, one multiply and
-// one add, with no bounds and no row ends. An output row goes four vectors at a time (then two,
+// one add, with no bounds and no row ends. At stride 2 each padded row is kept as its even
+// columns then its odd ones (phase halves): tap kw of outputs ow... reads padded columns
+// 2 ow + kw..., which are consecutive in one half (EfficientNet-B0's 5x5 stride-2 layers; they
+// ran the scalar loop below). An output row goes four vectors at a time (then two,
 // then one), the taps' weights splatted once per group; a row's last vector starts at OW - 4,
 // recomputing some outputs of the one before it with the same taps in the same order, so the same
 // bits. Each output sums its taps row by row, left to right, from the bias (as the scalar loop
@@ -576,25 +579,26 @@ namespace {
 // 0.80-0.89x, EfficientNet-B0 (5x5 at stride 1) 0.80-0.84x. (Pads of at most the kernel's size: the
 // padded plane is then at most the input plane and a margin of twice the kernel around it.)
 bool padded_rows(const Conv2dParams& p) {
-  return p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.out_w() >= 4 &&
-         p.KH * p.KW <= 64 && p.pad_top <= p.KH && p.pad_bottom <= p.KH && p.pad_left <= p.KW &&
-         p.pad_right <= p.KW;
+  return (p.stride_w == 1 || p.stride_w == 2) && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.out_w() >= 4 && p.KH * p.KW <= 64 && p.pad_top <= p.KH && p.pad_bottom <= p.KH &&
+         p.pad_left <= p.KW && p.pad_right <= p.KW;
 }
 
-// G output vectors of one row of depthwise_padded_rows, starting at columns start[0..G).
+// G output vectors of one row of depthwise_padded_rows, starting at columns start[0..G); tap kw
+// of output column ow is at tap[kw] + ow in a padded row.
 template <int G>
 inline __attribute__((always_inline)) void padded_rows_group(const float* top, int64_t Wp,
                                                              int64_t KH, int64_t KW, const float* w,
-                                                             v4f b, const int64_t* start,
-                                                             bool clamp, v4f lo, v4f hi,
-                                                             float* orow) {
+                                                             const int64_t* tap, v4f b,
+                                                             const int64_t* start, bool clamp,
+                                                             v4f lo, v4f hi, float* orow) {
   v4f acc[G];
   for (int g = 0; g < G; ++g) acc[g] = b;
   for (int64_t kh = 0; kh < KH; ++kh) {
     const float* row = top + kh * Wp;
     for (int64_t kw = 0; kw < KW; ++kw) {
       const v4f wv = splat(w[kh * KW + kw]);
-      for (int g = 0; g < G; ++g) acc[g] += wv * load4(row + start[g] + kw);
+      for (int g = 0; g < G; ++g) acc[g] += wv * load4(row + start[g] + tap[kw]);
     }
   }
   for (int g = 0; g < G; ++g) store4(orow + start[g], clamp ? clamp4(acc[g], lo, hi) : acc[g]);
@@ -616,12 +620,36 @@ void depthwise_padded_rows(const Conv2dParams& p, const float* in, const float* 
   for (size_t v = 0; v < start.size(); ++v)
     start[v] = std::min(static_cast<int64_t>(v) * L, OW - L);
   const int64_t vectors = static_cast<int64_t>(start.size());
+  // Where tap kw of output column 0 is in a padded row: column kw, or at stride 2 in the even
+  // half (the first ceil(Wp / 2) floats) or the odd one.
+  const int64_t even = (Wp + 1) / 2;
+  int64_t tap[64];
+  for (int64_t kw = 0; kw < KW; ++kw) tap[kw] = p.stride_w == 1 ? kw : (kw % 2) * even + kw / 2;
+  // At stride 2, input column iw is padded column iw + pad_left: the input's even columns go to
+  // one half from index pad_left / 2, its odd ones to the other from (pad_left + 1) / 2.
+  const int64_t pl = p.pad_left;
+  const int64_t to_even = (pl % 2) * even + pl / 2, to_odd = (1 - pl % 2) * even + (pl + 1) / 2;
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const float* plane = in + (n * p.C + c) * p.H * p.W;
-      for (int64_t ih = 0; ih < p.H; ++ih)
-        std::memcpy(padded + (ih + p.pad_top) * Wp + p.pad_left, plane + ih * p.W,
-                    static_cast<size_t>(p.W) * sizeof(float));
+      for (int64_t ih = 0; ih < p.H; ++ih) {
+        const float* src = plane + ih * p.W;
+        float* dst = padded + (ih + p.pad_top) * Wp;
+        if (p.stride_w == 1) {
+          std::memcpy(dst + pl, src, static_cast<size_t>(p.W) * sizeof(float));
+          continue;
+        }
+        int64_t t = 0;  // input columns 2 t and 2 t + 1
+        for (; 2 * t + 8 <= p.W; t += 4) {
+          const v4f v0 = load4(src + 2 * t), v1 = load4(src + 2 * t + 4);
+          store4(dst + to_even + t, __builtin_shufflevector(v0, v1, 0, 2, 4, 6));
+          store4(dst + to_odd + t, __builtin_shufflevector(v0, v1, 1, 3, 5, 7));
+        }
+        for (; 2 * t < p.W; ++t) {
+          dst[to_even + t] = src[2 * t];
+          if (2 * t + 1 < p.W) dst[to_odd + t] = src[2 * t + 1];
+        }
+      }
       const float* w = weight + c * KH * KW;
       float* o = out + (n * p.C + c) * OH * OW;
       const v4f b = splat(bias ? bias[c] : 0.0f);
@@ -630,11 +658,11 @@ void depthwise_padded_rows(const Conv2dParams& p, const float* in, const float* 
         float* orow = o + oh * OW;
         int64_t v = 0;
         for (; v + 4 <= vectors; v += 4)
-          padded_rows_group<4>(top, Wp, KH, KW, w, b, &start[v], clamp, lo, hi, orow);
+          padded_rows_group<4>(top, Wp, KH, KW, w, tap, b, &start[v], clamp, lo, hi, orow);
         for (; v + 2 <= vectors; v += 2)
-          padded_rows_group<2>(top, Wp, KH, KW, w, b, &start[v], clamp, lo, hi, orow);
+          padded_rows_group<2>(top, Wp, KH, KW, w, tap, b, &start[v], clamp, lo, hi, orow);
         if (v < vectors)
-          padded_rows_group<1>(top, Wp, KH, KW, w, b, &start[v], clamp, lo, hi, orow);
+          padded_rows_group<1>(top, Wp, KH, KW, w, tap, b, &start[v], clamp, lo, hi, orow);
       }
     }
   }

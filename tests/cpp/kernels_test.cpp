@@ -457,6 +457,12 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 8x8 pad 4", conv(1, 6, 10, 13, 6, 8, 1, 4, 6), true},
         ConvCase{"depthwise 5x5 pad 2, stride 2 down columns", depthwise_5x5_rows_s2(), false},
         ConvCase{"depthwise 7x7 pad 3, 3-wide plane", conv(1, 5, 6, 3, 5, 7, 1, 3, 5), true},
+        // Stride 2 along rows there too (the padded rows' even and odd halves): even and odd
+        // left pads, rows of an odd width, kernels of more than 49 taps (natively) and 5x5.
+        ConvCase{"depthwise 8x8/2 pad 4", conv(1, 6, 13, 17, 6, 8, 2, 4, 6), true},
+        ConvCase{"depthwise 8x8/2 pad 3, two images", conv(2, 5, 12, 21, 5, 8, 2, 3, 5), false},
+        ConvCase{"depthwise 5x5/2 pad 1", conv(1, 7, 11, 16, 7, 5, 2, 1, 7), true},
+        ConvCase{"depthwise 5x5/2 pad 2, 29 wide", conv(1, 4, 9, 29, 4, 5, 2, 2, 4), false},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
         // Two im2col bands (256 + 124 output pixels), the first ending inside an output row.
