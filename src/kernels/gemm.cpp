@@ -398,7 +398,9 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           const int64_t mc = std::min(mc_step, ie - i0);
           const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
           if (!packed_a && !direct_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
-          auto tile = [&](int64_t ir, int64_t jr) {
+          // (Inlined into both tile orders: with the residual's two Store fields clang stopped
+          // inlining it into the wasm build, and a call per tile cost MobileNetV2 ~4 % there.)
+          auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
             const bool in_place = jr < full;
             const float* bp = in_place   ? B + k0 * ldb + j0 + jr
                               : direct_b ? b_buf
