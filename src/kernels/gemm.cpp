@@ -429,8 +429,24 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
             for (int64_t ir = 0; ir < mc; ir += MR)
               for (int64_t jr = 0; jr < nc; jr += nr_width) tile(ir, jr);
           } else {
-            for (int64_t jr = 0; jr < nc; jr += nr_width)
-              for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
+            // A prepacked B (a layer's weights: a transformer's 9 MB feed-forward matrices stream
+            // from memory) is fetched a panel ahead into L2, a share of the next panel's lines
+            // before each row tile of this one: the micro-kernels' own prefetch, 64 k steps
+            // ahead, leaves the first tile of each panel waiting for 48 KB. One process
+            // alternating (min / median): BERT-sized 0.971-0.979 / 0.984-0.991 (0.964 / 0.979 at
+            // 2 threads), ViT-B/16 0.975 / 0.966, ConvNeXt-T and the CNNs 0.98-1.00.
+            const int64_t panel = kc * nr_width, lines = (panel + 15) / 16;
+            const int64_t tiles = (mc + MR - 1) / MR, per_tile = (lines + tiles - 1) / tiles;
+            for (int64_t jr = 0; jr < nc; jr += nr_width) {
+              const float* next =
+                  packed_b && jr + nr_width < nc ? b_block + (jr / nr_width + 1) * panel : nullptr;
+              for (int64_t ir = 0, t = 0; ir < mc; ir += MR, ++t) {
+                if (next)
+                  for (int64_t l = t * per_tile, e = std::min(lines, l + per_tile); l < e; ++l)
+                    __builtin_prefetch(next + l * 16, 0, 2);
+                tile(ir, jr);
+              }
+            }
           }
         }
       }
