@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "exec/ops.h"
 #include "fx/exec.h"
 #include "fx/exec/passes.h"
 #include "fx/fx.h"
@@ -864,6 +865,43 @@ TEST(Exec, ConvResidualAddFusedGivesTheUnfusedBits) {
       ASSERT_EQ(run_with(gm, {in, rv}).outputs[0].to_f32(), fused) << what << ", second run";
     }
   }
+}
+
+// The fusion takes place: with a counting Add registered in the builtin's place, a fused run of
+// Conv -> Add -> Relu calls no Add op, and a run with the Conv probed calls it once, with the same
+// bits.
+TEST(Exec, ConvResidualAddFusedRunsNoAddOp) {
+  struct RestoreBuiltins {
+    ~RestoreBuiltins() { fx::exec::register_elementwise_ops(); }
+  } restore;
+  int adds = 0;
+  fx::exec::register_op("onnx.Add", [&adds](fx::exec::OpCall& c) {
+    ++adds;
+    const Value& a = c.input(0);
+    const Value& b = c.input(1);
+    std::vector<int64_t> shape;
+    if (!fx::kernels::broadcast_shapes(a.shape(), b.shape(), shape)) c.fail("shapes");
+    std::vector<float> sum(static_cast<size_t>(fx::kernels::numel(shape)));
+    fx::kernels::binary_f32(fx::kernels::BinaryOp::Add, a.shape(), a.data<float>(), b.shape(),
+                            b.data<float>(), sum.data());
+    c.outputs.push_back(Value::from_f32(shape, sum));
+  });
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* conv = g->call_function(fn("onnx.Conv"), {x, g->get_attr("w"), g->get_attr("b")},
+                                {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  Node* add = g->call_function(fn("onnx.Add"), {conv, x});
+  g->output(g->call_function(fn("onnx.Relu"), {add}));
+  fx::Module root;
+  root.register_parameter("w", tensor_f32({8, 8, 3, 3}, random_floats(8 * 8 * 9, 12)));
+  root.register_parameter("b", tensor_f32({8}, random_floats(8, 13)));
+  fx::GraphModule gm(&root, std::move(g));
+  const Value in = Value::from_f32({1, 8, 9, 9}, random_floats(8 * 81, 14));
+  const std::vector<float> fused = run_with(gm, {in}).outputs[0].to_f32();
+  EXPECT_EQ(adds, 0) << "the Add ran as a node";
+  const std::vector<float> plain = run_with(gm, {in}, {conv->name()}).outputs[0].to_f32();
+  EXPECT_EQ(adds, 1);
+  EXPECT_EQ(fused, plain);
 }
 
 }  // namespace
