@@ -2,8 +2,8 @@
 // a flat whole-plane kernel for 3x3 at stride 1 (at stride 2 (x86): planes split into even and
 // odd columns, or phase planes on wide rows), a channel-interleaved kernel for small planes
 // and larger windows (x86, depthwise_interleaved.cpp), a row kernel otherwise for 3x3, a
-// zero-padded-plane kernel for other windows at stride 1 along rows, and a scalar loop for the
-// rest. Threads split the channels.
+// zero-padded-plane kernel for other windows at stride 1 or 2 along rows, and a scalar loop for
+// the rest. Threads split the channels.
 #include <algorithm>
 #include <cstring>
 #include <vector>
