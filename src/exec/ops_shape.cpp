@@ -108,6 +108,13 @@ void transpose(OpCall& c) {
     seen[perm[i]] = true;
     os[i] = x.shape()[perm[i]];
   }
+  // Moving only dims of size 1 (a batch of one: [1, S, E] -> [S, 1, E], twice in each
+  // attention layer of a batch_first transformer) leaves the bytes as they are: a view, as
+  // Reshape returns.
+  if (kernels::transpose_keeps_layout(x.shape(), perm)) {
+    c.outputs.push_back(reshaped(x, os));
+    return;
+  }
   Value out = new_value(x.dtype(), os);
   kernels::transpose(x.shape(), x.data<void>(), perm, dtype_size(x.dtype()),
                      out.mutable_data<void>());

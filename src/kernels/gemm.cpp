@@ -195,15 +195,9 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
   for (; i + 4 <= M; i += 4) {
     int64_t j = 0;
     for (; j + 4 <= N; j += 4) {
-      const v4f r0 = load4(T + j * M + i), r1 = load4(T + (j + 1) * M + i);
-      const v4f r2 = load4(T + (j + 2) * M + i), r3 = load4(T + (j + 3) * M + i);
-      const v4f t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5);
-      const v4f t1 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
-      const v4f t2 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
-      const v4f t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
-      v4f col[4] = {
-          __builtin_shufflevector(t0, t1, 0, 1, 4, 5), __builtin_shufflevector(t0, t1, 2, 3, 6, 7),
-          __builtin_shufflevector(t2, t3, 0, 1, 4, 5), __builtin_shufflevector(t2, t3, 2, 3, 6, 7)};
+      v4f col[4] = {load4(T + j * M + i), load4(T + (j + 1) * M + i), load4(T + (j + 2) * M + i),
+                    load4(T + (j + 3) * M + i)};
+      transpose4x4(col[0], col[1], col[2], col[3]);
       for (int k = 0; k < 4; ++k) {
         float* c = C + (i + k) * ldc + j;
         v4f v = col[k];

@@ -67,4 +67,17 @@ inline __attribute__((always_inline)) v4f clamp_v<v4f>(v4f x, v4f lo, v4f hi) {
 }
 #pragma GCC diagnostic pop
 
+/// Transposes the 4 x 4 block whose rows are r0..r3, in place (eight lane shuffles, bits kept).
+template <class V>
+inline __attribute__((always_inline)) void transpose4x4(V& r0, V& r1, V& r2, V& r3) {
+  const V t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5);
+  const V t1 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
+  const V t2 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+  const V t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  r0 = __builtin_shufflevector(t0, t1, 0, 1, 4, 5);
+  r1 = __builtin_shufflevector(t0, t1, 2, 3, 6, 7);
+  r2 = __builtin_shufflevector(t2, t3, 0, 1, 4, 5);
+  r3 = __builtin_shufflevector(t2, t3, 2, 3, 6, 7);
+}
+
 }  // namespace fx::kernels

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/simd.h"
 #include "kernels/thread_pool.h"
 
 namespace fx::kernels {
@@ -339,6 +340,17 @@ void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R
       uint32_t* y = out + b * R * C;
       for (int64_t c0 = 0; c0 < C; c0 += T) {
         const int64_t c1 = std::min(C, c0 + T);
+        if (r1 - r0 == T && c1 - c0 == T) {
+          // A whole tile in 4 x 4 blocks: four row loads, eight shuffles, four column stores.
+          for (int64_t rb = r0; rb < r1; rb += 4)
+            for (int64_t cb = c0; cb < c1; cb += 4) {
+              v4i q[4];
+              for (int k = 0; k < 4; ++k) std::memcpy(&q[k], x + (rb + k) * C + cb, sizeof q[k]);
+              transpose4x4(q[0], q[1], q[2], q[3]);
+              for (int k = 0; k < 4; ++k) std::memcpy(y + (cb + k) * R + rb, &q[k], sizeof q[k]);
+            }
+          continue;
+        }
         for (int64_t c = c0; c < c1; ++c)
           for (int64_t r = r0; r < r1; ++r) y[c * R + r] = x[r * C + c];
       }
@@ -350,6 +362,17 @@ void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R
 }
 
 }  // namespace
+
+bool transpose_keeps_layout(const Shape& in_shape, const std::vector<int64_t>& perm) {
+  // The order in which the dims of more than one element are read must be the input's.
+  int64_t last = -1;
+  for (int64_t d : perm) {
+    if (in_shape[static_cast<size_t>(d)] == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
 
 void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>& perm,
                size_t elem_size, void* out) {
@@ -402,7 +425,10 @@ void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>
       ii += idx[d] * step[d];
     }
     for (int64_t o = o0 * inner; o < o1 * inner; o += inner) {
-      if (elem_size == 4) {
+      if (inner_step == 1) {  // the last dim stays last: whole rows (attention's head splits)
+        std::memcpy(dst + o * elem_size, src + ii * elem_size,
+                    static_cast<size_t>(inner) * elem_size);
+      } else if (elem_size == 4) {
         const auto* s4 = reinterpret_cast<const uint32_t*>(src);
         auto* d4 = reinterpret_cast<uint32_t*>(dst);
         for (int64_t k = 0; k < inner; ++k) d4[o + k] = s4[ii + k * inner_step];

@@ -50,6 +50,10 @@ struct CopyPiece {
 /// when there are 256 KB or more in all; the bytes are the same however they are split.
 void copy_pieces(const std::vector<CopyPiece>& pieces);
 
+/// Whether transposing `in_shape` by `perm` keeps every element where it is in memory: the
+/// dimensions it moves all have size 1 (or none moves), as a batch-of-one [1, S, E] -> [S, 1, E].
+bool transpose_keeps_layout(const Shape& in_shape, const std::vector<int64_t>& perm);
+
 /// out = in.transpose(perm) for elements of `elem_size` bytes.
 void transpose(const Shape& in_shape, const void* in, const std::vector<int64_t>& perm,
                size_t elem_size, void* out);

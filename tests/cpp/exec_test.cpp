@@ -380,6 +380,22 @@ std::vector<Value> run_op(const std::string& op, const std::vector<Value>& input
   return fx::exec::run(gm, inputs);
 }
 
+// A Transpose that moves only dims of size 1 (a batch of one, [1, S, E] -> [S, 1, E]) returns a
+// view of its input's bytes; one that reorders dims of more than one element copies.
+TEST(ExecOps, TransposeOfSizeOneDimsIsAView) {
+  std::vector<float> xv(12);
+  for (int i = 0; i < 12; ++i) xv[i] = static_cast<float>(i);
+  const Value x = Value::from_f32({1, 3, 4}, xv);
+  const Value v = run_op("Transpose", {x}, {{"perm", Argument::list({1, 0, 2})}})[0];
+  EXPECT_EQ(v.shape(), (std::vector<int64_t>{3, 1, 4}));
+  EXPECT_EQ(v.to_f32(), xv);
+  EXPECT_EQ(v.data<float>(), x.data<float>());
+  const Value t = run_op("Transpose", {x}, {{"perm", Argument::list({0, 2, 1})}})[0];
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{1, 4, 3}));
+  EXPECT_NE(t.data<float>(), x.data<float>());
+  EXPECT_EQ(t.to_f32(), (std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+}
+
 TEST(ExecOps, PadModes) {
   const Value x = Value::from_f32({1, 3}, {1, 2, 3});
   const Value pads = Value::from_i64({4}, {0, 2, 0, 1});

@@ -800,10 +800,12 @@ TEST(TensorOps, TransposeAnyPermutation) {
 }
 
 // Every permutation of a rank-4 shape with size-1 and ragged dims (the tiled path takes those
-// that merge into a batched swap of two dims of >= 8, such as NCHW <-> NHWC), against index
-// arithmetic.
+// that merge into a batched swap of two dims of >= 8, such as NCHW <-> NHWC, and moves whole
+// 16 x 16 tiles in 4 x 4 blocks of shuffles: {2, 33, 3, 40} has whole and partial tiles in a
+// batch of two), against index arithmetic.
 TEST(TensorOps, TransposeTiledPathsMatchIndexArithmetic) {
-  for (const Shape& s : {Shape{1, 19, 9, 11}, Shape{3, 17, 1, 10}, Shape{2, 9, 8, 20}}) {
+  for (const Shape& s :
+       {Shape{1, 19, 9, 11}, Shape{3, 17, 1, 10}, Shape{2, 9, 8, 20}, Shape{2, 33, 3, 40}}) {
     const int64_t n = s[0] * s[1] * s[2] * s[3];
     std::vector<float> x(static_cast<size_t>(n)), y(x.size());
     for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
