@@ -265,6 +265,37 @@ bool flat_3x3(const Conv2dParams& p) {
 #ifdef FXWASM_X86_DISPATCH
 typedef float v8f __attribute__((vector_size(32)));
 
+// Splits src[0, 2 n) into its even elements (to e[0, n)) and odd ones (to o[0, n)), sixteen
+// output pairs at a time with AVX-512F's two-source permute (one vpermt2ps each for the even and
+// the odd elements of 32 floats); returns how many pairs it did (a multiple of 16), leaving the
+// rest to the caller. The eight-lane split takes two shuffles and two quarter swaps (or four
+// lane-crossing permutes and two blends) for 16 input floats, all on the one shuffle port of
+// Intel cores. Used by the even-width stride-2 kernel from 28 wide (min of 1000-2000, alone, this
+// Xeon: 56x56 x 144 121 -> 98 us, 28x28 x 192 36 -> 31.5; at 14x14 x 576 it lost, 30.7 -> 33.3,
+// and the phase-plane kernel at 112 wide did not change).
+template <bool kWide>
+__attribute__((always_inline)) inline int64_t split_pairs16(const float* src, float* e, float* o,
+                                                            int64_t n) {
+  if constexpr (!kWide) {
+    return 0;
+  } else {
+    typedef float v16f __attribute__((vector_size(64)));
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      v16f a, b;
+      std::memcpy(&a, src + 2 * j, sizeof a);
+      std::memcpy(&b, src + 2 * j + 16, sizeof b);
+      const v16f ev =
+          __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      const v16f od =
+          __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+      std::memcpy(e + j, &ev, sizeof ev);
+      std::memcpy(o + j, &od, sizeof od);
+    }
+    return j;
+  }
+}
+
 // The next channel's input plane, fetched into L2 a few lines per output vector while the
 // stride-2 flat kernel computes this one: it splits a plane into phase planes before computing
 // it, and that pass had waited on L3 or memory (MobileNetV2's 96 x 112 x 112 layer, written by
@@ -327,7 +358,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const float* plane = in + (n * p.C + c) * H * W;
-      for (int64_t ih = 0; ih < H; ++ih) {
+      auto split_row = [&](int64_t ih) __attribute__((always_inline)) {
         const float* row = plane + ih * W;
         float* e = ph[(ih & 1) * 2] + (ih >> 1) * OW;
         float* o = ph[(ih & 1) * 2 + 1] + (ih >> 1) * OW;
@@ -344,7 +375,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
           o[j] = row[2 * j + 1];
         }
         if (W & 1) e[pairs] = row[W - 1];  // (its odd partner is past the edge: zero)
-      }
+      };
       float* out_plane = out + (n * p.C + c) * OHW;
       const float* w = weight + c * 9;
       V wv[9];
@@ -352,9 +383,18 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
       const V b = V{} + (bias ? bias[c] : 0.0f);
       const float *ee = ph[0], *eo = ph[1], *oe = ph[2], *oo = ph[3];
       NextPlanePrefetch next(p, in, n, c, nv);
+      // Input rows are split as the outputs come to need them (output row oh reads input rows up
+      // to 2 oh + 1), so the phase rows a vector reads were written just before, in L1: split
+      // whole first, a 112 x 112 plane's four phase planes (51 KB) and the input plane (50 KB)
+      // outgrew this Xeon's 48 KB L1d and the flat loop read them back from L2. 112x112 x 96,
+      // min of 300, alone: 454 -> 392 us (the same bits: each phase row is written before any
+      // output that reads it, and rows not split yet are never read).
+      int64_t split = 0;
       for (int64_t v = 0; v < nv; ++v) {
         next.step(v);
         const int64_t q = v * L;
+        const int64_t need = std::min(H, 2 * ((std::min(q + L, OHW) - 1) / OW) + 2);
+        while (split < need) split_row(split++);
         const V col1 = wv[1] * load(oe + q - OW) + wv[4] * load(ee + q) + wv[7] * load(oe + q);
         const V col0 =
             wv[0] * load(oo + q - OW - 1) + wv[3] * load(eo + q - 1) + wv[6] * load(oo + q - 1);
@@ -385,7 +425,7 @@ bool flat_3x3_s2(const Conv2dParams& p) {
 // 2ow + 1 (O): every tap of L outputs along a row is one load. A row's last vector runs on into
 // the next rows' outputs, which those rows then overwrite; the rows whose vectors would run past
 // the plane go through a buffer. Rows above and below the input read zeros around E and O.
-template <class V, int L>
+template <class V, int L, bool kWide>
 __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
     const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
   static_assert(L == 8, "the de-interleaving shuffles are written for eight lanes");
@@ -410,7 +450,7 @@ __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const float* plane = in + (n * p.C + c) * H * p.W;
-      int64_t i = 0;
+      int64_t i = 2 * split_pairs16<kWide>(plane, E, O, half);
       for (; i + 2 * L <= 2 * half; i += 2 * L) {
         const V a = load(plane + i), b = load(plane + i + L);
         // Within 128-bit lanes (vshufps), then the middle quarters swapped (vpermpd): the
@@ -481,11 +521,16 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dP
                                                                    const float* bias, float* out) {
   depthwise3x3_flat_s2_impl<v8f, 8>(p, in, weight, bias, out);
 }
+// The even-width kernel with the AVX-512 split (the same bits: the split only copies).
+__attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_s2_even_avx512(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  depthwise3x3_s2_even_impl<v8f, 8, true>(p, in, weight, bias, out);
+}
 __attribute__((target("avx2,fma"))) void depthwise3x3_s2_even_avx2(const Conv2dParams& p,
                                                                    const float* in,
                                                                    const float* weight,
                                                                    const float* bias, float* out) {
-  depthwise3x3_s2_even_impl<v8f, 8>(p, in, weight, bias, out);
+  depthwise3x3_s2_even_impl<v8f, 8, false>(p, in, weight, bias, out);
 }
 #endif
 
@@ -517,7 +562,8 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // phase planes' flat loop wins (112x112 x 96 201 against 205). In wasm, with four lanes, it
   // tied the row path (MobileNetV2 1.000x), so wasm keeps that.
   if (s2_even_3x3(p) && p.W >= 10 && p.W < 96 && cpu_has_avx2_fma())
-    return depthwise3x3_s2_even_avx2(p, in, weight, bias, out);
+    return p.W >= 28 && cpu_has_avx512() ? depthwise3x3_s2_even_avx512(p, in, weight, bias, out)
+                                         : depthwise3x3_s2_even_avx2(p, in, weight, bias, out);
   // Other widths: at stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight
   // lanes, against the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264
   // -> 0.207); on shorter rows their de-interleaving is mostly scalar tails and the interleaved
