@@ -64,7 +64,8 @@ template <class V>
 FX_VMATH_INLINE V exp_in_range(V xc) {
   // n = round(x / ln2): adding 1.5 * 2^23 rounds to nearest in the mantissa.
   const V magic = splat<V>(12582912.0f);
-  const V nf = (xc * splat<V>(1.44269504088896341f) + magic) - magic;
+  const V t = xc * splat<V>(1.44269504088896341f) + magic;
+  const V nf = t - magic;
   V r = xc - nf * splat<V>(0.693359375f);
   r = r - nf * splat<V>(-2.12194440e-4f);
   V p = splat<V>(1.9875691500e-4f);
@@ -74,7 +75,11 @@ FX_VMATH_INLINE V exp_in_range(V xc) {
   p = p * r + splat<V>(1.6666665459e-1f);
   p = p * r + splat<V>(5.0000001201e-1f);
   const V y = p * (r * r) + r + splat<V>(1.0f);
-  const mask_t<V> n = __builtin_convertvector(nf, mask_t<V>);
+  // n = nf as an integer, read from t's bits: t lies in [2^23, 2^24), where consecutive integers
+  // have consecutive bit patterns, so bits(t) - bits(magic) is nf exactly (a NaN x gives a NaN y,
+  // whatever n is). The conversion this replaces is one instruction natively, but wasm's
+  // i32x4.trunc_sat_f32x4_s is a sequence of seven on x64 (for NaN and overflowing lanes).
+  const mask_t<V> n = reinterpret_cast<mask_t<V>>(t) - reinterpret_cast<mask_t<V>>(magic);
   const mask_t<V> h = n >> 1;  // n in [-150, 128]: both halves within pow2i's range
   return y * pow2i<V>(h) * pow2i<V>(n - h);
 }
