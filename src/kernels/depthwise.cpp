@@ -389,11 +389,17 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
       // outgrew this Xeon's 48 KB L1d and the flat loop read them back from L2. 112x112 x 96,
       // min of 300, alone: 454 -> 392 us (the same bits: each phase row is written before any
       // output that reads it, and rows not split yet are never read).
-      int64_t split = 0;
+      // (row: the output row of the vector's last output, which ends at flat index row_end)
+      int64_t split = 0, row = 0, row_end = OW;
       for (int64_t v = 0; v < nv; ++v) {
         next.step(v);
         const int64_t q = v * L;
-        const int64_t need = std::min(H, 2 * ((std::min(q + L, OHW) - 1) / OW) + 2);
+        const int64_t last = std::min(q + L, OHW) - 1;
+        while (last >= row_end) {
+          ++row;
+          row_end += OW;
+        }
+        const int64_t need = std::min(H, 2 * row + 2);
         while (split < need) split_row(split++);
         const V col1 = wv[1] * load(oe + q - OW) + wv[4] * load(ee + q) + wv[7] * load(oe + q);
         const V col0 =
