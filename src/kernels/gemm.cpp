@@ -46,6 +46,7 @@ constexpr int64_t kDirectBMaxRows = 64;           // see direct_b in sgemm
 constexpr int64_t kTransposedMinK = 160;          // see sgemm_prefers_transposed
 constexpr int64_t kTransposedMinKPortable = 256;  // (wasm, and x86 without AVX2: not remeasured)
 constexpr int64_t kShortKBlockFloats = 64 * NC;   // see the tile order in GemmCore::blocked
+constexpr int64_t kCopiedPanelMinK = 96;          // see direct_b in GemmCore::blocked
 
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int64_t lda, bool trans, int64_t i, int64_t k) {
@@ -113,6 +114,46 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
     }
     out += kc * width;
   }
+}
+
+// One full panel of a row-major B read in place (kc rows ldb apart, `width` columns) into
+// out[k * width + c], just before its row tiles use it: with the rows prefetched a few ahead and
+// whole-register copies. The micro-kernel then reads it from L1 as one stream instead of two
+// cache lines from each of kc rows (see direct_b in GemmCore::blocked).
+template <class V>
+inline __attribute__((always_inline)) void pack_panel_rows(const float* B, int64_t ldb, int64_t kc,
+                                                           int64_t width, float* out) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* src = B + k * ldb;
+    __builtin_prefetch(src + 8 * ldb);
+    __builtin_prefetch(src + 8 * ldb + width - 1);
+    for (int64_t c = 0; c < width; c += L) {
+      V v;
+      std::memcpy(&v, src + c, sizeof v);
+      std::memcpy(out + k * width + c, &v, sizeof v);
+    }
+  }
+}
+#ifdef FXWASM_X86_DISPATCH
+typedef float v8f_ __attribute__((vector_size(32)));
+typedef float v16f_ __attribute__((vector_size(64)));
+__attribute__((target("avx2"))) void pack_panel_avx2(const float* B, int64_t ldb, int64_t kc,
+                                                     int64_t width, float* out) {
+  pack_panel_rows<v8f_>(B, ldb, kc, width, out);
+}
+__attribute__((target("avx512f"))) void pack_panel_avx512(const float* B, int64_t ldb, int64_t kc,
+                                                          int64_t width, float* out) {
+  pack_panel_rows<v16f_>(B, ldb, kc, width, out);
+}
+#endif
+void pack_panel(const float* B, int64_t ldb, int64_t kc, int64_t width, float* out) {
+#ifdef FXWASM_X86_DISPATCH
+  if (width % 16 == 0 && cpu_has_avx512()) return pack_panel_avx512(B, ldb, kc, width, out);
+  if (width % 8 == 0 && cpu_has_avx2()) return pack_panel_avx2(B, ldb, kc, width, out);
+#endif
+  if (width % 4 == 0) return pack_panel_rows<v4f>(B, ldb, kc, width, out);
+  pack_b(B, ldb, false, 0, kc, 0, width, width, out);
 }
 
 }  // namespace
@@ -378,11 +419,21 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
         const int64_t kc = std::min(KC, K - k0);
         const bool first = k0 == 0;
         const bool last = k0 + kc >= K;
-        // With few rows of A, a packed B panel would serve only a few micro-tiles and packing it
-        // costs a quarter of the multiply-adds: a row-major B is then read in place (its rows
-        // ldb apart), and only a last, partial panel is packed (zero-padded to the width).
+        // With few rows of A, a packed B block would serve only a few micro-tiles, and packing
+        // all of it (up to 3 MB) before the first tile costs a quarter of the multiply-adds: a
+        // row-major B is then not packed as a block. Each full panel is copied just before its
+        // row tiles (pack_panel, into L1) where K is long enough for the panel-by-panel order,
+        // and read in place (rows ldb apart) in the row-tile order of short K; a last, partial
+        // panel is packed (zero-padded to the width). Read in place, the micro-kernel took two
+        // cache lines from each of kc rows at every tile, and ran the squeeze convolutions of
+        // SqueezeNet (M = 16-64) at 75-105 GFLOP/s against 110-150 with B prepacked; copied
+        // panels, alternating in one process: 32 x 729 x 256 0.76x, 64 x 729 x 256 0.77x, 64 x
+        // 169 x 512 0.84x, 64 x 1544 x 147 0.85x, 64 x 784 x 192 0.89x, 16 x 3025 x 128 0.92x.
         const bool direct_b = !packed_b && !trans_b && M <= kDirectBMaxRows;
         const int64_t full = direct_b ? nc / nr_width * nr_width : 0;
+        const bool row_tile_order =
+            kc * nc <= kShortKBlockFloats && !(direct_b && kc > kCopiedPanelMinK);
+        float* copied_panel = direct_b ? b_buf + nr_width * KC : nullptr;
         const float* b_block = packed_b ? packed_b->block(k0, kc, j0) : b_buf;
         if (!packed_b && !direct_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
         if (direct_b && full < nc)
@@ -394,9 +445,12 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           if (!packed_a && !direct_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
           // (Inlined into both tile orders: with the residual's two Store fields clang stopped
           // inlining it into the wasm build, and a call per tile cost MobileNetV2 ~4 % there.)
+          // A full panel of a direct B copied by the panel-by-panel loop below (else null).
+          const float* panel_copy = nullptr;
           auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
-            const bool in_place = jr < full;
-            const float* bp = in_place   ? B + k0 * ldb + j0 + jr
+            const bool in_place = jr < full && !panel_copy;
+            const float* bp = panel_copy ? panel_copy
+                              : in_place ? B + k0 * ldb + j0 + jr
                               : direct_b ? b_buf
                                          : b_block + (jr / nr_width) * kc * nr_width;
             const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + (ir / MR) * kc * MR;
@@ -419,7 +473,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           // a time across all its rows: then C is written row tile by row tile (six long row
           // streams), with the packed B block (at most 512 KB) read back from L2. MobileNetV2
           // (K 16-64 in its expand convs) 4 % faster natively, six interleaved pairs.
-          if (kc * nc <= kShortKBlockFloats) {
+          if (row_tile_order) {
             for (int64_t ir = 0; ir < mc; ir += MR)
               for (int64_t jr = 0; jr < nc; jr += nr_width) tile(ir, jr);
           } else {
@@ -434,6 +488,11 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
             for (int64_t jr = 0; jr < nc; jr += nr_width) {
               const float* next =
                   packed_b && jr + nr_width < nc ? b_block + (jr / nr_width + 1) * panel : nullptr;
+              panel_copy = nullptr;
+              if (direct_b && jr < full) {
+                pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel);
+                panel_copy = copied_panel;
+              }
               for (int64_t ir = 0, t = 0; ir < mc; ir += MR, ++t) {
                 if (next)
                   for (int64_t l = t * per_tile, e = std::min(lines, l + per_tile); l < e; ++l)

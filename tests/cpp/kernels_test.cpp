@@ -69,8 +69,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // A read in place (x86): a last tile of 5 rows, three K slices, beta.
                       GemmCase{101, 70, 900, false, false, 1.0f, 0.5f},
                       GemmCase{3, 2100, 7, false, false, 1.0f, 0.0f},  // N spans two NC blocks
-                      // Few rows (B read in place), full panels and a partial one, two K slices.
+                      // Few rows (B not packed as a block), full panels and a partial one:
+                      // K slices of 384 and 116 copy each full panel before its row tiles; K = 90
+                      // reads them in place, row tile by row tile.
                       GemmCase{40, 75, 500, false, false, 1.0f, 0.5f},
+                      GemmCase{30, 100, 90, false, false, 1.0f, 0.0f},
                       GemmCase{5, 4, 0, false, false, 1.0f, 3.0f},      // K = 0: C = beta*C
                       GemmCase{1, 1000, 517, false, true, 1.0f, 1.0f},  // row vector (GEMV) x B^T
                       GemmCase{1, 37, 29, false, false, 0.5f, 0.0f},    // row vector x B
