@@ -521,6 +521,11 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_flat_avx2(const Conv2dPara
                                                                 const float* bias, float* out) {
   depthwise3x3_flat_impl<v8f, 8>(p, in, weight, bias, out);
 }
+typedef float v16f __attribute__((vector_size(64)));
+__attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_flat_avx512(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  depthwise3x3_flat_impl<v16f, 16>(p, in, weight, bias, out);
+}
 __attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dParams& p,
                                                                    const float* in,
                                                                    const float* weight,
@@ -544,12 +549,21 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
                   float* out) {
 #ifdef FXWASM_X86_DISPATCH
   const bool eight_lanes = cpu_has_avx2_fma();
-  // Eight lanes even where sixteen exist: on this EPYC (512-bit ops in two halves, and unaligned
-  // 64-byte loads crossing lines more often) the eight-lane flat kernel ran 3-15 % faster than
-  // sixteen. Min of 2000, against the best path before it: 7x7 x 960 0.033 -> 0.029 ms, 14x14 x
-  // 576 0.064 -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 -> 0.189. At 112x112 x 32
-  // it tied in isolation (0.192 -> 0.188) and lost inside MobileNetV2 (0.169 -> 0.184), so rows
-  // over 64 keep the row path (and again once rows of whole vectors went unmasked: 0.996x).
+  // Sixteen lanes where the core runs 512-bit operations whole, on rows that eight lanes would
+  // also need the column masks for (or sixteen need none). The same bits (each output sums its
+  // taps in one order). Min of 3000 alternating on an Intel Xeon, against the eight-lane flat
+  // kernel (at 112 wide, the row path): 14x14 x 576 0.86x, 14x14 x 672 0.92x, 28x28 x 192 0.84x,
+  // 28x28 x 240 0.87x, 112x112 x 32 0.90x, 7x7 x 960 1.00x; at 56 wide (whole eight-lane rows,
+  // masked sixteen-lane ones) 1.06x, so 56 keeps eight. Whole models, one process alternating:
+  // MobileNetV2 0.98x (0.99x with 112 on the row path), ShuffleNetV2 0.99x, EfficientNet-B0 1.00x.
+  if (cpu_has_full_width_avx512() && flat_3x3(p) && p.W <= 128 && (p.W % 16 == 0 || p.W % 8 != 0))
+    return depthwise3x3_flat_avx512(p, in, weight, bias, out);
+  // Eight lanes elsewhere: on a Zen 4 EPYC (512-bit ops in two halves, and unaligned 64-byte
+  // loads crossing lines more often) the eight-lane flat kernel ran 3-15 % faster than sixteen.
+  // Min of 2000, against the best path before it: 7x7 x 960 0.033 -> 0.029 ms, 14x14 x 576 0.064
+  // -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 -> 0.189. At 112x112 x 32 it tied in
+  // isolation (0.192 -> 0.188) and lost inside MobileNetV2 (0.169 -> 0.184), so rows over 64 keep
+  // the row path (and again once rows of whole vectors went unmasked: 0.996x).
   if (eight_lanes && flat_3x3(p) && p.W <= 64)
     return depthwise3x3_flat_avx2(p, in, weight, bias, out);
 #else

@@ -428,6 +428,11 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 9-wide", conv(1, 7, 3, 9, 7, 3, 1, 1, 7), false},
         ConvCase{"depthwise 3x3 17-wide, 19 channels", conv(2, 19, 6, 17, 19, 3, 1, 1, 19), true},
         ConvCase{"depthwise 3x3 one row", conv(1, 3, 1, 13, 3, 3, 1, 1, 3), true},
+        // Rows of whole vectors (no masks but at the row ends): one 16-lane vector a row, two,
+        // and seven (the sixteen-lane flat kernel natively where AVX-512 runs whole).
+        ConvCase{"depthwise 3x3 16-wide", conv(1, 3, 5, 16, 3, 3, 1, 1, 3), true},
+        ConvCase{"depthwise 3x3 32-wide, two images", conv(2, 5, 6, 32, 5, 3, 1, 1, 5), false},
+        ConvCase{"depthwise 3x3 112-wide", conv(1, 3, 4, 112, 3, 3, 1, 1, 3), true},
         // Stride 2 on rows of 48 and more (phase planes): even and odd widths and heights.
         ConvCase{"depthwise 3x3/2 48-wide, odd height", conv(2, 9, 7, 48, 9, 3, 2, 1, 9), true},
         ConvCase{"depthwise 3x3/2 51-wide", conv(1, 5, 6, 51, 5, 3, 2, 1, 5), false},
