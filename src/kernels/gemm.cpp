@@ -447,13 +447,16 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           // inlining it into the wasm build, and a call per tile cost MobileNetV2 ~4 % there.)
           // A full panel of a direct B copied by the panel-by-panel loop below (else null).
           const float* panel_copy = nullptr;
+          // (ir and jr are multiples of MR and of the panel width: a panel of the packed blocks
+          // starts kc * ir or kc * jr floats in, with no division, which for the run-time width
+          // was an idiv on every tile.)
           auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
             const bool in_place = jr < full && !panel_copy;
             const float* bp = panel_copy ? panel_copy
                               : in_place ? B + k0 * ldb + j0 + jr
                               : direct_b ? b_buf
-                                         : b_block + (jr / nr_width) * kc * nr_width;
-            const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + (ir / MR) * kc * MR;
+                                         : b_block + jr * kc;
+            const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
             const Store st{first,
                            last,
                            bias ? bias + i0 + ir : nullptr,
@@ -487,7 +490,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
             const int64_t tiles = (mc + MR - 1) / MR, per_tile = (lines + tiles - 1) / tiles;
             for (int64_t jr = 0; jr < nc; jr += nr_width) {
               const float* next =
-                  packed_b && jr + nr_width < nc ? b_block + (jr / nr_width + 1) * panel : nullptr;
+                  packed_b && jr + nr_width < nc ? b_block + (jr + nr_width) * kc : nullptr;
               panel_copy = nullptr;
               if (direct_b && jr < full) {
                 pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel);
