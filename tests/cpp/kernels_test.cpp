@@ -190,11 +190,18 @@ TEST(Sgemm, PackedLeftOperandOfATransposedProduct) {
       EXPECT_TRUE(fx::kernels::sgemm_prefers_transposed(M, N, K));
     }
     for (bool trans_a : {false, true}) {
-      for (auto [alpha, beta] : {std::pair<float, float>{1.0f, 0.0f}, {0.75f, 0.5f}}) {
+      for (auto [alpha, beta, with_res] : {std::tuple<float, float, bool>{1.0f, 0.0f, false},
+                                           {0.75f, 0.5f, false},
+                                           {1.0f, 0.0f, true}}) {
         const int64_t lda = (trans_a ? M : K) + 3, ldb = N + 5, ldc = N + 2;
         std::vector<float> A((trans_a ? K : M) * lda), B(K * ldb), C(M * ldc), bias(M);
-        fill_uniform(rng, {&A, &B, &C, &bias});
-        const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -2.0f, 2.5f);
+        std::vector<float> res(M * N);  // (a residual: a tensor of C's shape, row stride N)
+        fill_uniform(rng, {&A, &B, &C, &bias, &res});
+        fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -2.0f, 2.5f);
+        if (with_res) {
+          ep.residual = res.data();
+          ep.ldr = N;
+        }
         const fx::kernels::PackedOperand packed =
             fx::kernels::PackedOperand::left(trans_a, M, K, A.data(), lda, N);
         std::vector<float> got = C, plain = C, want = C;
@@ -211,7 +218,9 @@ TEST(Sgemm, PackedLeftOperandOfATransposedProduct) {
               ASSERT_EQ(g, C[i * ldc + j]) << "padding (" << i << ", " << j << ") was written";
               continue;
             }
-            const float w = std::min(std::max(want[i * ldc + j] + bias[i], -2.0f), 2.5f);
+            const float w = std::min(
+                std::max(want[i * ldc + j] + bias[i] + (with_res ? res[i * N + j] : 0.0f), -2.0f),
+                2.5f);
             ASSERT_NEAR(g, w, 1e-5f * static_cast<float>(K + 1))
                 << M << "x" << N << "x" << K << " trans_a " << trans_a << " alpha " << alpha
                 << " at " << i << "," << j;
