@@ -468,11 +468,11 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           const int64_t mc = std::min(mc_step, ie - i0);
           const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
           if (!packed_a && !direct_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
-          // (Inlined into both tile orders: with the residual's two Store fields clang stopped
-          // inlining it into the wasm build, and a call per tile cost MobileNetV2 ~4 % there.)
           // A full panel of a direct B copied by the panel-by-panel loop below (else null).
           const float* panel_copy = nullptr;
-          // (ir and jr are multiples of MR and of the panel width: a panel of the packed blocks
+          // (Inlined into both tile orders: with the residual's two Store fields clang stopped
+          // inlining it into the wasm build, and a call per tile cost MobileNetV2 ~4 % there.
+          // ir and jr are multiples of MR and of the panel width: a panel of the packed blocks
           // starts kc * ir or kc * jr floats in, with no division, which for the run-time width
           // was an idiv on every tile.)
           auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
