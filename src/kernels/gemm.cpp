@@ -153,8 +153,7 @@ void pack_panel(const float* B, int64_t ldb, int64_t kc, int64_t width, float* o
   if (width % 16 == 0 && cpu_has_avx512()) return pack_panel_avx512(B, ldb, kc, width, out);
   if (width % 8 == 0 && cpu_has_avx2()) return pack_panel_avx2(B, ldb, kc, width, out);
 #endif
-  if (width % 4 == 0) return pack_panel_rows<v4f>(B, ldb, kc, width, out);
-  pack_b(B, ldb, false, 0, kc, 0, width, width, out);
+  pack_panel_rows<v4f>(B, ldb, kc, width, out);  // (every kernel's panel width is a multiple of 8)
 }
 
 }  // namespace
@@ -233,56 +232,51 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
     return clamp ? std::min(std::max(v, lo), hi) : v;
   };
   const v4f vlo = splat(lo), vhi = splat(hi), vbeta = splat(beta);
-  // The 4 x 4 blocks of rows [i, i + 4), with the epilogue's terms fixed for the whole loop
+  // The 4 x 4 blocks of rows [0, M - M % 4), with the epilogue's terms fixed for the whole loop
   // (tested once, not on every vector: the tests were as many instructions as the transposes).
-  auto rows_of_blocks = [&](int64_t i, auto kBeta, auto kBias, auto kColBias, auto kRes,
-                            auto kClamp) __attribute__((always_inline)) {
-    int64_t j = 0;
-    v4f vbias[4];
-    for (int k = 0; k < 4; ++k) vbias[k] = splat(kBias ? bias[i + k] : 0.0f);
-    for (; j + 4 <= N; j += 4) {
-      v4f col[4] = {load4(T + j * M + i), load4(T + (j + 1) * M + i), load4(T + (j + 2) * M + i),
-                    load4(T + (j + 3) * M + i)};
-      transpose4x4(col[0], col[1], col[2], col[3]);
-      for (int k = 0; k < 4; ++k) {
-        float* c = C + (i + k) * ldc + j;
-        v4f v = col[k];
-        if (kBeta) v += vbeta * load4(c);
-        if (kBias) v += vbias[k];
-        if (kColBias) v += load4(col_bias + j);
-        if (kRes) v += load4(res + (i + k) * ldr + j);
-        if (kClamp) {
-          v = v < vlo ? vlo : v;
-          v = v > vhi ? vhi : v;
+  auto blocks = [&](auto kBeta, auto kBias, auto kColBias, auto kRes, auto kClamp)
+      __attribute__((always_inline)) {
+    for (int64_t i = 0; i + 4 <= M; i += 4) {
+      int64_t j = 0;
+      v4f vbias[4];
+      for (int k = 0; k < 4; ++k) vbias[k] = splat(kBias ? bias[i + k] : 0.0f);
+      for (; j + 4 <= N; j += 4) {
+        v4f col[4] = {load4(T + j * M + i), load4(T + (j + 1) * M + i), load4(T + (j + 2) * M + i),
+                      load4(T + (j + 3) * M + i)};
+        transpose4x4(col[0], col[1], col[2], col[3]);
+        for (int k = 0; k < 4; ++k) {
+          float* c = C + (i + k) * ldc + j;
+          v4f v = col[k];
+          if (kBeta) v += vbeta * load4(c);
+          if (kBias) v += vbias[k];
+          if (kColBias) v += load4(col_bias + j);
+          if (kRes) v += load4(res + (i + k) * ldr + j);
+          if (kClamp) {
+            v = v < vlo ? vlo : v;
+            v = v > vhi ? vhi : v;
+          }
+          store4(c, v);
         }
-        store4(c, v);
       }
+      for (; j < N; ++j)
+        for (int64_t k = i; k < i + 4; ++k)
+          C[k * ldc + j] = finish(T[j * M + k], k, j, C[k * ldc + j]);
     }
-    for (; j < N; ++j)
-      for (int64_t k = i; k < i + 4; ++k)
-        C[k * ldc + j] = finish(T[j * M + k], k, j, C[k * ldc + j]);
   };
   using Yes = std::true_type;
   using No = std::false_type;
-  int64_t i = 0;
-  for (; i + 4 <= M; i += 4) {
-    if (beta != 0.0f || col_bias) {  // (no layer of the zoo's models: tested per vector)
-      rows_of_blocks(i, beta != 0.0f, bias != nullptr, col_bias != nullptr, res != nullptr, clamp);
-    } else if (bias && res) {
-      clamp ? rows_of_blocks(i, No{}, Yes{}, No{}, Yes{}, Yes{})
-            : rows_of_blocks(i, No{}, Yes{}, No{}, Yes{}, No{});
-    } else if (bias) {
-      clamp ? rows_of_blocks(i, No{}, Yes{}, No{}, No{}, Yes{})
-            : rows_of_blocks(i, No{}, Yes{}, No{}, No{}, No{});
-    } else if (res) {
-      clamp ? rows_of_blocks(i, No{}, No{}, No{}, Yes{}, Yes{})
-            : rows_of_blocks(i, No{}, No{}, No{}, Yes{}, No{});
-    } else {
-      clamp ? rows_of_blocks(i, No{}, No{}, No{}, No{}, Yes{})
-            : rows_of_blocks(i, No{}, No{}, No{}, No{}, No{});
-    }
+  if (beta != 0.0f || col_bias) {  // (no layer of the zoo's models: tested per vector)
+    blocks(beta != 0.0f, bias != nullptr, col_bias != nullptr, res != nullptr, clamp);
+  } else if (bias && res) {
+    clamp ? blocks(No{}, Yes{}, No{}, Yes{}, Yes{}) : blocks(No{}, Yes{}, No{}, Yes{}, No{});
+  } else if (bias) {
+    clamp ? blocks(No{}, Yes{}, No{}, No{}, Yes{}) : blocks(No{}, Yes{}, No{}, No{}, No{});
+  } else if (res) {
+    clamp ? blocks(No{}, No{}, No{}, Yes{}, Yes{}) : blocks(No{}, No{}, No{}, Yes{}, No{});
+  } else {
+    clamp ? blocks(No{}, No{}, No{}, No{}, Yes{}) : blocks(No{}, No{}, No{}, No{}, No{});
   }
-  for (; i < M; ++i)
+  for (int64_t i = M - M % 4; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = finish(T[j * M + i], i, j, C[i * ldc + j]);
 }
 
