@@ -49,6 +49,21 @@ void spin_until(Done done) {
   }
 }
 
+// Dispatch without locks: a job costs the caller a few cache-line transfers (the generation out,
+// the claim and done counters back) rather than a mutex round trip per chunk and per worker. At 2
+// threads an empty parallel_for took 2.2 us (median) with a mutex and condition variables on
+// every job, 0.56 us now; one process alternating both pools at 2 threads (a model runs 60-80
+// parallel_fors), min / median: MobileNetV2 0.984-0.993 / 0.961-0.985, SqueezeNet 0.992-0.995 /
+// 0.993-0.997, EfficientNet-B0 0.998 / 0.987, ResNet-18 1.000 / 1.003.
+//
+// The job (job_, chunks_, the counters, error_) is written only while generation_ is odd and no
+// worker is inside a job (active_ == 0). A worker counts itself active before it reads the
+// generation again, so either the caller sees it (and waits for it to leave) or it sees the odd
+// generation (and backs off): that handshake uses sequentially consistent operations on both
+// sides. A worker that comes late to a finished job finds no chunk left and never calls it, so
+// the caller returns once every chunk is done, without waiting for stragglers; the next job waits
+// for them. Sleeping (after kSpinTime) is on condition variables, and each side notifies only
+// when the other says it sleeps (sleepers_, caller_sleeps_), read after its own store.
 class Pool {
  public:
   ~Pool() { resize(1); }
@@ -62,13 +77,11 @@ class Pool {
     if (n == size_ && !restart) return;
     {
       std::lock_guard<std::mutex> lock(m_);
-      stop_ = true;
       stopping_.store(true);
     }
     cv_.notify_all();
     for (std::thread& t : workers_) t.join();
     workers_.clear();
-    stop_ = false;
     stopping_.store(false);
     size_ = 1;
     for (int i = 1; i < n; ++i) {
@@ -87,25 +100,29 @@ class Pool {
   bool run(int64_t chunks, const std::function<void(int64_t)>& chunk) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      job_ = &chunk;
-      chunks_ = chunks;
-      next_.store(0);
-      done_all_.store(false);
-      done_ = 0;
-      error_ = nullptr;
-      generation_.fetch_add(1);
+    generation_.fetch_add(1);  // odd: the job is being written
+    // Workers that came late to the last job leave it at once (they find no chunk).
+    for (int i = 1; active_.load() != 0; ++i)
+      if (i % 1024 == 0) std::this_thread::yield();
+    job_ = &chunk;
+    chunks_ = chunks;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    error_ = nullptr;
+    generation_.fetch_add(1);  // even: published
+    if (sleepers_.load() > 0) {
+      { std::lock_guard<std::mutex> lock(m_); }
+      cv_.notify_all();
     }
-    cv_.notify_all();
     claim(&chunk, chunks);
     // The other chunks usually finish within microseconds: spin a little before sleeping.
-    spin_until([&] { return done_all_.load() && active_count_.load() == 0; });
-    std::unique_lock<std::mutex> lock(m_);
-    // Every chunk done, and no worker still inside claim() for this job (one that woke late must
-    // not reach for it once this caller's stack frame is gone).
-    done_cv_.wait(lock, [&] { return done_ == chunks_ && active_ == 0; });
-    job_ = nullptr;
+    spin_until([&] { return done_.load(std::memory_order_acquire) == chunks; });
+    if (done_.load() != chunks) {
+      std::unique_lock<std::mutex> lock(m_);
+      caller_sleeps_.store(true);
+      done_cv_.wait(lock, [&] { return done_.load() == chunks; });
+      caller_sleeps_.store(false);
+    }
     if (error_) std::rethrow_exception(error_);
     return true;
   }
@@ -116,62 +133,63 @@ class Pool {
     for (;;) {
       const int64_t i = next_.fetch_add(1);
       if (i >= chunks) return;
-      std::exception_ptr err;
       t_in_parallel = true;
       try {
         (*job)(i);
       } catch (...) {
-        err = std::current_exception();
+        std::lock_guard<std::mutex> lock(error_m_);
+        if (!error_) error_ = std::current_exception();
       }
       t_in_parallel = false;
-      std::lock_guard<std::mutex> lock(m_);
-      if (err && !error_) error_ = err;
-      if (++done_ == chunks) {
-        done_all_.store(true);
+      if (done_.fetch_add(1) + 1 == chunks && caller_sleeps_.load()) {
+        { std::lock_guard<std::mutex> lock(m_); }
         done_cv_.notify_all();
       }
     }
   }
 
   void work() {
-    uint64_t seen = 0;
+    uint64_t seen = generation_.load();
+    auto job_waiting = [&] {
+      const uint64_t g = generation_.load();
+      return (g != seen && g % 2 == 0) || stopping_.load();
+    };
     for (;;) {
-      const std::function<void(int64_t)>* job;
-      int64_t chunks;
       // A model runs its products back to back: spin a little for the next job before sleeping
       // (waking a sleeping thread costs tens of microseconds, as much as a small product).
-      spin_until([&] { return generation_.load() != seen || stopping_.load(); });
-      {
+      spin_until(job_waiting);
+      if (!job_waiting()) {
         std::unique_lock<std::mutex> lock(m_);
-        cv_.wait(lock, [&] { return stop_ || (generation_.load() != seen && job_ != nullptr); });
-        if (stop_) return;
-        seen = generation_.load();
-        job = job_;
-        chunks = chunks_;
-        ++active_;
-        active_count_.store(active_);
+        sleepers_.fetch_add(1);
+        cv_.wait(lock, job_waiting);
+        sleepers_.fetch_sub(1);
       }
-      claim(job, chunks);
-      std::lock_guard<std::mutex> lock(m_);
-      active_count_.store(--active_);
-      if (active_ == 0) done_cv_.notify_all();
+      if (stopping_.load()) return;
+      active_.fetch_add(1);
+      const uint64_t g = generation_.load();
+      if (g != seen && g % 2 == 0) {
+        seen = g;
+        claim(job_, chunks_);
+      }
+      active_.fetch_sub(1);
     }
   }
 
   std::mutex busy_;  // held by the caller of run() (and by resize)
-  std::mutex m_;
+  std::mutex m_;     // for the condition variables only
+  std::mutex error_m_;
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
+  // Written by the caller while generation_ is odd and active_ is 0.
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t chunks_ = 0;
-  std::atomic<int64_t> next_{0};
-  int64_t done_ = 0;
-  int active_ = 0;  // workers inside claim()
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> done_all_{false}, stopping_{false};
-  std::atomic<int> active_count_{0};
   std::exception_ptr error_;
-  bool stop_ = false;
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  alignas(64) std::atomic<int64_t> next_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
+  alignas(64) std::atomic<int> active_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeps_{false}, stopping_{false};
   int size_ = 1;
 };
 

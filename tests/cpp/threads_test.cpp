@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -379,6 +380,41 @@ TEST(Threads, ParallelForCoversTheRangeOnceNestsInlineAndRethrows) {
   std::atomic<int64_t> sum{0};
   fx::kernels::parallel_for(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
   EXPECT_EQ(sum, 100);
+}
+
+// Jobs back to back with almost no work: workers arrive late to finished jobs, the next job is
+// written while they leave, and some jobs are made of one worker's chunks only. Every chunk of
+// every job runs once, on that job's data (a worker that ran a chunk of a stale job would count
+// into the wrong job's slot or miss one), with sleeping workers in between (kSpinTime is 1 ms),
+// two callers at once (the second runs inline) and a chunk that throws now and then.
+TEST(Threads, BackToBackTinyJobsRunEveryChunkOnceOnItsOwnJob) {
+  if (!kThreads) GTEST_SKIP() << "no threads in this build";
+  Threads t(3);
+  constexpr int kJobs = 20000;
+  std::vector<std::array<std::atomic<int>, 3>> hits(kJobs);
+  std::atomic<int> thrown{0};
+  auto caller = [&](int first, int step) {
+    for (int j = first; j < kJobs; j += step) {
+      if (j % 5000 == 4999) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      const bool fail = j % 997 == 0;
+      try {
+        fx::kernels::parallel_for(3, 1, [&, j](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[j][i]++;
+          if (fail && e == 3) throw std::runtime_error("chunk failed");
+        });
+      } catch (const std::runtime_error&) {
+        ++thrown;
+      }
+    }
+  };
+  std::thread other(caller, 1, 2);
+  caller(0, 2);
+  other.join();
+  int wrong = 0;
+  for (const auto& job : hits)
+    for (const std::atomic<int>& h : job) wrong += h != 1;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(thrown, (kJobs + 996) / 997);
 }
 
 // release_cached_memory() also frees the workers' scratch by restarting them: the count stays,
