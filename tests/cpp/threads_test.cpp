@@ -245,6 +245,25 @@ TEST(Threads, MaxPoolSplitsByPlanesBitIdentically) {
   }
 }
 
+// Global average pooling splits by planes (SqueezeNet's 1000 x 13 x 13 in two chunks, three
+// chunks of 101-102 planes at 3 threads; 512 x 7 x 7 stays on one thread).
+TEST(Threads, GlobalAveragePoolSplitsByPlanesBitIdentically) {
+  for (const auto& [C, HW] : {std::array<int64_t, 2>{1000, 169}, {305, 3025}, {512, 49}}) {
+    std::vector<float> x(static_cast<size_t>(2 * C * HW));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 41 % 211)) * 0.37f - 30.0f;
+    std::vector<float> one(static_cast<size_t>(2 * C));
+    fx::kernels::set_num_threads(1);
+    fx::kernels::global_avg_pool(2, C, HW, x.data(), one.data());
+    for (int n : {2, 3}) {
+      std::vector<float> got(one.size(), -1.0f);
+      Threads t(n);
+      fx::kernels::global_avg_pool(2, C, HW, x.data(), got.data());
+      EXPECT_EQ(std::memcmp(one.data(), got.data(), one.size() * sizeof(float)), 0)
+          << C << " x " << HW << ", " << n << " threads";
+    }
+  }
+}
+
 TEST(Threads, ElementwiseOpsSplitBitIdentically) {
   // Sizes past the split thresholds (64K elements for cheap ops, 8K for transcendental ones and
   // rows of Softmax/LayerNorm), not multiples of the chunks: ViT's GELU input (197 x 3072), an
