@@ -291,6 +291,22 @@ struct GemmCore {
 
 PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
                                    int64_t ldb) {
+  PackedOperand p = right_over(K, N, nullptr);
+  p.data_ = aligned_floats(p.buf_, p.padded_ * K);
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    const int64_t kc = std::min(KC, K - k0);
+    pack_b(B, ldb, trans_b, k0, kc, 0, N, p.width_, p.data_ + k0 * p.padded_);
+  }
+  return p;
+}
+
+int64_t PackedOperand::right_floats(int64_t K, int64_t N) {
+  int64_t width = NR;
+  select_kernel(width);
+  return (N + width - 1) / width * width * K;
+}
+
+PackedOperand PackedOperand::right_over(int64_t K, int64_t N, float* data) {
   PackedOperand p;
   p.left_ = false;
   p.rows_ = K;
@@ -299,12 +315,14 @@ PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const flo
   select_kernel(width);
   p.padded_ = (N + width - 1) / width * width;
   p.width_ = width;
-  p.data_ = aligned_floats(p.buf_, p.padded_ * K);
-  for (int64_t k0 = 0; k0 < K; k0 += KC) {
-    const int64_t kc = std::min(KC, K - k0);
-    pack_b(B, ldb, trans_b, k0, kc, 0, N, width, p.data_ + k0 * p.padded_);
-  }
+  p.data_ = data;
   return p;
+}
+
+float* PackedOperand::right_at(int64_t k, int64_t j) const {
+  // (block(k0, kc, j - j % width_), then row k - k0 of that panel)
+  const int64_t k0 = k / KC * KC, kc = std::min(KC, rows_ - k0);
+  return data_ + k0 * padded_ + (j - j % width_) * kc + (k - k0) * width_ + j % width_;
 }
 
 void PackedOperand::unpack_right(bool trans_b, float* B, int64_t ldb) const {

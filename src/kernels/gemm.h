@@ -36,11 +36,24 @@ class PackedOperand {
                             int64_t n_hint = 0);
   static PackedOperand right(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
 
+  /// A right operand (K x N) in right()'s layout over the caller's `data` (right_floats(K, N)
+  /// floats from a 64-byte boundary, which must outlive it and every product using it), for a
+  /// caller that writes the panels itself (conv2d unfolds its input straight into them): element
+  /// (k, j) goes to right_at(k, j)[0], and the columns after j up to the end of its panel (panels
+  /// are panel_width() columns, a multiple of 4, from column 0) follow it; the columns past N in
+  /// the last panel must be written too (zeros).
+  static PackedOperand right_over(int64_t K, int64_t N, float* data);
+  static int64_t right_floats(int64_t K, int64_t N);
+  float* right_at(int64_t k, int64_t j) const;
+  int64_t panel_width() const { return width_; }
+
   /// Writes back the B that right(trans_b, K, N, B, ldb) packed, bit for bit (a weight kept only
   /// in its packed form is unpacked on demand). Throws std::logic_error for a left operand.
   void unpack_right(bool trans_b, float* B, int64_t ldb) const;
 
   bool is_left() const { return left_; }
+  /// A left operand kept as the right one of the transposed product (see left()).
+  bool transposed() const { return transposed_; }
   /// op(A)'s M x K, or op(B)'s K x N.
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }

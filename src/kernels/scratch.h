@@ -74,6 +74,7 @@ enum class Scratch {
   ConvT,
   ConvRow,
   Im2col,
+  Im2colRow,
   Exec,  // for the executor's own ops (src/exec)
   kCount,
 };

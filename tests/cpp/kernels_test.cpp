@@ -484,6 +484,13 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
         // Two im2col bands (256 + 124 output pixels), the first ending inside an output row.
         ConvCase{"3x3/2 in two im2col bands", conv(1, 64, 40, 37, 4, 3, 2, 1), true},
+        // Bands unfolded into the GEMM's panels: K past one panel block (432 > 384), a last
+        // partial panel, one output channel, a first layer's 3 channels, and weights kept for
+        // the transposed product (which unfolds plain rows).
+        ConvCase{"3x3/2, K over a panel block", conv(1, 48, 21, 19, 7, 3, 2, 1), true},
+        ConvCase{"3x3/2, one output channel", conv(2, 5, 9, 9, 1, 3, 2, 1), true},
+        ConvCase{"3x3/2 unpadded, 3 channels", conv(1, 3, 40, 37, 16, 3, 2, 0), true},
+        ConvCase{"3x3/2, transposed product", conv(1, 64, 14, 14, 128, 3, 2, 1), false},
         ConvCase{"5x5/3 dilated 2", conv(1, 3, 20, 23, 4, 5, 3, 2, 1, 2), true},
         ConvCase{"dilated", conv(1, 4, 16, 16, 4, 3, 1, 2, 1, 2), true},
         ConvCase{"asymmetric pads, 3x2 kernel", asymmetric(), true},
