@@ -195,7 +195,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     if (st.last && st.bias) out = ADD(out, vbias);                                          \
     if (st.last && st.col_bias) out = ADD(out, LOADU(st.col_bias + (col)));                 \
     if (res_row) out = ADD(out, LOADU(res_row + (col)));                                    \
-    if (clamp) out = MINP(MAXP(out, vlo), vhi);                                             \
+    if (clamp) out = MINP(vhi, MAXP(vlo, out)); /* (a NaN stays: see X86_STORE_TILE) */     \
     STOREU(dst, out);                                                                       \
   } while (false)
 
@@ -224,6 +224,10 @@ constexpr int64_t kPrefetchB = 2048;
 // the general store, as many instructions as a short-K tile's multiply-adds. One process
 // alternating, packed weights, bias and clamp: 144 x 3136 x 24 0.85x, 192 x 784 x 32 0.85x,
 // 64 x 1544 x 27 0.89x, 384 x 196 x 64 0.92x, 3136 x 384 x 96 0.93x, 64 x 729 x 256 0.98x.
+// The clamp is min(hi, max(lo, x)) with x second: maxps and minps return their second operand when
+// either is a NaN or both are zeros, so a NaN stays a NaN and -0 stays -0, as in the element loops
+// (std::max(x, lo) returns x unless x < lo), the masked corner store and clamp4. The other order
+// turned a NaN into lo in whole tiles only.
 #define FXWASM_X86_STORE_TILE(VEC, LANES, ADD_C, WITH_BIAS, WITH_CLAMP, SET1, ADD, LOADU, MAXP, \
                               MINP, STOREU)                                                     \
   do {                                                                                          \
@@ -234,7 +238,7 @@ constexpr int64_t kPrefetchB = 2048;
         VEC out = acc[r][h];                                                                    \
         if (ADD_C) out = ADD(out, LOADU(dst));                                                  \
         if (WITH_BIAS) out = ADD(out, vbias);                                                   \
-        if (WITH_CLAMP) out = MINP(MAXP(out, vlo), vhi);                                        \
+        if (WITH_CLAMP) out = MINP(vhi, MAXP(vlo, out));                                        \
         STOREU(dst, out);                                                                       \
       }                                                                                         \
     }                                                                                           \

@@ -110,6 +110,42 @@ fx::kernels::GemmEpilogue bias_and_clamp(const std::vector<float>& bias, float l
   return ep;
 }
 
+// A fused clamp keeps a NaN wherever it lands: whole tiles, partial row tiles and corner tiles
+// give std::min(std::max(x, lo), hi) of the unclamped result, the element loops' clamp (x86's
+// maxps returns its second operand for a NaN, so the operand order decides).
+TEST(Sgemm, FusedClampKeepsNaNInEveryTile) {
+  const int64_t M = 13, N = 70, K = 5;
+  std::mt19937 rng(3);
+  std::vector<float> A(M * K), B(K * N), bias(M);
+  fill_uniform(rng, {&A, &B, &bias});
+  A[3 * K + 2] = NAN;   // row 3 of C: NaN (a whole row tile)
+  A[12 * K] = NAN;      // row 12: NaN (the last, one-row tile)
+  B[1 * N + 69] = NAN;  // column 69: NaN (a corner)
+  B[4 * N + 40] = NAN;  // column 40
+  fx::kernels::GemmEpilogue plain;
+  plain.row_bias = bias.data();
+  std::vector<float> unclamped(M * N), got(M * N);
+  fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, unclamped.data(),
+                     N, &plain);
+  const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, 0.0f, 0.5f);
+  for (bool packed : {false, true}) {
+    const fx::kernels::PackedOperand pa =
+        fx::kernels::PackedOperand::left(false, M, K, A.data(), K);
+    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, got.data(), N,
+                       &ep, packed ? &pa : nullptr);
+    int nans = 0;
+    for (int64_t i = 0; i < M * N; ++i) {
+      const float want = std::min(std::max(unclamped[i], 0.0f), 0.5f);
+      nans += std::isnan(want);
+      ASSERT_EQ(std::isnan(got[i]), std::isnan(want)) << "at " << i / N << "," << i % N;
+      if (!std::isnan(want)) {
+        ASSERT_EQ(got[i], want) << "at " << i / N << "," << i % N;
+      }
+    }
+    EXPECT_EQ(nans, 2 * N + 2 * (M - 2));
+  }
+}
+
 // A column bias in the epilogue (a linear layer's x @ W + b), and a residual matrix after it, give
 // the bits of adding them after the product, on every path: a row vector, partial tiles, several
 // K slices, beta, a prepacked B, and the transposed product of a prepacked A.
