@@ -301,9 +301,7 @@ PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const flo
 }
 
 int64_t PackedOperand::right_floats(int64_t K, int64_t N) {
-  int64_t width = NR;
-  select_kernel(width);
-  return (N + width - 1) / width * width * K;
+  return right_over(K, N, nullptr).padded_ * K;
 }
 
 PackedOperand PackedOperand::right_over(int64_t K, int64_t N, float* data) {

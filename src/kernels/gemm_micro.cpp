@@ -226,7 +226,7 @@ constexpr int64_t kPrefetchB = 2048;
 // 64 x 1544 x 27 0.89x, 384 x 196 x 64 0.92x, 3136 x 384 x 96 0.93x, 64 x 729 x 256 0.98x.
 // The clamp is min(hi, max(lo, x)) with x second: maxps and minps return their second operand when
 // either is a NaN or both are zeros, so a NaN stays a NaN and -0 stays -0, as in the element loops
-// (std::max(x, lo) returns x unless x < lo), the masked corner store and clamp4. The other order
+// (std::max(x, lo) returns x unless x < lo), the AVX-512 corner store and clamp4. The other order
 // turned a NaN into lo in whole tiles only.
 #define FXWASM_X86_STORE_TILE(VEC, LANES, ADD_C, WITH_BIAS, WITH_CLAMP, SET1, ADD, LOADU, MAXP, \
                               MINP, STOREU)                                                     \
@@ -263,8 +263,8 @@ constexpr int64_t kPrefetchB = 2048;
 // C added (or beta * C), the row's bias (*bias), the column bias and the residual at the same
 // columns, the clamp. Element by element with eight lanes; with sixteen, in masked vector
 // operations (the element loop's tests were most of a short-K corner tile's time): the
-// arithmetic of FXWASM_X86_STORE's whole vectors, and the element loop's clamp, which keeps a
-// NaN. (With alpha 1 and beta 0, every product the executor runs, the element loop's bits.)
+// arithmetic and the clamp of FXWASM_X86_STORE's whole vectors. (With alpha 1 and beta 0, every
+// product the executor runs, the element loop's bits.)
 __attribute__((target("avx2,fma"), always_inline)) inline void store_part(
     float* dst, __m256 acc, int64_t n, float alpha, float beta, bool first, const float* bias,
     const float* col_bias, const float* res, bool clamp, float lo, float hi) {
@@ -284,6 +284,14 @@ __attribute__((target("avx2,fma"), always_inline)) inline void store_part(
     dst[j] = out;
   }
 }
+// GCC 12's _mm512_max_ps/_mm512_min_ps pass _mm512_undefined_ps() as the masked-off source, which
+// -Wmaybe-uninitialized reports; the all-lanes masked forms compute the same without it.
+inline __attribute__((target("avx512f"))) __m512 max512(__m512 a, __m512 b) {
+  return _mm512_mask_max_ps(a, 0xFFFF, a, b);
+}
+inline __attribute__((target("avx512f"))) __m512 min512(__m512 a, __m512 b) {
+  return _mm512_mask_min_ps(a, 0xFFFF, a, b);
+}
 __attribute__((target("avx512f"), always_inline)) inline void store_part(
     float* dst, __m512 acc, int64_t n, float alpha, float beta, bool first, const float* bias,
     const float* col_bias, const float* res, bool clamp, float lo, float hi) {
@@ -297,11 +305,8 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
   if (bias) out = _mm512_add_ps(out, _mm512_set1_ps(*bias));
   if (col_bias) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(m, col_bias));
   if (res) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(m, res));
-  if (clamp) {  // std::max then std::min, as the element loop: a NaN stays a NaN
-    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-    out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(out, vlo, _CMP_LT_OQ), out, vlo);
-    out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(vhi, out, _CMP_LT_OQ), out, vhi);
-  }
+  // (the whole tiles' clamp, x second: a NaN stays a NaN, as in the element loop)
+  if (clamp) out = min512(_mm512_set1_ps(hi), max512(_mm512_set1_ps(lo), out));
   _mm512_mask_storeu_ps(dst, m, out);
 }
 
@@ -450,14 +455,6 @@ FXWASM_X86_KERNEL(micro_kernel_avx2, "avx2,fma", __m256, 8, _mm256_setzero_ps, _
 // 6 x 32 on zmm registers (AVX-512F).
 inline __attribute__((target("avx512f"))) __m512 bcast512(const float* p) {
   return _mm512_set1_ps(*p);
-}
-// GCC 12's _mm512_max_ps/_mm512_min_ps pass _mm512_undefined_ps() as the masked-off source, which
-// -Wmaybe-uninitialized reports; the all-lanes masked forms compute the same without it.
-inline __attribute__((target("avx512f"))) __m512 max512(__m512 a, __m512 b) {
-  return _mm512_mask_max_ps(a, 0xFFFF, a, b);
-}
-inline __attribute__((target("avx512f"))) __m512 min512(__m512 a, __m512 b) {
-  return _mm512_mask_min_ps(a, 0xFFFF, a, b);
 }
 FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
                   _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps,

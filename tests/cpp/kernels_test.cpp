@@ -128,9 +128,8 @@ TEST(Sgemm, FusedClampKeepsNaNInEveryTile) {
   fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, unclamped.data(),
                      N, &plain);
   const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, 0.0f, 0.5f);
+  const fx::kernels::PackedOperand pa = fx::kernels::PackedOperand::left(false, M, K, A.data(), K);
   for (bool packed : {false, true}) {
-    const fx::kernels::PackedOperand pa =
-        fx::kernels::PackedOperand::left(false, M, K, A.data(), K);
     fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, got.data(), N,
                        &ep, packed ? &pa : nullptr);
     int nans = 0;
