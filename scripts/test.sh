@@ -3,7 +3,8 @@
 # builds both modules: build/wasm and the threaded build/wasm-threads), the C++ tests
 # natively (ctest), the installed CMake package used by tests/package, the C++ tests as wasm under
 # node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
-# package as packed (npm pack -> install into an empty folder -> import), and the JS tests (Jest).
+# package as packed (npm pack -> install into an empty folder -> import), the JS tests (Jest), and
+# torchvision models outside the zoo on every path against onnxruntime (check_torchvision.py).
 # Every step runs even if an earlier test step failed; the exit code is non-zero if any failed.
 # Full logs: build/test-logs/.
 set -uo pipefail
@@ -187,6 +188,24 @@ else
   passed=$((passed + jp)); failed=$((failed + jf))
   detail="$jp passed, $jf failed, $(elapsed "$t")"
   if [ "$st" -eq 0 ]; then record "jest" ok "$detail"; else record "jest" FAILED "$detail"; fi
+fi
+
+# Models fxwasm was not tuned on (torchvision architectures outside models/zoo, opsets 9-17, odd
+# sizes, batches): native at 1 and 2 threads (bit-identical), both wasm modules and the generated
+# PyTorch package, each against onnxruntime-node. One counted test per case.
+t=$(date +%s)
+banner "torchvision models outside the zoo, every path against onnxruntime (scripts/check_torchvision.py)"
+if [ "$native_ok" -ne 0 ] || [ "$wasm_ok" -ne 0 ]; then record "torchvision" skipped "build failed"
+else
+  /usr/bin/python3 scripts/check_torchvision.py 2>&1 | tee "$logs/torchvision.log" | cut -c1-$maxcol
+  st=${PIPESTATUS[0]}
+  line=$(grep -E '^[0-9]+ of [0-9]+ cases pass' "$logs/torchvision.log" | tail -1)
+  if [ -n "$line" ]; then
+    tp=$(awk '{print $1}' <<< "$line"); tt=$(awk '{print $3}' <<< "$line")
+  else tp=0; tt=1; fi
+  passed=$((passed + tp)); failed=$((failed + tt - tp))
+  detail="$tp of $tt cases, $(elapsed "$t")"
+  if [ "$st" -eq 0 ]; then record "torchvision" ok "$detail"; else record "torchvision" FAILED "$detail"; fi
 fi
 
 # --- summary ----------------------------------------------------------------------------------------
