@@ -68,7 +68,7 @@ class Pool {
  public:
   ~Pool() { resize(1); }
 
-  int size() const { return size_; }
+  int size() const { return size_.load(std::memory_order_relaxed); }
 
   // `restart`: stop and start the workers even when n is the current size (each worker's
   // thread_local scratch goes with its thread).
@@ -190,7 +190,9 @@ class Pool {
   alignas(64) std::atomic<int> active_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeps_{false}, stopping_{false};
-  int size_ = 1;
+  // Written by resize (holding busy_), read by any caller of parallel_for or num_threads(): a
+  // caller that reads it while the workers restart then finds busy_ held and runs inline.
+  std::atomic<int> size_{1};
 };
 
 Pool& pool() {
