@@ -47,7 +47,7 @@ ABOUT = {
                      "(to_folder, PyTorch's state_dict format; no LibTorch)",
     "cli": "src/cli/",
     "wasm": "wasm/ (Embind)",
-    "tests": "tests/cpp/",
+    "tests": "tests/cpp/, tests/stress/",
     "torch-tests": "tests/torch/",
     "bench": "bench/*.cpp",
 }
@@ -86,7 +86,7 @@ def layer_of_file(rel):
     if parts[0] == "wasm":
         return "wasm"
     if parts[0] == "tests" and len(parts) > 2:
-        return {"cpp": "tests", "torch": "torch-tests"}.get(parts[1])
+        return {"cpp": "tests", "stress": "tests", "torch": "torch-tests"}.get(parts[1])
     if parts[0] == "bench":
         return "bench"
     return None
@@ -123,7 +123,7 @@ def layer_of_include(header, angle):
 
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
-SOURCE_DIRS = ["include", "src", "wasm", "tests/cpp", "tests/torch", "bench"]
+SOURCE_DIRS = ["include", "src", "wasm", "tests/cpp", "tests/stress", "tests/torch", "bench"]
 
 
 def check_line(rel, line):

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mapfile -t files < <(git ls-files --cached --others --exclude-standard \
-  'include/*.h' 'src/*.cpp' 'src/*.h' 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'tests/torch/*.cpp' 'tests/torch/*.h' \
+  'include/*.h' 'src/*.cpp' 'src/*.h' 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'tests/torch/*.cpp' 'tests/torch/*.h' 'tests/stress/*.cpp' \
   'src/cli/*.cpp' 'wasm/*.cpp' 'bench/*.cpp')
 [ "${#files[@]}" -gt 0 ] || { echo "no C++ files"; exit 0; }
 if [ "${1:-}" = "--check" ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: setup (idempotent installs), native + wasm builds (the wasm step
 # builds both modules: build/wasm and the threaded build/wasm-threads), the C++ tests
-# natively (ctest), the installed CMake package used by tests/package, the C++ tests as wasm under
+# natively (ctest), ASan + UBSan and fuzzing, the thread pool under TSan, the installed CMake
+# package used by tests/package, the C++ tests as wasm under
 # node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
 # package as packed (npm pack -> install into an empty folder -> import), the JS tests (Jest), and
 # torchvision models outside the zoo on every path against onnxruntime (check_torchvision.py).
@@ -83,6 +84,25 @@ banner "C++ tests under ASan + UBSan, and bounded fuzzing (scripts/fuzz.sh)"
 ) 2>&1 | tee "$logs/sanitize.log" | cut -c1-$maxcol
 if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "asan+fuzz" ok "$(elapsed "$t")"
 else record "asan+fuzz" FAILED "$(elapsed "$t")"; fi
+
+# The kernels' thread pool under ThreadSanitizer: tests/stress/pool_stress.cpp (fxkernels alone,
+# so the build takes under a minute) in build/tsan, clang-14 -fsanitize=thread. A data race in the
+# pool's hand-over or in a kernel's per-thread scratch fails it. (setarch -R: clang-14's TSan
+# refuses the memory layout of kernels that randomise mmap with more bits.)
+t=$(date +%s)
+banner "thread pool under ThreadSanitizer (tests/stress/pool_stress.cpp)"
+(
+  set -e
+  if [ ! -f build/tsan/build.ninja ]; then
+    CC=clang-14 CXX=clang++-14 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g -DNDEBUG" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
+      -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DFXWASM_WITH_TORCH=OFF >/dev/null
+  fi
+  cmake --build build/tsan -j2 --target fx_pool_stress >/dev/null
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 setarch "$(uname -m)" -R build/tsan/fx_pool_stress
+) 2>&1 | tee "$logs/tsan.log" | cut -c1-$maxcol
+if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "tsan" ok "$(elapsed "$t")"
+else record "tsan" FAILED "$(elapsed "$t")"; fi
 
 # The installed CMake package, used as another project would: install build/native into a
 # scratch prefix, then configure, build and run tests/package against it (find_package(fxwasm)).

@@ -406,7 +406,9 @@ TEST(Threads, ParallelForCoversTheRangeOnceNestsInlineAndRethrows) {
 // at once (the second runs inline) and a chunk that throws now and then: every chunk of every job
 // runs exactly once, every throw reaches its caller, and nothing hangs. (The handshake's race
 // windows are nanoseconds wide: breaking it did not fail this test in six runs. The same jobs
-// under ThreadSanitizer are what checks its ordering.)
+// under ThreadSanitizer are what checks its ordering: tests/stress/pool_stress.cpp, which the
+// test command runs in a -fsanitize=thread build, and which fails when the caller stops waiting
+// for active workers.)
 TEST(Threads, BackToBackTinyJobsRunEveryChunkOnceOnItsOwnJob) {
   if (!kThreads) GTEST_SKIP() << "no threads in this build";
   Threads t(3);
