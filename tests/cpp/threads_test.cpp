@@ -93,6 +93,7 @@ TEST(Threads, SgemmSplitsByColumnsOrRowTilesBitIdentically) {
                          {1, 4096, 256},
                          {512, 49, 4608},
                          {960, 49, 160},
+                         {962, 49, 160},  // transposed, a last group of two rows
                          {97, 40, 64},
                          {1000, 13, 300},
                          {160, 96, 960}}) {
