@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -402,43 +401,9 @@ TEST(Threads, ParallelForCoversTheRangeOnceNestsInlineAndRethrows) {
   EXPECT_EQ(sum, 100);
 }
 
-// Jobs back to back with almost no work, so that workers come late to finished jobs and the next
-// job is written as they leave, with sleeping workers in between (kSpinTime is 1 ms), two callers
-// at once (the second runs inline) and a chunk that throws now and then: every chunk of every job
-// runs exactly once, every throw reaches its caller, and nothing hangs. (The handshake's race
-// windows are nanoseconds wide: breaking it did not fail this test in six runs. The same jobs
-// under ThreadSanitizer are what checks its ordering: tests/stress/pool_stress.cpp, which the
-// test command runs in a -fsanitize=thread build, and which fails when the caller stops waiting
-// for active workers.)
-TEST(Threads, BackToBackTinyJobsRunEveryChunkOnceOnItsOwnJob) {
-  if (!kThreads) GTEST_SKIP() << "no threads in this build";
-  Threads t(3);
-  constexpr int kJobs = 20000;
-  std::vector<std::array<std::atomic<int>, 3>> hits(kJobs);
-  std::atomic<int> thrown{0};
-  auto caller = [&](int first, int step) {
-    for (int j = first; j < kJobs; j += step) {
-      if (j % 5000 == 4999) std::this_thread::sleep_for(std::chrono::milliseconds(3));
-      const bool fail = j % 997 == 0;
-      try {
-        fx::kernels::parallel_for(3, 1, [&, j](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) hits[j][i]++;
-          if (fail && e == 3) throw std::runtime_error("chunk failed");
-        });
-      } catch (const std::runtime_error&) {
-        ++thrown;
-      }
-    }
-  };
-  std::thread other(caller, 1, 2);
-  caller(0, 2);
-  other.join();
-  int wrong = 0;
-  for (const auto& job : hits)
-    for (const std::atomic<int>& h : job) wrong += h != 1;
-  EXPECT_EQ(wrong, 0);
-  EXPECT_EQ(thrown, (kJobs + 996) / 997);
-}
+// Back-to-back tiny jobs from two callers, and the pool under ThreadSanitizer, are
+// tests/stress/pool_stress.cpp (fx_pool_stress: ctest runs it, and the test command builds and runs
+// it with -fsanitize=thread).
 
 // release_cached_memory() also frees the workers' scratch by restarting them: the count stays,
 // the pool keeps working, and a caller running meanwhile is not disturbed.

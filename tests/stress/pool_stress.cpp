@@ -174,13 +174,15 @@ void kernels_from_two_callers() {
   for (Work& x : work) x.expected = x.run();
   k::set_num_threads(3);
   std::atomic<int> wrong{0};
-  auto caller = [&](int first) {
-    for (int round = 0; round < 4; ++round)
-      for (size_t i = first; i < work.size(); i += 1)
-        if (work[(i + round) % work.size()].run() != work[(i + round) % work.size()].expected)
-          ++wrong;
+  // Both callers run every kernel four times, in orders offset by one, at the same time.
+  auto caller = [&](size_t offset) {
+    for (size_t round = 0; round < 4; ++round)
+      for (size_t i = 0; i < work.size(); ++i) {
+        const Work& x = work[(i + offset + round) % work.size()];
+        if (x.run() != x.expected) ++wrong;
+      }
   };
-  std::thread other(caller, 1);
+  std::thread other(caller, size_t{1});
   caller(0);
   other.join();
   check(wrong == 0, "kernels: " + std::to_string(wrong.load()) +
