@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { init } from '../wasm/index.mjs';
-import { ARRAYS } from '../wasm/inputs.mjs';
+import { readTensor } from './ort_run.mjs';
 
 const argv = process.argv.slice(2);
 let threads = 1;
@@ -28,13 +28,8 @@ if (fx.threads().threads !== threads) {
   process.exit(2);
 }
 
-const readRaw = (dir, t) => {
-  const b = fs.readFileSync(path.join(dir, t.file));
-  const Ctor = ARRAYS[t.dtype];
-  if (!Ctor) throw new Error(`${t.name}: unsupported dtype ${t.dtype}`);
-  const copy = new Uint8Array(b);  // aligned for the typed array
-  return new Ctor(copy.buffer, 0, copy.length / Ctor.BYTES_PER_ELEMENT);
-};
+// A saved tensor (its size checked against its shape) as { type, dims, data }.
+const readRaw = (dir, t) => readTensor(path.join(dir, t.file), t.dtype, t.shape);
 
 for (const dir of cases) {
   const io = JSON.parse(fs.readFileSync(path.join(dir, 'io.json'), 'utf8'));
@@ -43,11 +38,11 @@ for (const dir of cases) {
   try {
     gm = fx.loadONNX(fs.readFileSync(path.join(dir, 'model.onnx')));
     const feeds = {};
-    for (const t of io.inputs) feeds[t.name] = { type: t.dtype, dims: t.shape, data: readRaw(dir, t) };
+    for (const t of io.inputs) feeds[t.name] = readRaw(dir, t);
     const out = gm.run(feeds);
     let worst = 0;
     for (const t of io.outputs) {
-      const ref = readRaw(dir, t);
+      const ref = readRaw(dir, t).data;
       const got = out[t.name];
       if (!got || got.data.length !== ref.length || got.dims.join() !== t.shape.join())
         throw new Error(`output ${t.name}: shape ${got ? got.dims : 'missing'}, expected ${t.shape}`);
