@@ -4,8 +4,9 @@
 #   builds build/sanitize (FXWASM_SANITIZE + FXWASM_FUZZ, no LibTorch; the same folder gives the
 #   sanitizer build of fx_tests), seeds fuzz_import/fuzz_run with the models of models/ and
 #   tests/onnx_ops/ and the malformed table, runs each target for SECONDS (one per core at a
-#   time), and fails if one crashed. A crash leaves its input in build/sanitize/fuzz-artifacts/: fix the bug, copy the
-#   input to tests/fuzz/regressions/ and add its name to LIST (malformed_test replays them).
+#   time), and fails if one crashed. A crash leaves its input in build/sanitize/fuzz-artifacts/:
+#   fix the bug, copy the input to tests/fuzz/regressions/ and add its name to LIST
+#   (malformed_test replays them).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-30}"
