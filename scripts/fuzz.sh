@@ -29,6 +29,7 @@ find models tests/onnx_ops tests/malformed tests/fuzz/regressions -name '*.onnx'
 limit=(-max_total_time="$secs")
 [ -n "${FXWASM_FUZZ_RUNS:-}" ] && limit=(-seed=1 -runs="$FXWASM_FUZZ_RUNS")
 # One target per core at a time (they are independent; 2 cores run the four in ~60 % of the time).
+# shellcheck disable=SC2317  # (called through jobs_spawn)
 run_target() {  # target -> exit status; its summary line in $build/fuzz-$t.summary
   local t="$1" corpus="$build/fuzz-corpus/$1" log="$build/fuzz-$1.log" dirs
   [ -n "${FXWASM_FUZZ_RUNS:-}" ] && rm -rf "$corpus"
@@ -46,14 +47,11 @@ run_target() {  # target -> exit status; its summary line in $build/fuzz-$t.summ
   fi
 }
 rm -f "$build"/fuzz-*.summary
-status=0
+# shellcheck source=scripts/jobs.sh
+source scripts/jobs.sh
 targets=(fuzz_run fuzz_import fuzz_graph fuzz_matcher)  # the longest first
-active=0
-for t in "${targets[@]}"; do
-  if [ "$active" -ge "$(nproc)" ]; then wait -n || status=1; active=$((active - 1)); fi
-  run_target "$t" &
-  active=$((active + 1))
-done
-while [ "$active" -gt 0 ]; do wait -n || status=1; active=$((active - 1)); done
+for t in "${targets[@]}"; do jobs_spawn run_target "$t"; done
+status=0
+jobs_wait || status=1
 for t in "${targets[@]}"; do cat "$build/fuzz-$t.summary"; done
 exit "$status"

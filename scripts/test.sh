@@ -85,15 +85,17 @@ banner "C++ tests under ASan + UBSan, and bounded fuzzing (scripts/fuzz.sh)"
   slow=Threads.ManyRunsFromTwoCallersWithModulesDestroyedInBetween
   filters=("$slow") shards=("")
   for ((i = 0; i < 8; ++i)); do filters+=("-$slow"); shards+=("$i"); done
-  st=0 active=0
-  for ((j = 0; j < ${#filters[@]}; ++j)); do
-    if [ "$active" -ge "$(nproc)" ]; then wait -n || st=1; active=$((active - 1)); fi
-    env ${shards[j]:+GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=${shards[j]}} ASAN_OPTIONS=detect_leaks=1 \
+  # shellcheck disable=SC2317  # (called through jobs_spawn)
+  asan_job() {  # j: fx_tests with filters[j] (and shard shards[j]) -> build/sanitize/fx_tests-job$j.log
+    env ${shards[$1]:+GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=${shards[$1]}} ASAN_OPTIONS=detect_leaks=1 \
       UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/sanitize/fx_tests --gtest_brief=1 \
-      --gtest_filter="${filters[j]}" >"build/sanitize/fx_tests-job$j.log" 2>&1 &
-    active=$((active + 1))
-  done
-  while [ "$active" -gt 0 ]; do wait -n || st=1; active=$((active - 1)); done
+      --gtest_filter="${filters[$1]}" >"build/sanitize/fx_tests-job$1.log" 2>&1
+  }
+  # shellcheck source=scripts/jobs.sh
+  source scripts/jobs.sh
+  for ((j = 0; j < ${#filters[@]}; ++j)); do jobs_spawn asan_job "$j"; done
+  st=0
+  jobs_wait || st=1
   for ((j = 0; j < ${#filters[@]}; ++j)); do
     echo "--- fx_tests under ASan + UBSan: --gtest_filter=${filters[j]}${shards[j]:+, shard ${shards[j]} of 8}"
     cat "build/sanitize/fx_tests-job$j.log"
