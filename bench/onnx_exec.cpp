@@ -5,7 +5,7 @@
 //
 //   onnx_exec MODEL.onnx --input float32:1,3,224,224 [--input ...] [--runs 10] [--min-ms 20]
 //             [--warmup 2] [--warmup-ms 2000] [--threads N] [--profile] [--profile-json FILE]
-//             [--no-prepack]
+//             [--no-prepack] [--serve]
 //
 // The weights are prepacked after the import (fx::exec::prepack_weights, as onnxruntime does at
 // session creation), inside the import + first run time; --no-prepack leaves it to the first run
@@ -15,6 +15,10 @@
 // the wasm code), each repetition runs the model k times back to back (k chosen so that a
 // repetition takes >= --min-ms) and records the mean; the median and min over --runs
 // repetitions are printed as one JSON line.
+//
+// --serve (bench/native_ab.mjs): after the warm-up, print one JSON line ({"ready": ...}), then
+// answer each line "sample MS" on stdin with one line: the mean ms per run of back-to-back runs
+// lasting >= MS; exit at the end of stdin.
 //
 // --profile: per-node cost, measured by running every call_function node alone. One full run
 // records every node's inputs (RunOptions::probe); then each node becomes a one-node
@@ -234,7 +238,7 @@ int main(int argc, char** argv) {
   std::vector<InputSpec> specs;
   int runs = 10, warmup = 2;
   double min_ms = 20, warmup_ms = 2000;
-  bool profile = false, prepack = true;
+  bool profile = false, prepack = true, serve = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -260,6 +264,8 @@ int main(int argc, char** argv) {
       profile = true;
     else if (a == "--no-prepack")
       prepack = false;
+    else if (a == "--serve")
+      serve = true;
     else if (a == "--profile-json")
       profile_json = next();
     else if (a.rfind("--", 0) == 0) {
@@ -297,6 +303,29 @@ int main(int argc, char** argv) {
     for (float v : out.at(0).to_f32()) {
       sum += v;
       abs_sum += std::abs(v);
+    }
+    if (serve) {
+      std::printf(
+          "{\"ready\": \"%s\", \"model\": \"%s\", \"out_sum\": %.9g, \"out_abs_sum\": %.9g}\n",
+          impl, name.c_str(), sum, abs_sum);
+      std::fflush(stdout);
+      char line[64];
+      while (std::fgets(line, sizeof line, stdin)) {
+        double ms = 0;
+        if (std::sscanf(line, "sample %lf", &ms) != 1) {
+          std::fprintf(stderr, "--serve: expected 'sample MS', got '%s'\n", line);
+          return 2;
+        }
+        const auto t0 = Clock::now();
+        int k = 0;
+        do {
+          fx::exec::run(*gm, inputs);
+          ++k;
+        } while (seconds_since(t0) * 1e3 < ms);
+        std::printf("%.6f\n", seconds_since(t0) * 1e3 / k);
+        std::fflush(stdout);
+      }
+      return 0;
     }
     Timing t = time_it([&] { fx::exec::run(*gm, inputs); }, runs, min_ms / 1e3);
     std::printf(

@@ -5,7 +5,7 @@
 // JSON line per invocation; run each side in its own process.
 //
 //   node bench/onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx [--runs 10] [--min-ms 20]
-//                            [--warmup 2] [--warmup-ms 4000] [--threads 1]
+//                            [--warmup 2] [--warmup-ms 4000] [--threads 1] [--serve]
 //   node bench/onnx_exec.mjs init fxwasm|ortweb
 //
 // Inputs: NAME.json next to the model gives names and shapes; values come from the mulberry32
@@ -15,10 +15,15 @@
 // then --runs repetitions of k back-to-back runs each (k chosen so a repetition takes >=
 // --min-ms); median and min of the per-run means. The model bytes are read before timing.
 //
-// --threads N (fxwasm and ortweb; bench/run_threads_wasm.sh): fxwasm loads the threaded module
+// --serve (bench/native_ab.mjs): after the warm-up, print one JSON line ({"ready": ...}), then
+// answer each line "sample MS" on stdin with one line: the mean ms per run of back-to-back runs
+// lasting >= MS; exit at the end of stdin.
+//
+// --threads N (bench/run_threads_wasm.sh, bench/run_threads.sh): fxwasm loads the threaded module
 // with init({ threads: N }) when N >= 2 (the line records fx.threads(), so a fallback to one
 // thread shows); onnxruntime-web gets env.wasm.numThreads = N (its threaded wasm: worker_threads
-// over a SharedArrayBuffer in Node) and intraOpNumThreads = N.
+// over a SharedArrayBuffer in Node) and intraOpNumThreads = N; onnxruntime-node gets
+// intraOpNumThreads = N.
 //
 // `init fxwasm`: time of `await init()` of the fxwasm package in a fresh process (reads,
 // compiles and instantiates dist/fx.wasm). `init ortweb`: time of the first
@@ -88,6 +93,27 @@ async function timeIt(fn, { runs, minMs, warmup, warmupMs }) {
   return { median_ms: ts[ts.length >> 1], min_ms: ts[0], runs, inner };
 }
 
+/** --serve: warm-up, a ready line, then one line per "sample MS" line of stdin (ms per run). */
+async function serve(fn, ready, { warmup, warmupMs }) {
+  const w0 = performance.now();
+  for (let w = 0; w < warmup || performance.now() - w0 < warmupMs; ++w) await fn();
+  const { impl, ...rest } = ready;
+  console.log(JSON.stringify({ ready: impl, ...rest }));
+  const readline = await import('node:readline');
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    const m = /^sample ([0-9.]+)$/.exec(line.trim());
+    if (!m) throw new Error(`--serve: expected 'sample MS', got '${line}'`);
+    const t0 = performance.now();
+    let k = 0;
+    do {
+      await fn();
+      ++k;
+    } while (performance.now() - t0 < Number(m[1]));
+    process.stdout.write(`${((performance.now() - t0) / k).toFixed(6)}\n`);
+  }
+  return null;
+}
+
 async function loadOrtWeb(threads = 1) {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
@@ -129,8 +155,8 @@ async function runSide(side, model, opts) {
       const ortRun = await import(path.join(ROOT, 'scripts/ort_run.mjs'));
       ort = (await import('onnxruntime-node')).default;
       l0 = performance.now();
-      session = await ortRun.createSession(bytes, { threads: 1 });
-      extra = { onnxruntime_node: ort.env.versions.node };
+      session = await ortRun.createSession(bytes, { threads: opts.threads });
+      extra = { onnxruntime_node: ort.env.versions.node, threads: opts.threads };
     }
     const feeds = {};
     for (const { name: n, dtype, shape, data } of inputs) feeds[n] = new ort.Tensor(dtype, data, shape);
@@ -142,6 +168,7 @@ async function runSide(side, model, opts) {
   const out = await run();
   const load_first_ms = performance.now() - l0;
   const sums = checksum(first(out));
+  if (opts.serve) return serve(run, { impl: side, model: name, ...sums, ...extra }, opts);
   const t = await timeIt(run, opts);
   const peak_rss_mb = process.resourceUsage().maxRSS / 1024;
   return { impl: side, model: name, ...t, ...sums, ...extra, load_first_ms, peak_rss_mb };
@@ -173,18 +200,19 @@ async function initSide(side) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000, threads: 1 };
+  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000, threads: 1, serve: false };
   const pos = [];
   const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs', '--threads': 'threads' };
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] in valued) opts[valued[argv[i]]] = Number(argv[++i]);
+    else if (argv[i] === '--serve') opts.serve = true;
     else if (argv[i].startsWith('--')) throw new Error(`unknown option ${argv[i]}`);
     else pos.push(argv[i]);
   }
   const [side, what] = pos;
   if (!side || !what) throw new Error('usage: onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx | init fxwasm|ortweb');
   const r = side === 'init' ? await initSide(what) : await runSide(side, what, opts);
-  console.log(JSON.stringify(r));
+  if (r) console.log(JSON.stringify(r));
 }
 
 main().then(() => process.exit(0), (e) => {
