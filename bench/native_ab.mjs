@@ -99,6 +99,7 @@ console.log(JSON.stringify({
   model: name, samples: SAMPLES, min_ms: MIN_MS,
   out_abs_sum: { fx: get('fx', THREADS[0]).server.ready.out_abs_sum, ort: get('ort', THREADS[0]).server.ready.out_abs_sum },
   rows,
+  samples: Object.fromEntries(settings.map((s) => [`${s.side}${s.threads}`, s.ms.map((x) => +x.toFixed(3))])),
 }));
 const f = (x) => x.toFixed(x < 10 ? 2 : 1);
 for (const r of rows)
