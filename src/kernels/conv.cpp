@@ -1,6 +1,7 @@
 // Convolution as im2col + SGEMM (per image and group), with a GEMM-only path for unpadded 1x1
-// stride-1 ones; depthwise convolutions run their direct kernels (depthwise.cpp), most 3x3
-// stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3) (winograd.cpp).
+// stride-1 ones; depthwise convolutions run their direct kernels (depthwise.cpp), first layers
+// of few input channels a direct one (conv_stem.cpp), most 3x3 stride-1 ones Winograd F(2x2,
+// 3x3) or F(4x4, 3x3) (winograd.cpp).
 #include "kernels/conv.h"
 #include "kernels/scratch.h"
 #include "kernels/thread_pool.h"
@@ -126,7 +127,8 @@ int64_t band_floats(int64_t kdim, int64_t band) {
 }  // namespace
 
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
-  if (is_pointwise(p) || is_depthwise(p) || conv2d_uses_winograd(p)) return 0;
+  if (is_pointwise(p) || is_depthwise(p) || conv2d_uses_stem(p) || conv2d_uses_winograd(p))
+    return 0;
   const int64_t kdim = (p.C / p.group) * p.KH * p.KW;
   // (+ 16: conv2d starts the bands at the first 64-byte boundary)
   return band_floats(kdim, im2col_band(kdim, p.out_h() * p.out_w())) + 16;
@@ -134,7 +136,7 @@ int64_t conv2d_scratch_size(const Conv2dParams& p) {
 
 std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const float* weight) {
   std::vector<PackedOperand> packed;
-  if (is_depthwise(p)) return packed;
+  if (is_depthwise(p) || conv2d_uses_stem(p)) return packed;
   if (conv2d_uses_winograd(p)) return winograd_pack_weights(p, weight);
   const GemmShape s = im2col_gemm_shape(p);
   for (int64_t g = 0; g < p.group; ++g)
@@ -143,7 +145,7 @@ std::vector<PackedOperand> conv2d_pack_weights(const Conv2dParams& p, const floa
 }
 
 bool conv2d_packs_transposed(const Conv2dParams& p) {
-  if (is_depthwise(p)) return false;
+  if (is_depthwise(p) || conv2d_uses_stem(p)) return false;
   if (conv2d_uses_winograd(p)) return sgemm_prefers_transposed(p.M, winograd_tiles(p), p.C);
   const GemmShape s = im2col_gemm_shape(p);
   return sgemm_prefers_transposed(s.M, s.N, s.K);
@@ -162,6 +164,7 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
     add_clamp(out, p.residual, p.N * p.M * p.out_h() * p.out_w(), p.clamp_lo, p.clamp_hi);
     return;
   }
+  if (conv2d_uses_stem(p)) return stem_conv2d(p, in, weight, bias, out);
   if (conv2d_uses_winograd(p)) {
     const int64_t r = winograd_output_tile(p);
     if (packed && static_cast<int64_t>(packed->size()) == (r + 2) * (r + 2))

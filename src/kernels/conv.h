@@ -66,6 +66,13 @@ std::vector<PackedOperand> winograd_pack_weights(const Conv2dParams& p, const fl
 void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, float* out,
                      const std::vector<PackedOperand>& U);
 
+/// The direct path for few input channels (a network's first layer, src/kernels/conv_stem.cpp),
+/// which conv2d takes when conv2d_uses_stem: AVX-512, one group, C <= 4 and C * KH * KW <= 32,
+/// no dilation, stride 1 or 2 along rows, M a multiple of 8 and outputs at least 16 wide.
+bool conv2d_uses_stem(const Conv2dParams& p);
+void stem_conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
+                 float* out);
+
 /// The depthwise path (src/kernels/depthwise.cpp), which conv2d takes when group == C == M > 1.
 void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weight,
                       const float* bias, float* out);

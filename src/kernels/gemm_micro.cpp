@@ -13,6 +13,8 @@
 
 #ifdef FXWASM_X86_DISPATCH
 #include <immintrin.h>
+
+#include "kernels/avx512.h"
 #endif
 
 namespace fx::kernels::gemm_micro {
@@ -283,14 +285,6 @@ __attribute__((target("avx2,fma"), always_inline)) inline void store_part(
     if (clamp) out = std::min(std::max(out, lo), hi);
     dst[j] = out;
   }
-}
-// GCC 12's _mm512_max_ps/_mm512_min_ps pass _mm512_undefined_ps() as the masked-off source, which
-// -Wmaybe-uninitialized reports; the all-lanes masked forms compute the same without it.
-inline __attribute__((target("avx512f"))) __m512 max512(__m512 a, __m512 b) {
-  return _mm512_mask_max_ps(a, 0xFFFF, a, b);
-}
-inline __attribute__((target("avx512f"))) __m512 min512(__m512 a, __m512 b) {
-  return _mm512_mask_min_ps(a, 0xFFFF, a, b);
 }
 __attribute__((target("avx512f"), always_inline)) inline void store_part(
     float* dst, __m512 acc, int64_t n, float alpha, float beta, bool first, const float* bias,

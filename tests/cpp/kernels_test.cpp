@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/cpu.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/tensor_ops.h"
@@ -366,6 +367,13 @@ TEST_P(Conv2d, MatchesDirectLoops) {
   check_residual(p, &packed, ", packed weights");
   EXPECT_EQ(fx::kernels::conv2d_uses_winograd(p), std::string(c.what).rfind("winograd", 0) == 0)
       << c.what;
+#ifdef FXWASM_X86_DISPATCH
+  const bool avx512 = fx::kernels::cpu_has_avx512();
+#else
+  const bool avx512 = false;
+#endif
+  EXPECT_EQ(fx::kernels::conv2d_uses_stem(p), avx512 && std::string(c.what).rfind("stem ", 0) == 0)
+      << c.what;
   if (!fx::kernels::conv2d_uses_winograd(p)) return;
   // Both Winograd tilings, whichever conv2d picks on this machine: F(2x2, 3x3) and F(4x4, 3x3)
   // (tile rows of a partial vector, odd sizes with partial tiles), with weights packed on the
@@ -517,6 +525,18 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 8x8/2 pad 3, two images", conv(2, 5, 12, 21, 5, 8, 2, 3, 5), false},
         ConvCase{"depthwise 5x5/2 pad 1", conv(1, 7, 11, 16, 7, 5, 2, 1, 7), true},
         ConvCase{"depthwise 5x5/2 pad 2, 29 wide", conv(1, 4, 9, 29, 4, 5, 2, 2, 4), false},
+        // Few input channels (a network's first layer): the direct path on AVX-512 hosts, im2col
+        // elsewhere. Stride 2 padded and not, odd and even widths, one and two images, rows of
+        // one, two and three vectors with partial last ones, 1x1, 2x2 and 5x5 taps, stride 1.
+        ConvCase{"stem 3x3/2 pad 1", conv(1, 3, 40, 40, 16, 3, 2, 1), true},
+        ConvCase{"stem 3x3/2 unpadded, odd", conv(2, 3, 37, 71, 24, 3, 2, 0), true},
+        ConvCase{"stem 3x3/2 pad 1, 49 wide", conv(1, 3, 5, 98, 8, 3, 2, 1), false},
+        ConvCase{"stem 3x3/2 unpadded, 111 wide", conv(1, 3, 5, 224, 8, 3, 2, 0), true},
+        ConvCase{"stem 3x3/2 pad 1, 16 wide", conv(1, 3, 4, 32, 8, 3, 2, 1), true},
+        ConvCase{"stem 3x3 pad 1, stride 1", conv(1, 3, 6, 33, 16, 3, 1, 1), true},
+        ConvCase{"stem 2x2, 4 channels", conv(1, 4, 6, 40, 8, 2, 1, 0), true},
+        ConvCase{"stem 5x5/2 pad 2, one channel", conv(1, 1, 9, 64, 8, 5, 2, 2), true},
+        ConvCase{"stem 1x1/2, 3 channels", conv(1, 3, 4, 40, 8, 1, 2, 0), true},
         ConvCase{"grouped", conv(1, 8, 9, 9, 12, 3, 1, 1, 4), true},
         ConvCase{"K and N over one GEMM block", conv(1, 32, 48, 50, 8, 3, 1, 1), true},
         // Two im2col bands (256 + 124 output pixels), the first ending inside an output row.
@@ -526,7 +546,7 @@ INSTANTIATE_TEST_SUITE_P(
         // the transposed product (which unfolds plain rows).
         ConvCase{"3x3/2, K over a panel block", conv(1, 48, 21, 19, 7, 3, 2, 1), true},
         ConvCase{"3x3/2, one output channel", conv(2, 5, 9, 9, 1, 3, 2, 1), true},
-        ConvCase{"3x3/2 unpadded, 3 channels", conv(1, 3, 40, 37, 16, 3, 2, 0), true},
+        ConvCase{"stem 3x3/2 unpadded, 3 channels", conv(1, 3, 40, 37, 16, 3, 2, 0), true},
         ConvCase{"3x3/2, transposed product", conv(1, 64, 14, 14, 128, 3, 2, 1), false},
         ConvCase{"5x5/3 dilated 2", conv(1, 3, 20, 23, 4, 5, 3, 2, 1, 2), true},
         ConvCase{"dilated", conv(1, 4, 16, 16, 4, 3, 1, 2, 1, 2), true},
