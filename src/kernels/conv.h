@@ -67,7 +67,7 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
                      const std::vector<PackedOperand>& U);
 
 /// The direct path for few input channels (a network's first layer, src/kernels/conv_stem.cpp),
-/// which conv2d takes when conv2d_uses_stem: AVX-512, one group, C <= 4 and C * KH * KW <= 32,
+/// which conv2d takes when conv2d_uses_stem: AVX-512, one group, C <= 4 and C * KH * KW <= 160,
 /// no dilation, stride 1 or 2 along rows, M a multiple of 8 and outputs at least 16 wide.
 bool conv2d_uses_stem(const Conv2dParams& p);
 void stem_conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,

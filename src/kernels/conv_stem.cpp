@@ -1,7 +1,8 @@
 // Direct convolution for layers with few input channels (a network's first layer: 3 -> 24 to 64
-// channels, 3x3, stride 2), on AVX-512. As im2col + GEMM these are products of K = 27: each
-// 6 x 32 tile spent as long outside its 27 multiply-add steps (the unfold into panels, the tile's
-// set-up and store) as in them, and SqueezeNet's first layer ran at 0.6x onnxruntime's speed.
+// channels, 3x3 or 7x7, stride 2), on AVX-512. As im2col + GEMM these are products of K = 27
+// or 147: each 6 x 32 tile of K = 27 spent as long outside its multiply-add steps (the unfold
+// into panels, the tile's set-up and store) as in them; SqueezeNet's first layer ran at 0.6x
+// onnxruntime's speed and ResNet-18's 7x7 one (K = 147) at 80 against its 130 GFLOP/s.
 // Here, for each output row, the KH input rows of each channel are copied once into zero-padded
 // rows (at stride 2, split into even and odd columns), so every tap of 16 adjacent outputs is
 // one load; eight output channels by up to three vectors of outputs accumulate in registers over
@@ -31,9 +32,9 @@ namespace fx::kernels {
 #ifdef FXWASM_X86_DISPATCH
 namespace {
 
-constexpr int64_t kL = 16;        // lanes
-constexpr int64_t kMB = 8;        // output channels a tile
-constexpr int64_t kMaxTaps = 32;  // C * KH * KW
+constexpr int64_t kL = 16;         // lanes
+constexpr int64_t kMB = 8;         // output channels a tile
+constexpr int64_t kMaxTaps = 160;  // C * KH * KW
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 

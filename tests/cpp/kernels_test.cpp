@@ -444,7 +444,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ConvCase{"3x3 pad 1", conv(2, 3, 10, 11, 5, 3, 1, 1), true},
         ConvCase{"3x3 stride 2", conv(1, 4, 13, 13, 6, 3, 2, 1), true},
-        ConvCase{"resnet stem 7x7/2", conv(1, 3, 32, 32, 8, 7, 2, 3), false},
+        ConvCase{"stem 7x7/2 (ResNet's)", conv(1, 3, 32, 32, 8, 7, 2, 3), false},
+        ConvCase{"7x7/2, 6 output channels", conv(1, 3, 32, 32, 6, 7, 2, 3), true},
         ConvCase{"pointwise", conv(2, 16, 7, 7, 24, 1, 1, 0), true},
         ConvCase{"pointwise stride 2", conv(1, 8, 9, 9, 4, 1, 2, 0), true},
         // A 7x7 output (49 columns) and 64 rows: the product runs transposed where panels are
