@@ -11,6 +11,7 @@
 #include "kernels/conv.h"
 #include "kernels/cpu.h"
 #include "kernels/depthwise_interleaved.h"
+#include "kernels/prefetch.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
 #include "kernels/thread_pool.h"
@@ -296,30 +297,13 @@ __attribute__((always_inline)) inline int64_t split_pairs16(const float* src, fl
   }
 }
 
-// The next channel's input plane, fetched into L2 a few lines per output vector while the
-// stride-2 flat kernel computes this one: it splits a plane into phase planes before computing
-// it, and that pass had waited on L3 or memory (MobileNetV2's 96 x 112 x 112 layer, written by
-// the conv before it, ran 0.36 ms in the model against 0.22 ms alone).
-struct NextPlanePrefetch {
-  NextPlanePrefetch() = default;  // fetches nothing
-  NextPlanePrefetch(const Conv2dParams& p, const float* in, int64_t n, int64_t c, int64_t vectors) {
-    if (c + 1 >= p.C) return;
-    next = reinterpret_cast<const char*>(in + (n * p.C + c + 1) * p.H * p.W);
-    const int64_t lines = (p.H * p.W * static_cast<int64_t>(sizeof(float)) + 63) / 64;
-    per_step = (lines + vectors - 1) / vectors;
-    end = next + lines * 64;
-  }
-  __attribute__((always_inline)) void step(int64_t v) const {
-    if (!next) return;
-    for (int64_t i = 0; i < per_step; ++i) {
-      const char* q = next + (v * per_step + i) * 64;
-      if (q < end) __builtin_prefetch(q, 0, 2);
-    }
-  }
-  const char* next = nullptr;
-  const char* end = nullptr;
-  int64_t per_step = 0;
-};
+// (NextPlanePrefetch, prefetch.h: the stride-2 flat kernel splits a plane into phase planes
+// before computing it, and that pass had waited on L3 or memory: MobileNetV2's 96 x 112 x 112
+// layer, written by the conv before it, ran 0.36 ms in the model against 0.22 ms alone.)
+// The next plane of a call, or null after its last.
+inline const float* next_plane(const Conv2dParams& p, const float* in, int64_t n, int64_t c) {
+  return c + 1 < p.C ? in + (n * p.C + c + 1) * p.H * p.W : nullptr;
+}
 
 // Depthwise 3x3 at stride 2 with one pixel of padding on every side, on the same flat plan: the
 // plane is split into four phase planes of the output's size (even or odd input rows, times
@@ -382,7 +366,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
       for (int k = 0; k < 9; ++k) wv[k] = V{} + w[k];
       const V b = V{} + (bias ? bias[c] : 0.0f);
       const float *ee = ph[0], *eo = ph[1], *oe = ph[2], *oo = ph[3];
-      NextPlanePrefetch next(p, in, n, c, nv);
+      NextPlanePrefetch next(next_plane(p, in, n, c), p.H * p.W, nv);
       // Input rows are split as the outputs come to need them (output row oh reads input rows up
       // to 2 oh + 1), so the phase rows a vector reads were written just before, in L1: split
       // whole first, a 112 x 112 plane's four phase planes (51 KB) and the input plane (50 KB)
@@ -485,7 +469,8 @@ __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
       // (Planes of rows under 48 are in L2 already: prefetching them cost 8 %, 28x28 x 192 and
       // 14x14 x 576.)
       const NextPlanePrefetch next =
-          p.W >= 48 ? NextPlanePrefetch(p, in, n, c, OH * row_vectors) : NextPlanePrefetch();
+          p.W >= 48 ? NextPlanePrefetch(next_plane(p, in, n, c), p.H * p.W, OH * row_vectors)
+                    : NextPlanePrefetch();
       for (int64_t oh = 0; oh < OH; ++oh) {
         const float *e0 = E + (2 * oh - 1) * OW, *e1 = e0 + OW, *e2 = e1 + OW;
         const float *o0 = O + (2 * oh - 1) * OW, *o1 = o0 + OW, *o2 = o1 + OW;
