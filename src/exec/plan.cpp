@@ -103,7 +103,7 @@ Node* plan_layer_norm_div(const Node* mean, bool probed) {
   return div;
 }
 
-// The GELU pattern at Erf node `erf`, planned at its first node (run.cpp's gelu_at), when no
+// The GELU pattern at Erf node `erf`, planned at its first node (run.cpp's unary_at), when no
 // intermediate is probed or read outside the pattern.
 void plan_gelu(const GraphModule& gm, Node* erf, const std::vector<char>& probed,
                const std::vector<size_t>& position, Plan& p) {
@@ -118,12 +118,38 @@ void plan_gelu(const GraphModule& gm, Node* erf, const std::vector<char>& probed
         return;
     first = std::min(first, position[q->id()]);
   }
-  PlannedGelu& g = p.steps[first].gelu;
+  PlannedUnary& g = p.steps[first].unary;
   if (g.x != kNoNode) return;  // (one pattern per first node)
   g.x = static_cast<uint32_t>(m->x->id());
   g.result = static_cast<uint32_t>(m->result->id());
   for (const Node* q : m->interior) g.covered.push_back(static_cast<uint32_t>(q->id()));
   g.constant_rank = m->constant_rank;
+}
+
+// x * Sigmoid(x) (Mul of the Sigmoid and its own input, either order) at Sigmoid node `sig`,
+// planned at the Sigmoid's step when the Mul is its only user and neither is probed: one pass of
+// the SiLU kernel instead of two (EfficientNet-B0: 3.6 + 3.1 ms of its 20 natively). The same
+// bits as the nodes (where x is a NaN, Mul(s, x) would keep s's NaN and the kernel keeps x's).
+void plan_silu(Node* sig, const std::vector<char>& probed, Plan& p, size_t position) {
+  if (sig->args().size() != 1 || !sig->args()[0].is_node() || sig->users().size() != 1 ||
+      probed[sig->id()])
+    return;
+  Node* x = sig->args()[0].to_node();
+  Node* mul = *sig->users().begin();
+  if (mul->op() != Opcode::CallFunction || mul->target().function().qualname() != "onnx.Mul" ||
+      probed[mul->id()] || mul->args().size() != 2 || !mul->kwargs().empty())
+    return;
+  const Argument& a = mul->args()[0];
+  const Argument& b = mul->args()[1];
+  const bool xs = a.is_node() && a.to_node() == x && b.is_node() && b.to_node() == sig;
+  const bool sx = a.is_node() && a.to_node() == sig && b.is_node() && b.to_node() == x;
+  if (!xs && !sx) return;
+  PlannedUnary& u = p.steps[position].unary;
+  if (u.x != kNoNode) return;
+  u.x = static_cast<uint32_t>(x->id());
+  u.result = static_cast<uint32_t>(mul->id());
+  u.covered = {static_cast<uint32_t>(sig->id())};
+  u.op = kernels::UnaryOp::Silu;
 }
 
 // The Concat at `n` as a PlannedConcat when each input is a distinct computed node that nothing
@@ -293,6 +319,7 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
     if (n->op() != Opcode::CallFunction) continue;
     const std::string& op = n->target().function().qualname();
     if (op == "onnx.Erf") plan_gelu(gm, n, probed, position, p);
+    if (op == "onnx.Sigmoid") plan_silu(n, probed, p, position[n->id()]);
     if (op == "onnx.Concat" && p.steps[position[n->id()]].kind == Step::Kind::Call)
       plan_concat(n, probed, position, p);
   }

@@ -15,6 +15,7 @@
 #include "exec/ops.h"
 #include "exec/quant_plan.h"
 #include "fx/exec.h"
+#include "kernels/elementwise.h"
 
 namespace fx::exec {
 
@@ -63,13 +64,15 @@ struct PlannedLayerNorm {
   float epsilon = 0.0f;
 };
 
-/// A GELU written out as Div/Erf/Add/Mul/Mul (match_gelu, exact constants), run as one kernel at
-/// the pattern's first node when nothing outside it reads an intermediate.
-struct PlannedGelu {
+/// An activation written out in several nodes, run as one unary kernel at the pattern's first
+/// node when nothing outside it reads an intermediate: a GELU as Div/Erf/Add/Mul/Mul (match_gelu,
+/// exact constants), or a SiLU as Sigmoid and Mul (x * Sigmoid(x): EfficientNet, YOLO).
+struct PlannedUnary {
   uint32_t x = kNoNode;           // the input's node id (kNoNode: no pattern starts here)
   uint32_t result = kNoNode;      // the last Mul, which gets the value
   std::vector<uint32_t> covered;  // the pattern's other nodes (skipped)
   int64_t constant_rank = 0;      // x must have at least this rank (else the nodes broadcast)
+  kernels::UnaryOp op = kernels::UnaryOp::Gelu;
 };
 
 /// A Concat whose inputs its producers may write straight into its result: on a run after one
@@ -114,7 +117,7 @@ struct Step {
   // ReduceMean: the Div of a possible LayerNormalization pattern starting here.
   Node* layer_norm_div = nullptr;
   PlannedLayerNorm layer_norm;
-  PlannedGelu gelu;  // a GELU pattern whose first node this is
+  PlannedUnary unary;  // a GELU or SiLU pattern whose first node this is
   // Plan::concats: the Concat this node is (concat), or whose input `concat_input` this node's
   // op makes (concat_writer); -1 if none.
   int32_t concat = -1, concat_writer = -1;

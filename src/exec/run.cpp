@@ -327,18 +327,18 @@ class Runner {
     ln.ok = true;
   }
 
-  // A GELU written out as Div/Erf/Add/Mul/Mul, found at its first node: one pass of the GELU
-  // kernel; the other nodes of the pattern are skipped. Returns whether done.
-  bool gelu_at(const Step& s) {
-    const PlannedGelu& g = s.gelu;
+  // A GELU written out as Div/Erf/Add/Mul/Mul, or a SiLU as Sigmoid and Mul, found at its first
+  // node: one pass of the unary kernel; the other nodes of the pattern are skipped. Returns
+  // whether done.
+  bool unary_at(const Step& s) {
+    const PlannedUnary& g = s.unary;
     const Results& xr = env_[g.x];
     if (xr.size() != 1 || xr[0].dtype() != Dtype::Float32 || !xr[0].is_tensor() ||
         static_cast<int64_t>(xr[0].shape().size()) < g.constant_rank)
       return false;
     const Value& x = xr[0];
     Value out = new_value(Dtype::Float32, x.shape());
-    kernels::unary_f32(kernels::UnaryOp::Gelu, x.data<float>(), out.mutable_data<float>(),
-                       x.numel(), 0.0f, 0.0f);
+    kernels::unary_f32(g.op, x.data<float>(), out.mutable_data<float>(), x.numel(), 0.0f, 0.0f);
     env_[g.result].push_back(std::move(out));
     for (uint32_t id : g.covered) st_.skip[id] = 1;
     st_.skip[g.result] = 1;
@@ -347,7 +347,7 @@ class Runner {
 
   void call(Step& s, Results& out) {
     Node* n = s.node;
-    if (s.gelu.x != kNoNode && gelu_at(s)) return;
+    if (s.unary.x != kNoNode && unary_at(s)) return;
     if (s.layer_norm_div && layer_norm_at(s)) return;
     if (s.qdq.fn) {  // DequantizeLinear -> n [-> Relu] -> QuantizeLinear on integer kernels
       std::vector<const Value*> in;

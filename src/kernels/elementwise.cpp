@@ -367,7 +367,7 @@ void map(const float* in, float* out, int64_t n, F f) {
 // the CPU has them (the native build targets baseline x86-64) eight with AVX2, eight with AVX2 and
 // fused multiply-adds, sixteen with AVX-512F. Four and eight lanes without FMA give the same
 // bits (vmath.h); the FMA paths differ from them in the last bits, as the x86 GEMM kernels do.
-enum class VecOp { Exp, Erf, Gelu, Sigmoid };
+enum class VecOp { Exp, Erf, Gelu, Sigmoid, Silu };
 
 #if defined(__GNUC__)  // (GCC and Clang)
 // GCC notes (at the end of the file) that an 8-lane value passed by value changes the ABI
@@ -392,6 +392,9 @@ inline __attribute__((always_inline)) void vec_map(VecOp op, const float* in, fl
     case VecOp::Sigmoid:
       return vmath::map<V>(
           in, out, n, [](V x) __attribute__((always_inline)) { return vmath::sigmoid(x); });
+    case VecOp::Silu:  // (one rounded multiply after the sigmoid: the bits of Sigmoid, then Mul)
+      return vmath::map<V>(
+          in, out, n, [](V x) __attribute__((always_inline)) { return x * vmath::sigmoid(x); });
   }
 }
 
@@ -661,6 +664,8 @@ void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, 
                  [](float x) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); });
     case UnaryOp::Gelu:
       return vec_apply(VecOp::Gelu, in, out, n);
+    case UnaryOp::Silu:
+      return vec_apply(VecOp::Silu, in, out, n);
     case UnaryOp::GeluTanh:
       return map(in, out, n, [](float x) {
         return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));

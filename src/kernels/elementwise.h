@@ -80,6 +80,7 @@ enum class UnaryOp : uint8_t {
   HardSigmoid,  ///< alpha, beta: max(0, min(1, alpha * x + beta))
   HardSwish,    ///< x * HardSigmoid(x; 1/6, 1/2)
   Gelu,         ///< exact (erf) form
+  Silu,         ///< x * Sigmoid(x): the bits of Sigmoid, then Mul(x, s)
   GeluTanh,     ///< tanh approximation
   Clip,         ///< alpha = min, beta = max
 };

@@ -3,6 +3,7 @@
 // gives what a fresh import of the changed model gives, never a stale plan's result.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "exec/ops.h"
@@ -418,6 +419,84 @@ std::unique_ptr<fx::GraphModule> written_out_gelu(bool half_first, float root2,
   else
     g->output(out);
   return std::make_unique<fx::GraphModule>(root.get(), std::move(g));
+}
+
+// x -> Sigmoid -> Mul with x (`sigmoid_first`: Mul(s, x)); `sigmoid_output` also returns the
+// Sigmoid; `other` multiplies the Sigmoid by a second input instead of x.
+std::unique_ptr<fx::GraphModule> written_out_silu(bool sigmoid_first, bool sigmoid_output = false,
+                                                  bool other = false) {
+  auto g = std::make_unique<fx::Graph>();
+  auto root = std::make_shared<fx::Module>();
+  Node* x = g->placeholder("x");
+  Node* y = other ? g->placeholder("y") : x;
+  Node* sig = g->call_function(fn("onnx.Sigmoid"), {x});
+  Node* out = sigmoid_first ? g->call_function(fn("onnx.Mul"), {sig, y})
+                            : g->call_function(fn("onnx.Mul"), {y, sig});
+  if (sigmoid_output)
+    g->output(Argument::tuple({out, sig}));
+  else
+    g->output(out);
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g));
+}
+
+TEST(ExecPlan, AWrittenOutSiluRunsAsOneKernelWithTheBitsOfItsNodes) {
+  std::vector<float> xs;
+  for (int i = -300; i <= 300; ++i) xs.push_back(static_cast<float>(i) * 0.0517f);
+  xs.push_back(NAN);
+  xs.push_back(INFINITY);
+  xs.push_back(-INFINITY);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  const Value in = Value::from_f32({n}, xs);
+  std::vector<float> kernel(xs.size());
+  fx::kernels::unary_f32(fx::kernels::UnaryOp::Silu, xs.data(), kernel.data(), n, 0.0f, 0.0f);
+  // The same bits, except that of two NaNs (x and its Sigmoid) a product keeps the first one's:
+  // Mul(s, x) may carry another NaN than the kernel's x * s.
+  bool nan_either_way = false;
+  auto same_bits = [&](const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 &&
+          !(nan_either_way && std::isnan(a[i]) && std::isnan(b[i])))
+        return false;
+    return true;
+  };
+  for (bool sigmoid_first : {false, true}) {
+    SCOPED_TRACE(sigmoid_first ? "Mul(s, x)" : "Mul(x, s)");
+    nan_either_way = sigmoid_first;
+    auto gm = written_out_silu(sigmoid_first);
+    // Fused, and node by node (probing the Sigmoid): the same bits, the kernel's.
+    const std::vector<float> fused = fx::exec::run(*gm, {in})[0].to_f32();
+    EXPECT_TRUE(same_bits(fused, kernel));
+    fx::exec::RunOptions probe;
+    probe.probe = {"sigmoid"};
+    const fx::exec::RunResult r = fx::exec::run(*gm, {in}, probe);
+    ASSERT_EQ(r.probes.size(), 1u);
+    EXPECT_TRUE(same_bits(r.outputs[0].to_f32(), fused));
+    // The Sigmoid is also an output: the nodes run, and both values are there.
+    const std::vector<Value> both = fx::exec::run(*written_out_silu(sigmoid_first, true), {in});
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_TRUE(same_bits(both[0].to_f32(), fused));
+    EXPECT_TRUE(same_bits(both[1].to_f32(), r.probes[0].second.to_f32()));
+  }
+  // The Sigmoid times another tensor is not a SiLU: y * Sigmoid(x).
+  {
+    std::vector<float> ys(xs.size(), 2.0f);
+    const std::vector<float> out =
+        fx::exec::run(*written_out_silu(false, false, true), {in, Value::from_f32({n}, ys)})[0]
+            .to_f32();
+    std::vector<float> sig(xs.size());
+    fx::kernels::unary_f32(fx::kernels::UnaryOp::Sigmoid, xs.data(), sig.data(), n, 0.0f, 0.0f);
+    for (size_t i = 0; i + 3 < xs.size(); ++i) EXPECT_EQ(out[i], 2.0f * sig[i]) << xs[i];
+  }
+  // float64: no kernel for it, so the nodes run (x * 1 / (1 + e^-x) in double).
+  {
+    Value d = Value::zeros(fx::Dtype::Float64, {3});
+    const double dv[3] = {-1.0, 0.0, 2.0};
+    std::memcpy(d.mutable_data<double>(), dv, sizeof dv);
+    const Value out = fx::exec::run(*written_out_silu(false), {d})[0];
+    ASSERT_EQ(out.dtype(), fx::Dtype::Float64);
+    EXPECT_DOUBLE_EQ(out.data<double>()[2], 2.0 / (1.0 + std::exp(-2.0)));
+  }
 }
 
 TEST(ExecPlan, AWrittenOutGeluRunsAsTheGeluKernelUnlessItsPartsAreNeeded) {

@@ -748,6 +748,10 @@ TEST(Elementwise, UnaryActivations) {
   run(UnaryOp::Gelu);
   for (size_t i = 0; i < x.size(); ++i)
     EXPECT_NEAR(y[i], 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))), 1e-6);
+  // SiLU: the bits of Sigmoid, then a float multiply by x.
+  const std::vector<float> sig = run(UnaryOp::Sigmoid);
+  run(UnaryOp::Silu);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] * sig[i]) << x[i];
   EXPECT_EQ(run(UnaryOp::Round), (std::vector<float>{-3, -0.0f, 0, 0, 3}));  // half to even
 }
 

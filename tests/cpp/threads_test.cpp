@@ -284,7 +284,7 @@ TEST(Threads, ElementwiseOpsSplitBitIdentically) {
     std::vector<std::vector<float>> out;
     auto fresh = [&] { return std::vector<float>(x.size(), -7.0f); };
     for (auto op : {k::UnaryOp::Gelu, k::UnaryOp::Erf, k::UnaryOp::Exp, k::UnaryOp::Sigmoid,
-                    k::UnaryOp::Relu, k::UnaryOp::Tanh}) {
+                    k::UnaryOp::Silu, k::UnaryOp::Relu, k::UnaryOp::Tanh}) {
       out.push_back(fresh());
       k::unary_f32(op, x.data(), out.back().data(), n, 0.0f, 0.0f);
     }
