@@ -37,7 +37,8 @@ struct Conv2dParams {
 
 /// out[N, M, OH, OW] = conv(in[N, C, H, W], weight[M, C/group, KH, KW]) + bias[M] (bias may be
 /// null) + p.residual, clamped. Depthwise convolutions (group == C == M) run a direct kernel, 1x1
-/// stride-1 unpadded ones a plain GEMM, most 3x3 stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3),
+/// stride-1 unpadded ones a plain GEMM, first layers of few input channels a direct kernel on
+/// AVX-512 hosts (conv2d_uses_stem), most 3x3 stride-1 ones Winograd F(2x2, 3x3) or F(4x4, 3x3),
 /// the rest im2col + GEMM. `scratch` needs conv2d_scratch_size(p) floats. `packed` (optional):
 /// conv2d_pack_weights(p, weight), made once for many calls.
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
