@@ -488,6 +488,24 @@ TEST(ExecPlan, AWrittenOutSiluRunsAsOneKernelWithTheBitsOfItsNodes) {
     fx::kernels::unary_f32(fx::kernels::UnaryOp::Sigmoid, xs.data(), sig.data(), n, 0.0f, 0.0f);
     for (size_t i = 0; i + 3 < xs.size(); ++i) EXPECT_EQ(out[i], 2.0f * sig[i]) << xs[i];
   }
+  // Into a Concat whose producers write its result in place (a YOLO-style neck): the fused
+  // SiLU's value lands there like any other, run after run.
+  {
+    auto g = std::make_unique<fx::Graph>();
+    Node* x = g->placeholder("x");
+    Node* sig = g->call_function(fn("onnx.Sigmoid"), {x});
+    Node* silu = g->call_function(fn("onnx.Mul"), {x, sig});
+    Node* relu = g->call_function(fn("onnx.Relu"), {x});
+    g->output(g->call_function(fn("onnx.Concat"), {silu, relu}, {{"axis", 1LL}}));
+    auto root = std::make_shared<fx::Module>();
+    fx::GraphModule gm(root.get(), std::move(g));
+    const Value img = Value::from_f32({1, 4, 5, 6}, random_floats(120, 41));
+    fx::exec::RunOptions probe;
+    probe.probe = {"sigmoid"};
+    const std::vector<float> want = fx::exec::run(gm, {img}, probe).outputs[0].to_f32();
+    for (int run = 0; run < 3; ++run)
+      EXPECT_TRUE(same_bits(fx::exec::run(gm, {img})[0].to_f32(), want)) << "run " << run;
+  }
   // float64: no kernel for it, so the nodes run (x * 1 / (1 + e^-x) in double).
   {
     Value d = Value::zeros(fx::Dtype::Float64, {3});
