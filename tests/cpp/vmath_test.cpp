@@ -1,8 +1,8 @@
-// The vector exp, erf and GELU (kernels/vmath.h) against double-precision libm, over a dense sweep
-// of floats (every 97th bit pattern between -110 and 110, plus the edges), and the kernels that
-// use them (Exp, Erf, Gelu, Sigmoid, Softmax) against the scalar formulas. Each bound is checked
-// on the four-lane path and on the kernels as dispatched on this CPU (eight lanes with AVX2,
-// sixteen with AVX-512F, and fused multiply-adds with FMA, which change the last bits).
+// The vector exp, erf, GELU and sigmoid (kernels/vmath.h) against double-precision libm, over a
+// dense sweep of floats (every 97th bit pattern between -110 and 110, plus the edges), and the
+// kernels that use them (Exp, Erf, Gelu, Sigmoid, Softmax) against the scalar formulas. Each bound
+// is checked on the four-lane path and on the kernels as dispatched on this CPU (eight lanes with
+// AVX2, sixteen with AVX-512F, and fused multiply-adds with FMA, which change the last bits).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +27,7 @@ namespace vmath = fx::kernels::vmath;
 const auto exp4 = [](v4f x) { return vmath::exp(x); };
 const auto erf4 = [](v4f x) { return vmath::erf(x); };
 const auto gelu4 = [](v4f x) { return vmath::gelu(x); };
+const auto sigmoid4 = [](v4f x) { return vmath::sigmoid(x); };
 template <class F>
 void map4(const float* in, float* out, int64_t n, F f) {
   vmath::map<v4f>(in, out, n, f);
@@ -42,8 +43,9 @@ std::vector<float> sweep() {
     xs.push_back(f);
     xs.push_back(-f);
   }
-  for (float f : {0.0f, -0.0f, 1e-30f, 88.72283f, 88.72284f, 88.7f, -87.33f, -87.34f, -103.9f,
-                  -104.0f, -150.0f, 200.0f, 4.0f, -4.0f, 3.99f, 0.5f, 1e-7f})
+  for (float f : {0.0f,    -0.0f,   1e-30f, 88.72283f, 88.72284f, 88.7f, -87.33f, -87.34f, -103.9f,
+                  -104.0f, -150.0f, 200.0f, 4.0f,      -4.0f,     3.99f, 0.5f,    1e-7f,   -88.0f,
+                  -87.99f, -88.01f, 20.0f,  19.99f,    20.01f,    16.6f, 17.0f})
     xs.push_back(f);
   return xs;
 }
@@ -124,6 +126,38 @@ TEST(Vmath, ErfIsWithinFourUlp) {
   }
 }
 
+// Sigmoid clamps x to [-88, 20]: 1 beyond 20 (where 1 + e^-x rounds to 1 anyway), 0 below -88
+// (the true results there are denormals under 6.1e-39); denormal results from -88 to -87.3 are
+// still computed.
+TEST(Vmath, SigmoidIsWithinTwoAndAHalfUlpAndFlushesOnlyBelowMinus88) {
+  const std::vector<float>& xs = sweep_inputs();
+  for (const auto& [path, ys] : both_paths(sigmoid4, fx::kernels::UnaryOp::Sigmoid)) {
+    Worst worst;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(xs[i])));
+      if (xs[i] < -88.0f) {
+        EXPECT_EQ(ys[i], 0.0f) << path << ", x = " << xs[i];
+        EXPECT_LT(want, 6.1e-39) << xs[i];
+      } else {
+        worst.see(ulps(ys[i], want), xs[i]);
+      }
+    }
+    EXPECT_LE(worst.error, 2.5) << path << ", at x = " << worst.at;
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  const float in[4] = {nan, inf, -inf, -nan};
+  float out[4];
+  map4(in, out, 4, sigmoid4);
+  EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[3]));
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  fx::kernels::unary_f32(fx::kernels::UnaryOp::Sigmoid, in, out, 4);
+  EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[3]));
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_EQ(out[2], 0.0f);
+}
+
 TEST(Vmath, GeluKeepsItsNegativeTail) {
   const std::vector<float>& xs = sweep_inputs();
   for (const auto& [path, ys] : both_paths(gelu4, fx::kernels::UnaryOp::Gelu)) {
@@ -198,6 +232,11 @@ TEST(Vmath, EightLanesGiveTheSameBitsAsFour) {
   vmath::map<v8f>(
       xs.data(), b.data(), n, [](v8f x) __attribute__((always_inline)) { return vmath::gelu(x); });
   same("gelu");
+  vmath::map<v4f>(xs.data(), a.data(), n, sigmoid4);
+  vmath::map<v8f>(
+      xs.data(), b.data(), n,
+      [](v8f x) __attribute__((always_inline)) { return vmath::sigmoid(x); });
+  same("sigmoid");
   // And the kernel gives the four-lane bits unless it contracts multiply-adds (an x86 CPU with
   // FMA): then the accuracy tests above hold it to the same bounds.
 #ifdef FXWASM_X86_DISPATCH
