@@ -65,37 +65,56 @@ int64_t costly_row_grain(int64_t size) {
 
 // Calls f(a_index, b_index, out_index, count, a_step, b_step) for runs of the innermost
 // dimension of the broadcast output; steps are 0 or 1. Runs go to the threads in chunks of at
-// least kCheapGrain elements (each run writes its own output: f must allow that).
+// least kCheapGrain elements (each run writes its own output: f must allow that). Dimensions of
+// size 1 are dropped and neighbours that both operands step through alike (both broadcast, or
+// both contiguous across them) merge first: a per-channel scale of [1, C, H, W] by [1, C, 1, 1]
+// runs C runs of H x W, not C x H runs of W (squeeze-excitation's Mul of EfficientNet-B0, W = 7
+// to 112: the runs' overhead was most of its time).
 template <class F>
 void for_each_run(const Shape& as, const Shape& bs, F&& f) {
   Shape out;
   broadcast_shapes(as, bs, out);
-  const size_t rank = out.size();
-  if (rank == 0) return f(0, 0, 0, 1, 0, 0);
-  // Strides of a and b over the output's dims (0 where broadcast), and each chunk's odometer:
-  // on the stack up to rank 8 (small ops run many times; allocations were a visible share of
-  // them).
+  const size_t full_rank = out.size();
+  if (numel(out) == 0) return;
+  // The merged dims and strides of a and b over them (0 where broadcast), and each chunk's
+  // odometer: on the stack up to rank 8 (small ops run many times; allocations were a visible
+  // share of them).
   constexpr size_t kInline = 8;
-  int64_t inline_buf[2 * kInline];
+  int64_t inline_buf[3 * kInline];
   std::vector<int64_t> heap_buf;
   int64_t* buf = inline_buf;
-  if (rank > kInline) {
-    heap_buf.resize(2 * rank);
+  if (full_rank > kInline) {
+    heap_buf.resize(3 * full_rank);
     buf = heap_buf.data();
   }
-  int64_t* sa = buf;
-  int64_t* sb = buf + rank;
-  for (int64_t i = static_cast<int64_t>(rank) - 1, ka = 1, kb = 1; i >= 0; --i) {
-    const size_t oa = rank - as.size(), ob = rank - bs.size();
+  int64_t* dims = buf;  // innermost first while merging
+  int64_t* sa = buf + full_rank;
+  int64_t* sb = buf + 2 * full_rank;
+  size_t rank = 0;
+  for (int64_t i = static_cast<int64_t>(full_rank) - 1, ka = 1, kb = 1; i >= 0; --i) {
+    const size_t oa = full_rank - as.size(), ob = full_rank - bs.size();
     const int64_t da = static_cast<size_t>(i) < oa ? 1 : as[i - oa];
     const int64_t db = static_cast<size_t>(i) < ob ? 1 : bs[i - ob];
-    sa[i] = da == 1 ? 0 : ka;
-    sb[i] = db == 1 ? 0 : kb;
+    const int64_t step_a = da == 1 ? 0 : ka, step_b = db == 1 ? 0 : kb;
     ka *= da;
     kb *= db;
+    if (out[i] == 1) continue;
+    if (rank > 0 && step_a == sa[rank - 1] * dims[rank - 1] &&
+        step_b == sb[rank - 1] * dims[rank - 1]) {
+      dims[rank - 1] *= out[i];  // (the inner dim's steps carry on across it)
+      continue;
+    }
+    dims[rank] = out[i];
+    sa[rank] = step_a;
+    sb[rank] = step_b;
+    ++rank;
   }
-  const int64_t inner = out[rank - 1];
-  const int64_t outer = inner == 0 ? 0 : numel(out) / inner;
+  if (rank == 0) return f(0, 0, 0, 1, 0, 0);
+  std::reverse(dims, dims + rank);
+  std::reverse(sa, sa + rank);
+  std::reverse(sb, sb + rank);
+  const int64_t inner = dims[rank - 1];
+  const int64_t outer = numel(out) / inner;
   // Runs [o0, o1), the odometer over the outer dims started at run o0. (Not inlined: the body,
   // with f's four vectorised loops, is then compiled once for both of parallel_for_inline's
   // paths instead of twice. ~140 instantiations of it made this file the build's longest to
@@ -111,8 +130,8 @@ void for_each_run(const Shape& as, const Shape& bs, F&& f) {
     }
     int64_t ia = 0, ib = 0;
     for (int64_t d = static_cast<int64_t>(rank) - 2, q = o0; d >= 0; --d) {
-      idx[d] = q % out[d];
-      q /= out[d];
+      idx[d] = q % dims[d];
+      q /= dims[d];
       ia += idx[d] * sa[d];
       ib += idx[d] * sb[d];
     }
@@ -121,9 +140,9 @@ void for_each_run(const Shape& as, const Shape& bs, F&& f) {
       for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {  // odometer over outer dims
         ia += sa[d];
         ib += sb[d];
-        if (++idx[d] < out[d]) break;
-        ia -= sa[d] * out[d];
-        ib -= sb[d] * out[d];
+        if (++idx[d] < dims[d]) break;
+        ia -= sa[d] * dims[d];
+        ib -= sb[d] * dims[d];
         idx[d] = 0;
       }
     }

@@ -700,9 +700,34 @@ TEST(Elementwise, BinaryBroadcastingMatchesIndexArithmetic) {
                                                       {{2, 1, 4}, {1, 3, 1}},
                                                       {{1, 5, 1, 2}, {3, 1, 4, 1}},
                                                       {{4, 1}, {4, 7}}};
+  // And shapes whose dimensions merge (for_each_run): per-channel operands of NCHW tensors,
+  // all-ones shapes, ranks past the inline odometer (9), empty outputs, and random pairs.
+  std::vector<std::pair<Shape, Shape>> more = {
+      {{2, 3, 4, 5}, {1, 3, 1, 1}},
+      {{2, 3, 4, 5}, {2, 3, 1, 1}},
+      {{1, 3, 1, 1}, {2, 3, 4, 5}},
+      {{3, 1, 4, 5}, {1, 2, 4, 5}},
+      {{2, 1, 3, 1, 4}, {2, 5, 3, 1, 4}},
+      {{1, 1, 1}, {1}},
+      {{2, 1, 2, 1, 2, 1, 2, 1, 3}, {1, 2, 1, 2, 1, 2, 1, 2, 1}},
+      {{2, 0, 3}, {1, 1, 3}}};
   std::mt19937 rng(3);
+  for (int k = 0; k < 200; ++k) {
+    const int rank = static_cast<int>(rng() % 6);
+    Shape x, y;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t n = 1 + static_cast<int64_t>(rng() % 4);
+      const unsigned pick = rng() % 4;  // both n, x broadcast, y broadcast, both 1
+      x.push_back(pick == 1 || pick == 3 ? 1 : n);
+      y.push_back(pick == 2 || pick == 3 ? 1 : n);
+    }
+    if (rng() % 3 == 0 && !y.empty()) y.erase(y.begin());  // lower rank on one side
+    more.emplace_back(x, y);
+  }
+  std::vector<std::pair<Shape, Shape>> all = cases;
+  all.insert(all.end(), more.begin(), more.end());
   std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
-  for (const auto& [as, bs] : cases) {
+  for (const auto& [as, bs] : all) {
     Shape os;
     ASSERT_TRUE(fx::kernels::broadcast_shapes(as, bs, os));
     std::vector<float> a(fx::kernels::numel(as)), b(fx::kernels::numel(bs));
@@ -714,7 +739,8 @@ TEST(Elementwise, BinaryBroadcastingMatchesIndexArithmetic) {
     fx::kernels::binary_f32(BinaryOp::Less, as, a.data(), bs, b.data(), less.data());
     for (int64_t i = 0; i < fx::kernels::numel(os); ++i) {
       const float x = a[operand_index(os, as, i)], y = b[operand_index(os, bs, i)];
-      ASSERT_EQ(sub[i], x - y) << "element " << i;
+      ASSERT_EQ(sub[i], x - y) << "element " << i << " of " << testing::PrintToString(as) << " - "
+                               << testing::PrintToString(bs);
       ASSERT_EQ(less[i], x < y ? 1 : 0) << "element " << i;
     }
   }
