@@ -165,8 +165,9 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   // The padded plane: zeros, the plane (copied per channel), zeros past the last vector's taps.
-  ScratchBuffer& X = scratch(Scratch::ConvP);
-  X.assign(static_cast<size_t>(lead + nv * L + W + 1 + L), 0.0f);
+  const int64_t x_floats = lead + nv * L + W + 1 + L;
+  float* const X = aligned_floats(scratch(Scratch::ConvP), x_floats);
+  std::fill(X, X + x_floats, 0.0f);
   // The column masks of each output vector: lanes with ow > 0, then lanes with ow < W - 1 (not
   // needed when each vector lies inside one row).
   ScratchBuffer& Mbuf = scratch(Scratch::ConvT);
@@ -185,7 +186,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
     first_lanes[j] = j > 0 ? -1 : 0;
     last_lanes[j] = j < L - 1 ? -1 : 0;
   }
-  float* x = X.data() + lead;
+  float* x = X + lead;
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       // The plane into the padded buffer: small planes in vectors (a memcpy call was a sixth of
@@ -326,10 +327,9 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
   // Phase planes ee, eo, oe, oo (row parity, column parity), zeroed once: every channel writes
   // the same entries, and those past the input's edge stay zero.
-  ScratchBuffer& X = scratch(Scratch::ConvP);
-  X.assign(static_cast<size_t>(4 * stride), 0.0f);
-  float* const ph[4] = {X.data() + lead, X.data() + stride + lead, X.data() + 2 * stride + lead,
-                        X.data() + 3 * stride + lead};
+  float* const X = aligned_floats(scratch(Scratch::ConvP), 4 * stride);
+  std::fill(X, X + 4 * stride, 0.0f);
+  float* const ph[4] = {X + lead, X + stride + lead, X + 2 * stride + lead, X + 3 * stride + lead};
   // The masks of the left column's taps: lanes with ow > 0.
   ScratchBuffer& Mbuf = scratch(Scratch::ConvT);
   Mbuf.resize(static_cast<size_t>(nv * L));
@@ -427,10 +427,10 @@ __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
   const int64_t stride = lead + half + OW + L;    // E or O, its zero rows and the loads' reach
   const bool clamp = p.clamp_lo > -__builtin_inff() || p.clamp_hi < __builtin_inff();
   const V lo = V{} + p.clamp_lo, hi = V{} + p.clamp_hi;
-  ScratchBuffer& X = scratch(Scratch::ConvP);
-  X.assign(static_cast<size_t>(2 * stride), 0.0f);  // every channel writes the same entries
-  float* const E = X.data() + lead;
-  float* const O = X.data() + stride + lead;
+  float* const X = aligned_floats(scratch(Scratch::ConvP), 2 * stride);
+  std::fill(X, X + 2 * stride, 0.0f);  // every channel writes the same entries
+  float* const E = X + lead;
+  float* const O = X + stride + lead;
   I first;  // lanes of a row's first vector whose left column is inside the input
   for (int j = 0; j < L; ++j) first[j] = j > 0 ? -1 : 0;
   const int64_t row_vectors = (OW + L - 1) / L;
