@@ -1323,7 +1323,7 @@ export interface ThreadInfo {
 export interface Limits {
   /** Bytes of any one tensor (weights, inputs, computed values). */
   maxTensorBytes: number;
-  /** Bytes of the large computed values (256 KB and more) alive at once in a run. */
+  /** Bytes of the large computed values (32 KB and more) alive at once in a run. */
   maxRunBytes: number;
   /** Elements of any one shape. */
   maxElements: number;

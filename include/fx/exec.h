@@ -128,7 +128,7 @@ class Value {
 };
 
 /// A new value of `shape` whose elements the op will all write (contents unspecified). Values of
-/// 256 KB and more are ranges of the executor's per-thread arena, which reuses the memory of
+/// 32 KB and more are ranges of the executor's per-thread arena, which reuses the memory of
 /// values freed earlier, best fit first, so a run's large values stay within a compact,
 /// cache-warm working set; smaller ones reuse freed buffers of the same size.
 Value new_value(Dtype dtype, std::vector<int64_t> shape);

@@ -22,7 +22,7 @@ struct Limits {
   /// Bytes of any one tensor: a weight, an input, a value an op computes.
   int64_t max_tensor_bytes = 0;
   /// Bytes of the computed values alive at once in one run (the executor's arena, where values
-  /// of 256 KB and more live; inputs and weights are the caller's and not counted).
+  /// of 32 KB and more live; inputs and weights are the caller's and not counted).
   int64_t max_run_bytes = 0;
   /// Elements of any one shape (also for element types of one byte).
   int64_t max_elements = 0;

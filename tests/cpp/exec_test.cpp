@@ -192,7 +192,7 @@ TEST(Exec, MatMulBiasAddAndReluFusedOrNot) {
   }
 }
 
-// Values of 256 KB and more live in the executor's arena: an output kept from one run is not
+// Values of 32 KB and more live in the executor's arena: an output kept from one run is not
 // touched by the next runs or by release_cached_memory(), its memory is reused once dropped, and
 // to_tensor() copies it out.
 TEST(Exec, LargeValuesFromTheArenaOutliveRunsAndCachedMemoryRelease) {
