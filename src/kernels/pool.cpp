@@ -1,5 +1,6 @@
-// Pooling: max-pool (separable: a column pass over each window's rows, then an AVX2 or scalar
-// row pass; a NaN-exact plane path for the general case), average pool and global average pool.
+// Pooling: max-pool (3-wide windows at stride 2 sixteen outputs at a time with AVX-512; else
+// separable: a column pass over each window's rows, then an AVX2 or scalar row pass; a NaN-exact
+// plane path for the general case), average pool and global average pool.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,8 @@
 
 #ifdef FXWASM_X86_DISPATCH
 #include <immintrin.h>
+
+#include "kernels/avx512.h"
 #endif
 
 namespace fx::kernels {
@@ -129,6 +132,103 @@ int64_t max_rows_avx2(const float* const* rows, int64_t n, float* orow, int64_t 
 }
 #endif
 
+#ifdef FXWASM_X86_DISPATCH
+// Lanes i of a sixteen-float load at row position s with 0 <= s + i < W.
+inline __mmask16 in_row_mask(int64_t s, int64_t W) {
+  const int64_t lo = std::max<int64_t>(0, -s), hi = std::min<int64_t>(16, W - s);
+  if (hi <= lo) return 0;
+  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+// Whether plane[0..n) holds a NaN.
+__attribute__((target("avx512f"))) bool has_nan_avx512(const float* plane, int64_t n) {
+  __mmask16 bad0 = 0, bad1 = 0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 x = _mm512_loadu_ps(plane + i), y = _mm512_loadu_ps(plane + i + 16);
+    bad0 |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    bad1 |= _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 x = _mm512_maskz_loadu_ps(m, plane + i);
+    bad0 |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  }
+  return (bad0 | bad1) != 0;
+}
+
+// The load and store masks of max_pool_plane_k3s2_avx512's groups of sixteen outputs, the same
+// for every row: lanes of the three loads inside the row, lanes of the store inside the output row.
+struct K3S2Group {
+  __mmask16 a, b, c, store;
+};
+std::vector<K3S2Group> k3s2_groups(const Pool2dParams& p) {
+  const int64_t OW = p.out_w();
+  std::vector<K3S2Group> g;
+  for (int64_t ow = 0; ow < OW; ow += 16) {
+    const int64_t base = ow * 2 - p.pad_left;
+    g.push_back(
+        {in_row_mask(base, p.W), in_row_mask(base + 16, p.W),
+         static_cast<__mmask16>(in_row_mask(base + 32, p.W) & 1),
+         OW - ow >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (OW - ow)) - 1)});
+  }
+  return g;
+}
+
+// One NaN-free plane of a 3-wide, stride-2 max-pool along rows (ResNet's, SqueezeNet's and
+// ShuffleNet's 3x3/2 pools), any window height, stride and padding down columns, sixteen outputs
+// at a time: the 33 inputs of sixteen windows, loaded masked to the row (positions outside it read
+// as -inf, so padding and ceil_mode windows need no edge code), maxed over the window's rows, then
+// their even, odd and next even lanes picked by permutes. N > 0: every window has N rows
+// (unrolled). The input rows are checked for NaNs shortly before their first use (then in L1);
+// returns false at the first one, the plane to be redone on the exact path.
+template <int N>
+__attribute__((target("avx512f"))) bool max_pool_plane_k3s2_avx512(
+    const Pool2dParams& p, const std::vector<K3S2Group>& groups, const float* plane, float* o,
+    const NextPlanePrefetch& next) {
+  const int64_t OH = p.out_h(), OW = p.out_w(), W = p.W;
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  int64_t checked = 0;  // input rows [0, checked) are NaN-free
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    next.step(oh);
+    float* orow = o + oh * OW;
+    const float* rows[16];
+    int64_t n = 0, below = 0;
+    for (int64_t kh = 0; kh < p.KH; ++kh) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+      if (ih >= 0 && ih < p.H) rows[n++] = plane + ih * W, below = ih + 1;
+    }
+    if (below > checked) {  // 8 KB or more at a time (a call a row was 1.1x slower on 27 x 27)
+      const int64_t upto = std::min(p.H, std::max(below, checked + (2047 + W) / W));
+      if (has_nan_avx512(plane + checked * W, (upto - checked) * W)) return false;
+      checked = upto;
+    }
+    if (N > 0) n = N;
+    for (int64_t ow = 0, g = 0; ow < OW; ow += 16, ++g) {
+      const int64_t base = ow * 2 - p.pad_left;  // the first window's first column
+      const K3S2Group m = groups[static_cast<size_t>(g)];
+      __m512 a = ninf, b = ninf, c = ninf;
+      for (int64_t r = 0; r < n; ++r) {
+        const float* q = rows[r] + base;
+        a = max512(a, _mm512_mask_loadu_ps(ninf, m.a, q));
+        b = max512(b, _mm512_mask_loadu_ps(ninf, m.b, q + 16));
+        c = max512(c, _mm512_mask_loadu_ps(ninf, m.c, q + 32));
+      }
+      const __m512 e = _mm512_permutex2var_ps(a, even, b);
+      const __m512 d = _mm512_permutex2var_ps(a, odd, b);
+      // The even lanes one on, [e1 .. e15, c0] (the all-lanes masked form: see max512).
+      const __m512i ei = _mm512_castps_si512(e);
+      const __m512 e2 =
+          _mm512_castsi512_ps(_mm512_mask_alignr_epi32(ei, 0xFFFF, _mm512_castps_si512(c), ei, 1));
+      _mm512_mask_storeu_ps(orow + ow, m.store, max512(max512(e, d), e2));
+    }
+  }
+  return true;
+}
+#endif
+
 // The column ranges of max_pool_row, the same for every row of a call: outputs [lo, hi) have
 // their whole window inside the row, and the four-lane stride-2 loop stops at `end`. (Computed
 // once a call: their divisions, once a row, were a tenth of SqueezeNet's 27x27 pool.)
@@ -216,6 +316,12 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
   vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
   const float* vrow_end = vrow.data() + vrow.size();
   const PoolRowRange range(p, OW);
+#ifdef FXWASM_X86_DISPATCH
+  // Windows of three columns at stride 2; all_rows: every window has its KH rows in the plane.
+  const bool k3s2 = cpu_has_avx512() && p.KW == 3 && p.stride_w == 2 && p.dilation_w == 1;
+  const bool all_rows = p.pad_top == 0 && (OH - 1) * p.stride_h + (p.KH - 1) * p.dilation_h < p.H;
+  const std::vector<K3S2Group> groups = k3s2 ? k3s2_groups(p) : std::vector<K3S2Group>();
+#endif
   for (int64_t nc = first; nc < last; ++nc) {
     const float* plane = in + nc * p.H * p.W;
     float* o = out + nc * OH * OW;
@@ -231,6 +337,15 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
     const NextPlanePrefetch next = nc + 1 < last && p.W >= 48
                                        ? NextPlanePrefetch(plane + p.H * p.W, p.H * p.W, OH)
                                        : NextPlanePrefetch();
+#ifdef FXWASM_X86_DISPATCH
+    if (k3s2) {
+      const bool ok = all_rows && p.KH == 3
+                          ? max_pool_plane_k3s2_avx512<3>(p, groups, plane, o, next)
+                          : max_pool_plane_k3s2_avx512<0>(p, groups, plane, o, next);
+      if (!ok) max_pool_plane_exact(p, plane, o);
+      continue;
+    }
+#endif
     for (int64_t oh = 0; oh < OH && !nan; ++oh) {
       next.step(oh);
       float* orow = o + oh * OW;
