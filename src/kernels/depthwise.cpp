@@ -315,7 +315,7 @@ inline const float* next_plane(const Conv2dParams& p, const float* in, int64_t n
 template <class V, int L>
 __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
     const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
-  static_assert(L == 8, "the de-interleaving shuffles are written for eight lanes");
+  static_assert(L == 8 || L == 16, "the de-interleaving shuffles are written for 8 and 16 lanes");
   using I = decltype(V{} < V{});
   const auto load = flat_load<V>;
   const auto keep = flat_keep<V>;
@@ -338,6 +338,9 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
     for (int j = 0; j < L; ++j, ow = ow + 1 == OW ? 0 : ow + 1) m0[j] = ow > 0 ? -1 : 0;
     std::memcpy(&Mbuf[static_cast<size_t>(v * L)], &m0, sizeof m0);
   }
+  // (Read through a local pointer: through the buffer the compiler reloaded its data pointer
+  // after every store of outputs, which might have changed it.)
+  const float* const masks = Mbuf.data();
   const int64_t pairs = W / 2;  // input columns 2j and 2j + 1 both inside the row
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
@@ -349,8 +352,16 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
         int64_t j = 0;
         for (; j + L <= pairs; j += L) {
           const V a = load(row + 2 * j), b = load(row + 2 * j + L);
-          const V ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-          const V od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+          V ev, od;
+          if constexpr (L == 8) {
+            ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+            od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+          } else {
+            ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+            od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                         29, 31);
+          }
           std::memcpy(e + j, &ev, sizeof ev);
           std::memcpy(o + j, &od, sizeof od);
         }
@@ -366,37 +377,44 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
       for (int k = 0; k < 9; ++k) wv[k] = V{} + w[k];
       const V b = V{} + (bias ? bias[c] : 0.0f);
       const float *ee = ph[0], *eo = ph[1], *oe = ph[2], *oo = ph[3];
-      NextPlanePrefetch next(next_plane(p, in, n, c), p.H * p.W, nv);
+      NextPlanePrefetch next(next_plane(p, in, n, c), p.H * p.W, OH);
       // Input rows are split as the outputs come to need them (output row oh reads input rows up
       // to 2 oh + 1), so the phase rows a vector reads were written just before, in L1: split
       // whole first, a 112 x 112 plane's four phase planes (51 KB) and the input plane (50 KB)
       // outgrew this Xeon's 48 KB L1d and the flat loop read them back from L2. 112x112 x 96,
       // min of 300, alone: 454 -> 392 us (the same bits: each phase row is written before any
-      // output that reads it, and rows not split yet are never read).
-      // (row: the output row of the vector's last output, which ends at flat index row_end)
-      int64_t split = 0, row = 0, row_end = OW;
-      for (int64_t v = 0; v < nv; ++v) {
-        next.step(v);
-        const int64_t q = v * L;
-        const int64_t last = std::min(q + L, OHW) - 1;
-        while (last >= row_end) {
-          ++row;
-          row_end += OW;
-        }
-        const int64_t need = std::min(H, 2 * row + 2);
-        while (split < need) split_row(split++);
+      // output that reads it, and rows not split yet are never read). The vectors go by the
+      // output row of their last output (a tight inner loop: with the splitting and the row
+      // bookkeeping inside it, GCC kept the loop's pointers on the stack).
+      auto vec = [&](int64_t q) __attribute__((always_inline)) {
         const V col1 = wv[1] * load(oe + q - OW) + wv[4] * load(ee + q) + wv[7] * load(oe + q);
         const V col0 =
             wv[0] * load(oo + q - OW - 1) + wv[3] * load(eo + q - 1) + wv[6] * load(oo + q - 1);
         const V col2 = wv[2] * load(oo + q - OW) + wv[5] * load(eo + q) + wv[8] * load(oo + q);
         I m0;
-        std::memcpy(&m0, &Mbuf[static_cast<size_t>(q)], sizeof m0);
+        std::memcpy(&m0, masks + q, sizeof m0);
         V acc = b + col1 + keep(col0, m0) + col2;
         if (clamp) acc = clamp_v(acc, lo, hi);
-        if (v + 1 < nv)
-          std::memcpy(out_plane + q, &acc, sizeof acc);
-        else  // the plane's last, maybe partial, vector
-          std::memcpy(out_plane + q, &acc, static_cast<size_t>(OHW - q) * sizeof(float));
+        return acc;
+      };
+      int64_t split = 0, v = 0;
+      for (int64_t row = 0; row < OH; ++row) {
+        next.step(row);
+        // Vectors [v, v_end) end in this row (q + L <= (row + 1) * OW), the last row's all left.
+        const int64_t row_end = (row + 1) * OW;
+        const int64_t v_end = row + 1 == OH ? nv : row_end >= L ? (row_end - L) / L + 1 : 0;
+        if (v_end <= v) continue;
+        const int64_t need = std::min(H, 2 * row + 2);
+        while (split < need) split_row(split++);
+        for (const int64_t whole = std::min(v_end, nv - 1); v < whole; ++v) {
+          const V acc = vec(v * L);
+          std::memcpy(out_plane + v * L, &acc, sizeof acc);
+        }
+        if (v == nv - 1) {  // the plane's last, maybe partial, vector (v_end is nv here)
+          const V acc = vec(v * L);
+          std::memcpy(out_plane + v * L, &acc, static_cast<size_t>(OHW - v * L) * sizeof(float));
+          ++v;
+        }
       }
     }
   }
@@ -517,6 +535,10 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dP
                                                                    const float* bias, float* out) {
   depthwise3x3_flat_s2_impl<v8f, 8>(p, in, weight, bias, out);
 }
+__attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_flat_s2_avx512(
+    const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
+  depthwise3x3_flat_s2_impl<v16f, 16>(p, in, weight, bias, out);
+}
 // The even-width kernel with the AVX-512 split (the same bits: the split only copies).
 __attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_s2_even_avx512(
     const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
@@ -574,8 +596,12 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // -> 0.207); on shorter rows their de-interleaving is mostly scalar tails and the interleaved
   // path wins (28x28 x 192 0.037 against 0.045). With four lanes it won only at 56 wide (SSE), so
   // wasm keeps the row path.
-  if (flat_3x3_s2(p) && p.W >= 48 && cpu_has_avx2_fma())
+  // Sixteen lanes where the core runs 512-bit operations whole (the same bits; Intel Xeon, min of
+  // 300, alone: 112x112 x 16 60.6 -> 49.7 us with the row-grouped loop, 97x97 x 32 91 -> 76).
+  if (flat_3x3_s2(p) && p.W >= 48 && cpu_has_avx2_fma()) {
+    if (cpu_has_full_width_avx512()) return depthwise3x3_flat_s2_avx512(p, in, weight, bias, out);
     return depthwise3x3_flat_s2_avx2(p, in, weight, bias, out);
+  }
 #endif
 #ifdef FXWASM_X86_DISPATCH
   // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower

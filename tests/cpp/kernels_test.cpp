@@ -493,6 +493,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 51-wide", conv(1, 5, 6, 51, 5, 3, 2, 1, 5), false},
         ConvCase{"depthwise 3x3/2 64-wide, 2 rows", conv(1, 4, 2, 64, 4, 3, 2, 1, 4), true},
         ConvCase{"depthwise 3x3/2 49-wide, 1 row", conv(1, 3, 1, 49, 3, 3, 2, 1, 3), true},
+        ConvCase{"depthwise 3x3/2 112-wide, 17 channels", conv(1, 17, 9, 112, 17, 3, 2, 1, 17),
+                 true},
+        ConvCase{"depthwise 3x3/2 97-wide, two images", conv(2, 3, 8, 97, 3, 3, 2, 1, 3), false},
         // Even widths split flat into even and odd columns, a row at a time: rows of fewer
         // outputs than lanes (running on into the next rows, and past the plane's end), odd
         // heights (a zero row below), one row, and two images.
