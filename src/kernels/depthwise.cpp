@@ -181,6 +181,9 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
     std::memcpy(&Mbuf[static_cast<size_t>(2 * v * L)], &m0, sizeof m0);
     std::memcpy(&Mbuf[static_cast<size_t>((2 * v + 1) * L)], &m2, sizeof m2);
   }
+  // (Read through a local pointer: through the buffer the compiler reloads its data pointer after
+  // every store of outputs, which might have changed it.)
+  const float* const masks = Mbuf.data();
   I first_lanes, last_lanes;  // lanes with ow > 0, with ow < W - 1, in a vector inside one row
   for (int j = 0; j < L; ++j) {
     first_lanes[j] = j > 0 ? -1 : 0;
@@ -247,8 +250,8 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_impl(const Conv2dPa
         V col[3];
         columns(x + v * L, col);
         I m0, m2;
-        std::memcpy(&m0, &Mbuf[static_cast<size_t>(2 * v * L)], sizeof m0);
-        std::memcpy(&m2, &Mbuf[static_cast<size_t>((2 * v + 1) * L)], sizeof m2);
+        std::memcpy(&m0, masks + 2 * v * L, sizeof m0);
+        std::memcpy(&m2, masks + (2 * v + 1) * L, sizeof m2);
         const V acc = clamped(b + col[1] + keep(col[0], m0) + keep(col[2], m2));
         if (v < whole)
           std::memcpy(o + v * L, &acc, sizeof acc);
@@ -338,9 +341,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
     for (int j = 0; j < L; ++j, ow = ow + 1 == OW ? 0 : ow + 1) m0[j] = ow > 0 ? -1 : 0;
     std::memcpy(&Mbuf[static_cast<size_t>(v * L)], &m0, sizeof m0);
   }
-  // (Read through a local pointer: through the buffer the compiler reloaded its data pointer
-  // after every store of outputs, which might have changed it.)
-  const float* const masks = Mbuf.data();
+  const float* const masks = Mbuf.data();  // (as in depthwise3x3_flat_impl)
   const int64_t pairs = W / 2;  // input columns 2j and 2j + 1 both inside the row
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
