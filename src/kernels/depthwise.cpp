@@ -342,7 +342,7 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
     std::memcpy(&Mbuf[static_cast<size_t>(v * L)], &m0, sizeof m0);
   }
   const float* const masks = Mbuf.data();  // (as in depthwise3x3_flat_impl)
-  const int64_t pairs = W / 2;  // input columns 2j and 2j + 1 both inside the row
+  const int64_t pairs = W / 2;             // input columns 2j and 2j + 1 both inside the row
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const float* plane = in + (n * p.C + c) * H * W;
