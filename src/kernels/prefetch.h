@@ -1,4 +1,4 @@
-// Software prefetch of the next plane while a kernel works through this one (depthwise.cpp's
+// Software prefetch of the next plane while a kernel works through this one (depthwise_s2.cpp's
 // stride-2 kernels, pool.cpp's max-pool): the layer before wrote it, and on wide planes those
 // kernels waited on L3 or memory for it.
 #pragma once
