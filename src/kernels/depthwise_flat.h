@@ -1,6 +1,6 @@
 // The flat depthwise 3x3 kernels (each plane, or each phase of it, taken as one array): their
 // vector load and lane mask, shared by the stride-1 kernel (depthwise.cpp) and the stride-2 ones
-// (x86, depthwise_s2.cpp), which depthwise.cpp's dispatch declares here.
+// (x86, depthwise_s2.cpp), and the stride-2 kernels' entry points, which depthwise.cpp calls.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +46,7 @@ void depthwise3x3_flat_s2_avx2(const Conv2dParams& p, const float* in, const flo
 void depthwise3x3_flat_s2_avx512(const Conv2dParams& p, const float* in, const float* weight,
                                  const float* bias, float* out);
 /// s2_even_3x3 on each plane split flat into its even and odd elements, eight lanes; the split
-/// with AVX-512F's two-source permutes (`avx512`) or AVX2 shuffles, the same bits.
+/// with AVX-512F's two-source permutes (the _avx512 one) or AVX2 shuffles, the same bits.
 void depthwise3x3_s2_even_avx512(const Conv2dParams& p, const float* in, const float* weight,
                                  const float* bias, float* out);
 void depthwise3x3_s2_even_avx2(const Conv2dParams& p, const float* in, const float* weight,
