@@ -72,6 +72,21 @@ int64_t winograd_tiles(const Conv2dParams& p) {
   return r ? tiles_of(p, r) : 0;
 }
 
+int64_t winograd_block_rows(const Conv2dParams& p) {
+  const int64_t r = winograd_output_tile(p), threads = num_threads();
+  if (r == 0 || threads < 2) return 0;
+  const int64_t TH = (p.out_h() + r - 1) / r;
+  // At least two tile rows a block: a block's products are M x (rows x TW) x C, and narrower
+  // ones lost more to their edges than the split saved.
+  if (TH < 2 * threads) return 0;
+  // Each block reads all of U, (r + 2)^2 M x C matrices, and its own share of V and Mout, (r + 2)^2
+  // (C + M) x tiles: only where U is the smaller (ResNet-18's 64 -> 64 layers at 56x56 and
+  // SqueezeNet's expand layers at 55x55, not 128 -> 128 at 28x28, whose 2.4 MB of U the phase
+  // schedule reads once).
+  if (p.M * p.C > (p.C + p.M) * tiles_of(p, r)) return 0;
+  return (TH + threads - 1) / threads;
+}
+
 namespace {
 
 // U[xi] = (G g G^T)[xi] of F(2x2, 3x3), 16 M x C matrices.
@@ -147,6 +162,7 @@ namespace {
 // them, or into L spare columns after the last row: V and Mout rows are ld = T + L long.
 struct WinogradGeometry {
   int64_t R, C, M, OH, OW, TH, TW, T, TWp, Hp, Wp, ld;
+  int64_t plane;  // an output channel's floats (OH x OW of the whole convolution)
 };
 
 WinogradGeometry winograd_geometry(const Conv2dParams& p, int64_t L, int64_t R) {
@@ -164,6 +180,7 @@ WinogradGeometry winograd_geometry(const Conv2dParams& p, int64_t L, int64_t R) 
   g.Hp = R * g.TH + 2;
   g.Wp = R * g.TWp + 8;
   g.ld = g.T + L;
+  g.plane = g.OH * g.OW;
   return g;
 }
 
@@ -297,7 +314,7 @@ inline __attribute__((always_inline)) void for_each_output_vector(
   for (int64_t m = m0; m < m1; ++m) {
     out.b = V{} + (bias ? bias[m] : 0.0f);
     const float* mm = Mout + m * g.ld;
-    float* ym = y + m * g.OH * g.OW;
+    float* ym = y + m * g.plane;
     for (int64_t ty = 0; ty < g.TH; ++ty)
       for (int64_t tx = 0; tx < g.TW; tx += L) tile(mm + ty * g.TW + tx, step, ym, ty, tx, out);
   }
@@ -546,47 +563,86 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
   if (R == 0 || static_cast<int64_t>(U.size()) != products)
     throw std::logic_error("winograd_conv2d: weights packed for another tiling");
   const WinogradGeometry g = winograd_geometry(p, wide ? 8 : 4, R);
-  const int64_t C = g.C, M = g.M, Hp = g.Hp, Wp = g.Wp, ld = g.ld;
-  // The 16 products read V (their B, in place when M is small) and write Mout from cache-line
-  // boundaries.
-  float* const padded = aligned_floats(scratch(Scratch::WinogradPadded), C * Hp * Wp);
-  float* const V = aligned_floats(scratch(Scratch::WinogradV), products * C * ld);
-  float* const Mout = aligned_floats(scratch(Scratch::WinogradM), products * M * ld);
-  auto transform_input = [&](int64_t c0, int64_t c1) {
+  const int64_t C = g.C, M = g.M, Wp = g.Wp, L = wide ? 8 : 4;
+  auto transform_input = [&](const WinogradGeometry& gb, const float* padded, int64_t c0,
+                             int64_t c1, float* V) {
 #ifdef FXWASM_X86_DISPATCH
-    if (wide) return transform_input_avx2(g, padded, c0, c1, V);
+    if (wide) return transform_input_avx2(gb, padded, c0, c1, V);
 #endif
-    if (R == 4) return transform_input4_impl<v4f>(g, padded, c0, c1, V);
-    transform_input_impl<v4f>(g, padded, c0, c1, V);
+    if (R == 4) return transform_input4_impl<v4f>(gb, padded, c0, c1, V);
+    transform_input_impl<v4f>(gb, padded, c0, c1, V);
   };
-  auto transform_output = [&](int64_t m0, int64_t m1, float* y, const float* res) {
+  auto transform_output = [&](const WinogradGeometry& gb, const float* Mout, int64_t m0, int64_t m1,
+                              float* y, const float* res) {
 #ifdef FXWASM_X86_DISPATCH
-    if (wide) return transform_output_avx2(g, p, Mout, m0, m1, bias, y, res);
+    if (wide) return transform_output_avx2(gb, p, Mout, m0, m1, bias, y, res);
 #endif
-    transform_output_impl<v4f>(g, p, Mout, m0, m1, bias, y, res);
+    transform_output_impl<v4f>(gb, p, Mout, m0, m1, bias, y, res);
+  };
+  const int64_t right = Wp - p.pad_left - p.W;  // zeros right of each padded row
+  // Rows [r0, r0 + Hp) of channels [c0, c1)'s zero-padded planes of image x into `padded` (Hp x
+  // Wp a channel): zero rows above and below the image, zero margins left and right of its rows.
+  auto pad_rows = [&](const float* x, int64_t Hp, int64_t r0, int64_t c0, int64_t c1,
+                      float* padded) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t r = 0; r < Hp; ++r) {
+        float* row = padded + (c * Hp + r) * Wp;
+        const int64_t ih = r0 + r - p.pad_top;
+        if (ih < 0 || ih >= p.H) {
+          zero_row(row, Wp);
+          continue;
+        }
+        zero_row(row, p.pad_left);
+        copy_row(row + p.pad_left, x + (c * p.H + ih) * p.W, p.W);
+        zero_row(row + p.pad_left + p.W, right);
+      }
   };
 
+  const int64_t rows = winograd_block_rows(p);
   for (int64_t n = 0; n < p.N; ++n) {
     const float* x = in + n * C * p.H * p.W;
-    float* y = out + n * M * g.OH * g.OW;
-    const float* res = p.residual ? p.residual + n * M * g.OH * g.OW : nullptr;
-    // Each plane: zero rows above and below the image, zero margins left and right of its rows.
-    const int64_t right = Wp - p.pad_left - p.W;
-    // Channels, the 16 products and output channels on threads: each writes its own part.
-    const int64_t grain = std::max<int64_t>(1, 4096 / (Hp * Wp));
-    parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        float* plane = padded + c * Hp * Wp;
-        std::fill(plane, plane + p.pad_top * Wp, 0.0f);
-        for (int64_t ih = 0; ih < p.H; ++ih) {
-          float* row = plane + (ih + p.pad_top) * Wp;
-          std::fill(row, row + p.pad_left, 0.0f);
-          copy_row(row + p.pad_left, x + (c * p.H + ih) * p.W, p.W);
-          zero_row(row + p.pad_left + p.W, right);
+    float* y = out + n * M * g.plane;
+    const float* res = p.residual ? p.residual + n * M * g.plane : nullptr;
+    if (rows > 0) {
+      // Blocks of tile rows, each taken through all three phases by one thread (its own padded
+      // rows, V and Mout in its scratch): what it transforms and multiplies stays in its core's
+      // cache, and only U is shared. The products keep each element's K order, so the bits are
+      // the phase schedule's.
+      const int64_t blocks = (g.TH + rows - 1) / rows;
+      parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t ty0 = b * rows;
+          WinogradGeometry gb = g;
+          gb.TH = std::min(rows, g.TH - ty0);
+          gb.T = gb.TH * g.TW;
+          gb.Hp = R * gb.TH + 2;
+          gb.ld = gb.T + L;
+          gb.OH = std::min(R * gb.TH, g.OH - R * ty0);
+          float* const padded = aligned_floats(scratch(Scratch::WinogradPadded), C * gb.Hp * Wp);
+          float* const V = aligned_floats(scratch(Scratch::WinogradV), products * C * gb.ld);
+          float* const Mout = aligned_floats(scratch(Scratch::WinogradM), products * M * gb.ld);
+          pad_rows(x, gb.Hp, R * ty0, 0, C, padded);
+          transform_input(gb, padded, 0, C, V);
+          for (int64_t xi = 0; xi < products; ++xi)
+            sgemm(false, false, M, gb.T, C, 1.0f, nullptr, C, V + xi * C * gb.ld, gb.ld, 0.0f,
+                  Mout + xi * M * gb.ld, gb.ld, nullptr, &U[xi]);
+          const int64_t at = R * ty0 * g.OW;
+          transform_output(gb, Mout, 0, M, y + at, res ? res + at : nullptr);
         }
-        std::fill(plane + (p.pad_top + p.H) * Wp, plane + Hp * Wp, 0.0f);
-      }
-      transform_input(c0, c1);
+      });
+      continue;
+    }
+    // The phase schedule: channels, the 16 or 36 products and output channels on threads, each
+    // writing its own part. The products read V (their B, in place when M is small) and write
+    // Mout from cache-line boundaries.
+    const int64_t ld = g.ld;
+    float* const padded = aligned_floats(scratch(Scratch::WinogradPadded), C * g.Hp * Wp);
+    float* const V = aligned_floats(scratch(Scratch::WinogradV), products * C * ld);
+    float* const Mout = aligned_floats(scratch(Scratch::WinogradM), products * M * ld);
+    const int64_t grain = std::max<int64_t>(1, 4096 / (g.Hp * Wp));
+    parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+      pad_rows(x, g.Hp, 0, c0, c1, padded);
+      transform_input(g, padded, c0, c1, V);
     });
 
     parallel_for(products, 1, [&](int64_t x0, int64_t x1) {
@@ -595,8 +651,8 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
               Mout + xi * M * ld, ld, nullptr, &U[xi]);
     });
 
-    parallel_for(M, std::max<int64_t>(1, 4096 / (g.OH * g.OW)),
-                 [&](int64_t m0, int64_t m1) { transform_output(m0, m1, y, res); });
+    parallel_for(M, std::max<int64_t>(1, 4096 / g.plane),
+                 [&](int64_t m0, int64_t m1) { transform_output(g, Mout, m0, m1, y, res); });
   }
 }
 

@@ -163,6 +163,55 @@ TEST(Threads, DepthwiseSplitsByChannelBlocksBitIdentically) {
   }
 }
 
+// Winograd convolutions whose transformed weights are small take blocks of tile rows through all
+// three phases on each thread: the bits of one thread (the phase schedule) at 2-4 threads, with
+// partial last blocks (55 and 23 rows), a batch of two, a residual and a clamp, F(4x4) and
+// F(2x2). Where the blocks would be too thin (four threads on 7 tile rows) the phases split.
+TEST(Threads, WinogradBlocksOfTileRowsGiveThePhaseScheduleBits) {
+  struct Case {
+    int64_t N, C, M, H, W;
+    bool residual;
+  };
+  for (const Case& k : {Case{1, 16, 64, 55, 55, false}, Case{2, 64, 64, 56, 56, true},
+                        Case{1, 48, 192, 13, 13, false}, Case{1, 24, 40, 23, 41, true}}) {
+    fx::kernels::Conv2dParams p;
+    p.N = k.N, p.C = k.C, p.M = k.M, p.H = k.H, p.W = k.W, p.KH = p.KW = 3;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+    p.clamp_lo = -2.0f;
+    p.clamp_hi = 2.5f;
+    ASSERT_TRUE(fx::kernels::conv2d_uses_winograd(p));
+    const size_t in_size = static_cast<size_t>(k.N * k.C * k.H * k.W);
+    const size_t out_size = static_cast<size_t>(k.N * k.M * p.out_h() * p.out_w());
+    std::vector<float> x(in_size), w(static_cast<size_t>(k.M * k.C * 9)), b(k.M), res(out_size);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 29 % 113)) / 56.0f - 1.0f;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 17 % 71)) / 350.0f - 0.1f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = 0.01f * static_cast<float>(i % 7);
+    for (size_t i = 0; i < res.size(); ++i) res[i] = static_cast<float>((i * 13 % 37)) / 18.0f - 1;
+    if (k.residual) p.residual = res.data();
+    const auto packed = fx::kernels::conv2d_pack_weights(p, w.data());
+    std::vector<float> scratch(static_cast<size_t>(fx::kernels::conv2d_scratch_size(p)) + 1);
+    std::vector<float> one(out_size), ref(out_size);
+    fx::kernels::set_num_threads(1);
+    EXPECT_EQ(fx::kernels::winograd_block_rows(p), 0);
+    fx::kernels::conv2d(p, x.data(), w.data(), b.data(), one.data(), scratch.data(), &packed);
+    fx::kernels::conv2d_reference(p, x.data(), w.data(), b.data(), ref.data());
+    for (size_t i = 0; i < out_size; ++i) ASSERT_NEAR(one[i], ref[i], 1e-3f) << k.C << " " << i;
+    const int64_t tile = fx::kernels::winograd_output_tile(p);
+    const int64_t tile_rows = (p.out_h() + tile - 1) / tile;
+    for (int t : {2, 3, 4}) {
+      Threads threads(t);
+      if (!kThreads) continue;
+      EXPECT_EQ(fx::kernels::winograd_block_rows(p),
+                tile_rows >= 2 * t ? (tile_rows + t - 1) / t : 0)
+          << k.C << " -> " << k.M << " at " << k.H << "x" << k.W << ", " << t << " threads";
+      std::vector<float> got(out_size, -7.0f);
+      fx::kernels::conv2d(p, x.data(), w.data(), b.data(), got.data(), scratch.data(), &packed);
+      EXPECT_EQ(std::memcmp(one.data(), got.data(), out_size * sizeof(float)), 0)
+          << k.C << " -> " << k.M << " at " << k.H << "x" << k.W << ", " << t << " threads";
+    }
+  }
+}
+
 // An im2col convolution with a single band (small outputs: 6x6, too few tiles for Winograd, and
 // 14x14) unfolds by channels on all threads, then runs a threaded GEMM: the bits of one thread at
 // 2-4 threads, padded and strided.
