@@ -3,6 +3,14 @@
 # machine's emcc (-msimd128 -mrelaxed-simd) and asks Node and Debian's Chromium to compile the
 # module. Prints what each says. (2026-11-25: emcc 3.1.6 / clang-14 emit LLVM 14's prototype
 # opcode, which Node 20 and Chromium 156 reject as "invalid simd opcode".)
+#
+# Then, where Debian's clang-16 and lld-16 are installed (apt-get install clang-16 lld-16; this
+# script does not install them), the same emcc driving LLVM 16 instead: an Embind function with
+# C++ exceptions (-fwasm-exceptions) and clang-16's __builtin_wasm_relaxed_madd_f32x4, linked
+# against Debian's prebuilt system libraries. Binaryen 108 cannot parse the final opcodes, so
+# that path reads the metadata in Python (EMCC_READ_METADATA=python), avoids the
+# wasm-emscripten-finalize pass (-sWASM_BIGINT) and links at -O1 (no wasm-opt). (2026-11-28: it
+# runs in Chromium 156 as is and in Node 20 with --experimental-wasm-relaxed-simd.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -29,4 +37,59 @@ node --input-type=module -e "
   const p = await b.newPage();
   const r = await p.evaluate(async (bytes) => { try { await WebAssembly.compile(new Uint8Array(bytes)); return 'compiles'; } catch (e) { return String(e); } }, Array.from(fs.readFileSync('$tmp/fma.wasm')));
   console.log('chromium ' + b.version() + ': ' + r);
+  await b.close();"
+
+llvm16=/usr/lib/llvm-16/bin
+if [[ ! -x "$llvm16/clang" || ! -x "$llvm16/wasm-ld" ]]; then
+  echo "clang-16 path: not tried (clang-16 and lld-16 are not installed)"
+  exit 0
+fi
+cat >"$tmp/em_config" <<CFG
+EMSCRIPTEN_ROOT = '/usr/share/emscripten'
+LLVM_ROOT = '$llvm16'
+BINARYEN_ROOT = '/usr'
+NODE_JS = '$(command -v node)'
+CACHE = '/usr/share/emscripten/cache'
+FROZEN_CACHE = True
+CFG
+cat >"$tmp/k.cpp" <<'CPP'
+#include <emscripten/bind.h>
+#include <stdexcept>
+#include <string>
+typedef float f32x4 __attribute__((vector_size(16)));
+float madd_sum(float a, float b, float c) {
+  if (a < 0) throw std::invalid_argument("negative a");
+  const f32x4 r = __builtin_wasm_relaxed_madd_f32x4(f32x4{a, a, a, a}, f32x4{b, b, b, b},
+                                                    f32x4{c, c, c, c});
+  return r[0] + r[1] + r[2] + r[3];
+}
+std::string checked(float a) {
+  try {
+    return std::to_string(madd_sum(a, 3, 1));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+EMSCRIPTEN_BINDINGS(probe) { emscripten::function("checked", &checked); }
+CPP
+(
+  export EM_CONFIG="$tmp/em_config" EMCC_READ_METADATA=python NODE_PATH=/usr/share/nodejs
+  echo "clang-16 path: $("$llvm16/clang" --version | head -1), with $(emcc --version | head -1)"
+  emcc -O2 -msimd128 -mrelaxed-simd -fwasm-exceptions -c "$tmp/k.cpp" -o "$tmp/k.o"
+  if ! emcc -O2 -msimd128 -fwasm-exceptions --bind -sWASM_BIGINT "$tmp/k.o" -o "$tmp/k2.js" \
+    >"$tmp/o2.log" 2>&1; then
+    echo "  link at -O2: $(grep -m1 -E 'parse exception|error' "$tmp/o2.log")"
+  fi
+  emcc -O1 -msimd128 -fwasm-exceptions --bind -sWASM_BIGINT -sMODULARIZE "$tmp/k.o" -o "$tmp/k.js"
+)
+run='const fs = require("fs"); require(process.argv[1] + "/k.js")({ wasmBinary: fs.readFileSync(process.argv[1] + "/k.wasm") }).then((m) => console.log("checked(2) = " + m.checked(2) + ", checked(-1) = " + m.checked(-1)), (e) => console.log(String(e)));'
+echo "  node $(node --version): $(node -e "$run" "$tmp" 2>&1 | grep -m1 -E 'checked|Error')"
+echo "  node --experimental-wasm-relaxed-simd: $(node --experimental-wasm-relaxed-simd -e "$run" "$tmp" 2>&1 | grep -m1 -E 'checked|Error')"
+node --input-type=module -e "
+  import fs from 'node:fs';
+  import { chromium } from '$PWD/node_modules/playwright-core/index.mjs';
+  const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+  const p = await b.newPage();
+  const r = await p.evaluate(async (bytes) => { try { await WebAssembly.compile(new Uint8Array(bytes)); return 'compiles'; } catch (e) { return String(e); } }, Array.from(fs.readFileSync('$tmp/k.wasm')));
+  console.log('  chromium ' + b.version() + ': ' + r);
   await b.close();"
