@@ -15,6 +15,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# What Debian's Chromium says when asked to compile the module $1 (prints "chromium VERSION: ...").
+chromium_compiles() {
+  node --input-type=module -e "
+    import fs from 'node:fs';
+    import { chromium } from '$PWD/node_modules/playwright-core/index.mjs';
+    const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    const p = await b.newPage();
+    const r = await p.evaluate(async (bytes) => { try { await WebAssembly.compile(new Uint8Array(bytes)); return 'compiles'; } catch (e) { return String(e); } }, Array.from(fs.readFileSync('$1')));
+    console.log('chromium ' + b.version() + ': ' + r);
+    await b.close();"
+}
 cat >"$tmp/fma.c" <<'C'
 #include <wasm_simd128.h>
 #include <emscripten.h>
@@ -30,14 +41,7 @@ echo "instruction: $(wasm-dis --enable-simd --enable-relaxed-simd "$tmp/fma.wasm
 probe='const fs = await import("node:fs"); try { await WebAssembly.compile(fs.readFileSync(process.argv[1])); console.log("compiles"); } catch (e) { console.log(String(e)); }'
 echo "node $(node --version): $(node --input-type=module -e "$probe" "$tmp/fma.wasm")"
 echo "node --experimental-wasm-relaxed-simd: $(node --experimental-wasm-relaxed-simd --input-type=module -e "$probe" "$tmp/fma.wasm")"
-node --input-type=module -e "
-  import fs from 'node:fs';
-  import { chromium } from '$PWD/node_modules/playwright-core/index.mjs';
-  const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-  const p = await b.newPage();
-  const r = await p.evaluate(async (bytes) => { try { await WebAssembly.compile(new Uint8Array(bytes)); return 'compiles'; } catch (e) { return String(e); } }, Array.from(fs.readFileSync('$tmp/fma.wasm')));
-  console.log('chromium ' + b.version() + ': ' + r);
-  await b.close();"
+chromium_compiles "$tmp/fma.wasm"
 
 llvm16=/usr/lib/llvm-16/bin
 if [[ ! -x "$llvm16/clang" || ! -x "$llvm16/wasm-ld" ]]; then
@@ -85,11 +89,4 @@ CPP
 run='const fs = require("fs"); require(process.argv[1] + "/k.js")({ wasmBinary: fs.readFileSync(process.argv[1] + "/k.wasm") }).then((m) => console.log("checked(2) = " + m.checked(2) + ", checked(-1) = " + m.checked(-1)), (e) => console.log(String(e)));'
 echo "  node $(node --version): $(node -e "$run" "$tmp" 2>&1 | grep -m1 -E 'checked|Error')"
 echo "  node --experimental-wasm-relaxed-simd: $(node --experimental-wasm-relaxed-simd -e "$run" "$tmp" 2>&1 | grep -m1 -E 'checked|Error')"
-node --input-type=module -e "
-  import fs from 'node:fs';
-  import { chromium } from '$PWD/node_modules/playwright-core/index.mjs';
-  const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-  const p = await b.newPage();
-  const r = await p.evaluate(async (bytes) => { try { await WebAssembly.compile(new Uint8Array(bytes)); return 'compiles'; } catch (e) { return String(e); } }, Array.from(fs.readFileSync('$tmp/k.wasm')));
-  console.log('  chromium ' + b.version() + ': ' + r);
-  await b.close();"
+echo "  $(chromium_compiles "$tmp/k.wasm")"
