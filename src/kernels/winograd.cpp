@@ -159,7 +159,9 @@ namespace {
 
 // The tiling of one convolution in R x R tiles: tiles go L at a time along a tile row (the lanes
 // of a vector); the lanes past a row's end spill into the next row's first tiles, written after
-// them, or into L spare columns after the last row: V and Mout rows are ld = T + L long.
+// them, or into L spare columns after the last row: V and Mout rows are ld = T + L long. In the
+// blocked schedule a block of tile rows has its own: TH, T, Hp, ld and OH are the block's, its
+// output rows start R * (first tile row) rows into each output plane.
 struct WinogradGeometry {
   int64_t R, C, M, OH, OW, TH, TW, T, TWp, Hp, Wp, ld;
   int64_t plane;  // an output channel's floats (OH x OW of the whole convolution)
