@@ -69,16 +69,17 @@ Dtype random_dtype(const OpCall& c, Dtype fallback) {
   return d;
 }
 
-// A new value whose elements are `draw(g)`, in float32 or float64.
+// A new value whose elements are `draw(g, T{})`, T float or double for a float32 or float64
+// output.
 template <class Draw>
 Value random_value(const OpCall& c, Dtype dtype, const std::vector<int64_t>& shape, Draw&& draw) {
   Value out = new_value(dtype, shape);
   with_generator(c, [&](Generator& g) {
     const int64_t n = out.numel();
     if (dtype == Dtype::Float64)
-      for (int64_t i = 0; i < n; ++i) out.mutable_data<double>()[i] = draw(g);
+      for (int64_t i = 0; i < n; ++i) out.mutable_data<double>()[i] = draw(g, 0.0);
     else
-      for (int64_t i = 0; i < n; ++i) out.mutable_data<float>()[i] = static_cast<float>(draw(g));
+      for (int64_t i = 0; i < n; ++i) out.mutable_data<float>()[i] = draw(g, 0.0f);
   });
   return out;
 }
@@ -94,15 +95,24 @@ std::vector<int64_t> attr_shape(const OpCall& c) {
 void random_uniform(OpCall& c, bool like) {
   const float lo = c.attr_float("low", 0.0f), hi = c.attr_float("high", 1.0f);
   const Dtype d = random_dtype(c, like ? c.input(0).dtype() : Dtype::Float32);
-  c.outputs.push_back(random_value(c, d, like ? c.input(0).shape() : attr_shape(c),
-                                   [&](Generator& g) { return lo + (hi - lo) * g.uniform(); }));
+  c.outputs.push_back(
+      random_value(c, d, like ? c.input(0).shape() : attr_shape(c), [&](Generator& g, auto zero) {
+        // Rounded to the output type, a draw just below `high` can become `high`: keep
+        // [low, high) as torch.rand and numpy do.
+        using T = decltype(zero);
+        const T v = static_cast<T>(lo + (hi - lo) * g.uniform());
+        const T top = static_cast<T>(hi);
+        return v < top ? v : std::nextafter(top, static_cast<T>(lo));
+      }));
 }
 
 void random_normal(OpCall& c, bool like) {
   const float mean = c.attr_float("mean", 0.0f), scale = c.attr_float("scale", 1.0f);
   const Dtype d = random_dtype(c, like ? c.input(0).dtype() : Dtype::Float32);
-  c.outputs.push_back(random_value(c, d, like ? c.input(0).shape() : attr_shape(c),
-                                   [&](Generator& g) { return mean + scale * g.normal(); }));
+  c.outputs.push_back(
+      random_value(c, d, like ? c.input(0).shape() : attr_shape(c), [&](Generator& g, auto zero) {
+        return static_cast<decltype(zero)>(mean + scale * g.normal());
+      }));
 }
 
 // Bernoulli: 1 with probability input[i], as the input's type or attribute `dtype`.

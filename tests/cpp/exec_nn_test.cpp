@@ -126,6 +126,22 @@ TEST(ExecRandom, BernoulliRandomUniformRandomNormalStatistics) {
   const std::vector<float> uv = u.to_f32();
   for (float v : uv) ASSERT_TRUE(v >= -2.0f && v < 4.0f) << v;
   EXPECT_NEAR(mean_of(uv), 1.0, 0.05);  // sd of the mean: 6 / sqrt(12 * 20000) = 0.012
+  // [low, high) after rounding to the output type: with `high` one float step above `low`,
+  // half the draws would round up to `high`; in float64 they stay between the two.
+  const double one_up = std::nextafter(1.0f, 2.0f);
+  const fx::Kwargs narrow = {
+      {"shape", Argument::list({Argument(1000)})}, {"low", 1.0}, {"high", one_up}, {"seed", 3.0}};
+  for (float v : run_op("RandomUniform", {}, narrow)[0].to_f32()) ASSERT_EQ(v, 1.0f);
+  fx::Kwargs narrow64 = narrow;
+  narrow64.set("dtype", 11);
+  const Value u64 = run_op("RandomUniform", {}, narrow64)[0];
+  int64_t inside = 0;
+  for (int64_t i = 0; i < u64.numel(); ++i) {
+    const double v = u64.data<double>()[i];
+    ASSERT_TRUE(v >= 1.0 && v < one_up) << v;
+    inside += v > 1.0;
+  }
+  EXPECT_GT(inside, 900);
 
   const Value like = Value::zeros(fx::Dtype::Float64, {50, 400});
   const Value n = run_op("RandomNormalLike", {like}, {{"mean", 3.0}, {"scale", 2.0}})[0];
