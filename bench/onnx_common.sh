@@ -1,9 +1,9 @@
 # Shared steps of bench/run_onnx_import.sh and bench/run_onnx_exec.sh (sourced; they define
 # log(), OUT, MODELS and TORCH_PY first).
 
-# Snapshot of the npm package (wasm/*.mjs + dist/fx.{mjs,wasm}, and the threaded module
-# dist/fx-threads.{mjs,wasm,worker.js} when built) that the JS sides load (FXWASM_PKG): other
-# builds may rewrite dist/ while a benchmark runs.
+# Snapshot of the npm package (wasm/*.mjs + dist/fx.{mjs,wasm}, and the threaded modules
+# dist/fx-threads{,-relaxed}.{mjs,wasm,worker.js} when built) that the JS sides load (FXWASM_PKG):
+# other builds may rewrite dist/ while a benchmark runs.
 snapshot_package() {
   PKG="$OUT/pkg"
   export FXWASM_PKG="$PKG"
@@ -13,6 +13,10 @@ snapshot_package() {
     cp wasm/*.mjs "$PKG/wasm/" && cp dist/fx.mjs dist/fx.wasm "$PKG/dist/"
     if [ -f dist/fx-threads.wasm ]; then
       cp dist/fx-threads.mjs dist/fx-threads.wasm dist/fx-threads.worker.js "$PKG/dist/" || continue
+    fi
+    if [ -f dist/fx-threads-relaxed.wasm ]; then
+      cp dist/fx-threads-relaxed.mjs dist/fx-threads-relaxed.wasm dist/fx-threads-relaxed.worker.js \
+        "$PKG/dist/" || continue
     fi
     node bench/onnx_exec.mjs init fxwasm >/dev/null 2>&1 && return 0
     [ "$try" = 4 ] && { log "dist/fx.{mjs,wasm} do not load (a build in progress?)"; exit 1; }

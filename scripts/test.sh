@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: setup (idempotent installs), native + wasm builds (the wasm step
-# builds both modules: build/wasm and the threaded build/wasm-threads), the C++ tests
+# builds the three modules: build/wasm, the threaded build/wasm-threads and its Relaxed SIMD
+# twin build/wasm-relaxed), the C++ tests
 # natively (ctest), ASan + UBSan and fuzzing, the thread pool under TSan, the installed CMake
 # package used by tests/package, the C++ tests as wasm under
 # node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm
@@ -193,7 +194,9 @@ else
     tgz=$(npm pack --silent --pack-destination "$tmp" | tail -1)
     tar -tzf "$tmp/$tgz" | sort > "$logs/npm-pack-files.txt"
     for f in package/package.json package/dist/fx.mjs package/dist/fx.wasm package/wasm/index.mjs \
-             package/dist/fx-threads.mjs package/dist/fx-threads.wasm package/dist/fx-threads.worker.js; do
+             package/dist/fx-threads.mjs package/dist/fx-threads.wasm package/dist/fx-threads.worker.js \
+             package/dist/fx-threads-relaxed.mjs package/dist/fx-threads-relaxed.wasm \
+             package/dist/fx-threads-relaxed.worker.js; do
       grep -qx "$f" "$logs/npm-pack-files.txt" || { echo "missing from tarball: $f"; exit 1; }
     done
     mkdir "$tmp/consumer" && cd "$tmp/consumer"
@@ -209,6 +212,11 @@ else
       const t = (await (await import('fxwasm')).init({ threads: 2 })).threads();
       if (t.build !== 'threads' || t.threads !== 2) throw new Error('no threaded module: ' + JSON.stringify(t));
       console.log('the packed tarball runs the threaded module:', JSON.stringify(t));"
+    # And its Relaxed SIMD twin where the engine has it (Node: behind V8's flag).
+    node --experimental-wasm-relaxed-simd --input-type=module -e "
+      const t = (await (await import('fxwasm')).init({ threads: 2 })).threads();
+      if (t.simd !== 'relaxed' || t.threads !== 2) throw new Error('no relaxed-SIMD module: ' + JSON.stringify(t));
+      console.log('and under --experimental-wasm-relaxed-simd its Relaxed SIMD twin:', JSON.stringify(t));"
   ) 2>&1 | tee "$logs/npm-pack.log" | cut -c1-$maxcol
   if [ "${PIPESTATUS[0]}" -eq 0 ]; then record "npm pack" ok "$(elapsed "$t")"
   else record "npm pack" FAILED "$(elapsed "$t")"; fi

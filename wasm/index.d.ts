@@ -1296,8 +1296,20 @@ export interface InitOptions {
    * Otherwise, or if those files cannot be loaded, it loads the single-thread module as without
    * the option: {@link ThreadInfo.reason} says why. `locateFile` is asked for the threaded files
    * by those names too. Results are the same at any thread count.
+   *
+   * Where the engine also has Relaxed SIMD (Chromium >= 114, Firefox >= 120; Node only under
+   * `--experimental-wasm-relaxed-simd`), the threaded module is `dist/fx-threads-relaxed.*`
+   * instead: the kernels' multiply-adds fused where the CPU has FMA, faster, and results that may
+   * differ from the other modules in the last bits (within 1e-5 of the largest output magnitude
+   * on the zoo). If it cannot load, the plain threaded module is loaded. {@link ThreadInfo.simd}
+   * says which.
    */
   threads?: number;
+  /**
+   * Whether the threaded module may be the Relaxed SIMD one (default true). `false` keeps
+   * `dist/fx-threads.*`, whose results are bit-identical to the single-thread module's.
+   */
+  relaxedSimd?: boolean;
 }
 
 /** What {@link Fx.threads} reports: which module init() loaded and the kernels' thread count. */
@@ -1313,6 +1325,13 @@ export interface ThreadInfo {
    * not cross-origin isolated, or the threaded files could not be fetched); null otherwise.
    */
   readonly reason: string | null;
+  /** `'relaxed'`: dist/fx-threads-relaxed.* (fused multiply-adds); `'simd128'`: the others. */
+  readonly simd: 'relaxed' | 'simd128';
+  /**
+   * Why not the Relaxed SIMD module (one thread asked for, no threaded module here, an engine
+   * without Relaxed SIMD, `relaxedSimd: false`, or it failed to load); null when it runs.
+   */
+  readonly simdReason: string | null;
 }
 
 /**

@@ -27,7 +27,7 @@ import { Node, mapArg, mapAggregate } from './node.mjs';
 import { Graph, InsertPoint } from './graph.mjs';
 import { GraphModule } from './graph_module.mjs';
 import { Interpreter, Transformer, AttributeRef } from './interpreter.mjs';
-import { threadsUnavailable, prepareThreaded } from './threads.mjs';
+import { threadsUnavailable, relaxedSimdUnavailable, prepareThreaded, THREAD_FILES, RELAXED_FILES } from './threads.mjs';
 import { passNames, passInfo, runPasses, replacePattern, matchPattern, loadPassRegistry } from './passes.mjs';
 import { onnxMetaKeys, loadONNX, tensorFromONNX, tensorToONNX, valueFromONNX, loadOnnxMetaKeys } from './onnx.mjs';
 import { lowerToTorch, loweringCoverage, toFolder, torchPackage } from './torch_codegen.mjs';
@@ -141,9 +141,12 @@ async function loadSingle(options) {
   }
 }
 
-/** The threaded module (threads.mjs), with `threads` - 1 Workers; throws if it cannot load. */
-async function loadThreaded(options, threads) {
-  const { create, moduleOptions, globals, started, failure, loaded } = await prepareThreaded(options, threads);
+/**
+ * A threaded module (threads.mjs: `files`, THREAD_FILES or RELAXED_FILES), with `threads` - 1
+ * Workers; throws if it cannot load.
+ */
+async function loadThreaded(options, threads, files) {
+  const { create, moduleOptions, globals, started, failure, loaded } = await prepareThreaded(options, threads, files);
   try {
     const module = await Promise.race([callFactory(create, moduleOptions, globals), failure]);
     loaded();
@@ -165,24 +168,54 @@ function threadsOption(t) {
   return t;
 }
 
-/** What init() loaded ({build, requested, reason}); threads() adds the kernels' count now. */
+/** init({relaxedSimd})'s value: undefined -> true; otherwise a boolean. */
+function relaxedOption(r) {
+  if (r === undefined || r === null) return true;
+  if (typeof r !== 'boolean') throw new FxError('ValueError', `init({relaxedSimd}): expected a boolean, got ${String(r)}`);
+  return r;
+}
+
+/**
+ * What init() loaded ({build, requested, reason, simd, simdReason}); threads() adds the kernels'
+ * count now.
+ */
 let threadInfo = null;
+
+/** A failed load's words. */
+const why = (e) => (e instanceof Error ? e.message : String(e));
 
 async function load(options) {
   const requested = threadsOption(options.threads);
+  const relaxedWanted = relaxedOption(options.relaxedSimd);
   let module = null;
   let reason = null;
+  let simdReason = 'Relaxed SIMD comes with the threaded module: init({ threads: N }) with N >= 2';
   if (requested > 1) {
     reason = threadsUnavailable();
-    if (!reason) {
-      try {
-        module = await loadThreaded(options, requested);
-      } catch (e) {
-        reason = `the threaded module did not load (${e instanceof Error ? e.message : String(e)})`;
+    if (reason) {
+      simdReason = 'no threaded module here';
+    } else {
+      // The relaxed-SIMD module first where the engine has it, then the plain threaded one.
+      simdReason = relaxedWanted ? relaxedSimdUnavailable() : 'init({ relaxedSimd: false })';
+      if (!simdReason) {
+        try {
+          module = await loadThreaded(options, requested, RELAXED_FILES);
+        } catch (e) {
+          simdReason = `the relaxed-SIMD module did not load (${why(e)})`;
+        }
+      }
+      if (!module) {
+        try {
+          module = await loadThreaded(options, requested, THREAD_FILES);
+        } catch (e) {
+          reason = `the threaded module did not load (${why(e)})`;
+          simdReason = 'no threaded module here';
+        }
       }
     }
   }
   const threaded = module !== null;
+  const relaxed = threaded && !simdReason;
   if (!threaded) module = await loadSingle(options);
   setModule(module, isNode ? await importNode('fs') : null);
   loadPassRegistry();
@@ -190,7 +223,7 @@ async function load(options) {
   if (options.limits != null) setLimits(options.limits);
   // The kernels' pool: the calling thread and the module's Workers (threaded module only).
   if (threaded) M.setNumThreads(requested);
-  threadInfo = { build: threaded ? 'threads' : 'single', requested, reason };
+  threadInfo = { build: threaded ? 'threads' : 'single', requested, reason, simd: relaxed ? 'relaxed' : 'simd128', simdReason: relaxed ? null : simdReason };
   api = Object.freeze({
     version: M.version(),
     Graph,
@@ -243,7 +276,15 @@ async function load(options) {
     liveHandles: () => M.liveHandles(),
     // The count as the kernels report it now (setThreads, and releaseCachedMemory restarts the
     // Workers' threads).
-    threads: () => Object.freeze({ build: threadInfo.build, threads: M.numThreads(), requested: threadInfo.requested, reason: threadInfo.reason }),
+    threads: () =>
+      Object.freeze({
+        build: threadInfo.build,
+        threads: M.numThreads(),
+        requested: threadInfo.requested,
+        reason: threadInfo.reason,
+        simd: threadInfo.simd,
+        simdReason: threadInfo.simdReason,
+      }),
     setThreads,
   });
   return api;
@@ -254,7 +295,11 @@ async function load(options) {
  * the first call: `wasmBinary` (the bytes of fx.wasm) or `locateFile(name, dir)` (where to find
  * it; default: next to dist/fx.mjs); `threads: N` (N >= 2) loads the threaded module
  * dist/fx-threads.* instead when the environment allows it (Node; a cross-origin isolated page or
- * worker), and the single-thread one otherwise, saying why in `threads().reason`.
+ * worker), and the single-thread one otherwise, saying why in `threads().reason`. With threads,
+ * where the engine has Relaxed SIMD (Chromium, Firefox; Node under
+ * --experimental-wasm-relaxed-simd), dist/fx-threads-relaxed.* (fused multiply-adds: faster, and
+ * results may differ from the other modules in the last bits); `relaxedSimd: false` keeps the
+ * plain one. `threads().simd` says which ('relaxed' or 'simd128'), `simdReason` why not relaxed.
  */
 export function init(options = {}) {
   if (!initPromise) {

@@ -19,17 +19,63 @@ export const THREAD_FILES = Object.freeze({
   glue: 'fx-threads.mjs',
   wasm: 'fx-threads.wasm',
   worker: 'fx-threads.worker.js',
+  /**
+   * Where a browser finds them by default: next to dist/fx.mjs, each written as
+   * `new URL('<literal>', import.meta.url)` so that Vite and webpack 5 ship them as assets and
+   * rewrite the URLs (the glue is then imported from its URL, not bundled: its Workers import the
+   * same file).
+   */
+  url: (name) =>
+    name === 'fx-threads.mjs'
+      ? new URL('../dist/fx-threads.mjs', import.meta.url).href
+      : name === 'fx-threads.wasm'
+        ? new URL('../dist/fx-threads.wasm', import.meta.url).href
+        : new URL('../dist/fx-threads.worker.js', import.meta.url).href,
 });
 
 /**
- * Where a browser finds the threaded files by default: next to dist/fx.mjs, written as
- * `new URL(..., import.meta.url)` so that Vite and webpack 5 ship them as assets and rewrite the
- * URLs (the glue is then imported from its URL, not bundled: its Workers import the same file).
+ * The same module with Relaxed SIMD (build/wasm-relaxed, clang 16 -mrelaxed-simd): the kernels'
+ * multiply-adds are f32x4.relaxed_madd, fused on CPUs with FMA. Loaded instead of THREAD_FILES
+ * where the engine validates relaxed SIMD (relaxedSimdUnavailable).
  */
-function defaultUrl(name) {
-  if (name === THREAD_FILES.glue) return new URL('../dist/fx-threads.mjs', import.meta.url).href;
-  if (name === THREAD_FILES.wasm) return new URL('../dist/fx-threads.wasm', import.meta.url).href;
-  return new URL('../dist/fx-threads.worker.js', import.meta.url).href;
+export const RELAXED_FILES = Object.freeze({
+  glue: 'fx-threads-relaxed.mjs',
+  wasm: 'fx-threads-relaxed.wasm',
+  worker: 'fx-threads-relaxed.worker.js',
+  url: (name) =>
+    name === 'fx-threads-relaxed.mjs'
+      ? new URL('../dist/fx-threads-relaxed.mjs', import.meta.url).href
+      : name === 'fx-threads-relaxed.wasm'
+        ? new URL('../dist/fx-threads-relaxed.wasm', import.meta.url).href
+        : new URL('../dist/fx-threads-relaxed.worker.js', import.meta.url).href,
+});
+
+/**
+ * A module of one function whose body is f32x4.relaxed_madd over three v128.const zeros (type
+ * () -> v128): what an engine without Relaxed SIMD rejects.
+ */
+const RELAXED_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // types: () -> v128
+  0x03, 0x02, 0x01, 0x00, // functions: one of type 0
+  0x0a, 0x3d, 0x01, 0x3b, 0x00, // code: one body of 59 bytes, no locals
+  ...[0, 1, 2].flatMap(() => [0xfd, 0x0c, ...new Array(16).fill(0)]), // v128.const 0, three times
+  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
+  0x0b, // end
+]);
+
+/**
+ * Why the relaxed-SIMD module is not for this engine, or null when it is: WebAssembly.validate of
+ * a relaxed_madd (Chromium >= 114 and Firefox >= 120 have it; Node 20 only under
+ * --experimental-wasm-relaxed-simd).
+ */
+export function relaxedSimdUnavailable() {
+  try {
+    if (WebAssembly.validate(RELAXED_PROBE)) return null;
+  } catch {
+    // validate() throws only for a non-buffer argument; fall through.
+  }
+  return 'this WebAssembly engine has no Relaxed SIMD (f32x4.relaxed_madd does not validate)';
 }
 
 /**
@@ -68,7 +114,7 @@ async function nodeHref(p) {
  * `require`; a browser: a Worker that reports load errors), the Workers it made, a promise that
  * rejects when one of them fails while loading, and what to call once the module has loaded.
  */
-export async function prepareThreaded(options, threads) {
+export async function prepareThreaded(options, threads, files = THREAD_FILES) {
   const moduleOptions = { fxPoolSize: threads - 1 };
   const locate = (name) => {
     if (typeof options.locateFile === 'function') {
@@ -78,9 +124,9 @@ export async function prepareThreaded(options, threads) {
       }
       return options.locateFile(name, new URL(/* @vite-ignore */ '../dist/', import.meta.url).href);
     }
-    return defaultUrl(name);
+    return files.url(name);
   };
-  const glue = isNode ? await nodeHref(locate(THREAD_FILES.glue)) : String(locate(THREAD_FILES.glue));
+  const glue = isNode ? await nodeHref(locate(files.glue)) : String(locate(files.glue));
   let create;
   try {
     ({ default: create } = await import(/* webpackIgnore: true */ /* @vite-ignore */ glue));
@@ -113,13 +159,13 @@ export async function prepareThreaded(options, threads) {
   /** Called by init() once the module has loaded: Worker errors go to the glue again. */
   const loaded = () => (loading = false);
   if (!isNode) {
-    const wasm = String(locate(THREAD_FILES.wasm));
-    let worker = String(locate(THREAD_FILES.worker));
+    const wasm = String(locate(files.wasm));
+    let worker = String(locate(files.worker));
     // Bundlers inline small assets as data: URLs (Vite: under 4 kB, as this script is); a Worker
     // from one would run in an opaque origin, so give it a same-origin blob: URL instead.
     if (worker.startsWith('data:'))
       worker = URL.createObjectURL(new Blob([await (await fetch(worker)).arrayBuffer()], { type: 'text/javascript' }));
-    moduleOptions.locateFile = (name) => (name === THREAD_FILES.wasm ? wasm : name === THREAD_FILES.worker ? worker : name);
+    moduleOptions.locateFile = (name) => (name === files.wasm ? wasm : name === files.worker ? worker : name);
     const PageWorker = globalThis.Worker;
     class WatchedWorker extends PageWorker {
       constructor(url, options) {
@@ -134,23 +180,25 @@ export async function prepareThreaded(options, threads) {
     const p = locate(name);
     return p instanceof URL || /^file:/.test(p) ? (await importNode('url')).fileURLToPath(p) : String(p);
   };
-  const wasmPath = await fileOf(THREAD_FILES.wasm);
-  const workerPath = await fileOf(THREAD_FILES.worker);
+  const wasmPath = await fileOf(files.wasm);
+  const workerPath = await fileOf(files.worker);
   try {
     moduleOptions.wasmBinary = await fs.promises.readFile(wasmPath);
   } catch (e) {
     throw new Error(`cannot read ${wasmPath} (${e.message})`);
   }
   const workerSource = fs.readFileSync(workerPath, 'utf8');
-  moduleOptions.locateFile = (name) => (name === THREAD_FILES.worker ? workerPath : path.join(path.dirname(wasmPath), name));
+  moduleOptions.locateFile = (name) => (name === files.worker ? workerPath : path.join(path.dirname(wasmPath), name));
   // worker_threads.Worker for the glue: fx-threads.worker.js's text, run as CommonJS. Workers
   // inherit the process's flags, and `node --input-type=module` (or a default type of module)
-  // would make the text an ES module, where `require` is not defined: leave those out.
+  // would make the text an ES module, where `require` is not defined: leave those out. V8's
+  // WebAssembly flags (--experimental-wasm-relaxed-simd) are the process's, Workers included,
+  // and a Worker's execArgv may not name them (ERR_WORKER_INVALID_EXEC_ARGV): leave them out too.
   const execArgv = [];
   for (let i = 0; i < process.execArgv.length; i++) {
     const a = process.execArgv[i];
     if (/^--(input-type|experimental-default-type)$/.test(a)) i++;
-    else if (!/^--(input-type|experimental-default-type)=/.test(a)) execArgv.push(a);
+    else if (!/^--(input-type|experimental-default-type)=/.test(a) && !/^--(no-)?(experimental-)?wasm[-_]/.test(a)) execArgv.push(a);
   }
   class GlueWorker extends wt.Worker {
     constructor() {

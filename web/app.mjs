@@ -146,7 +146,12 @@ function renderProperties(p) {
     ['outputs', p.outputs.join(', ') || '—'],
     ['nodes', String(p.nodes)],
     ['parameters', `${p.parameters.toLocaleString('en')} (${(p.parameterBytes / 1e6).toFixed(2)} MB)`],
-    ['runs on', p.threads.threads > 1 ? `${p.threads.threads} threads (fx-threads.wasm)` : `1 thread (fx.wasm${p.threads.reason ? `: ${p.threads.reason}` : ''})`],
+    [
+      'runs on',
+      p.threads.threads > 1
+        ? `${p.threads.threads} threads (${p.threads.simd === 'relaxed' ? 'fx-threads-relaxed.wasm, Relaxed SIMD' : 'fx-threads.wasm'})`
+        : `1 thread (fx.wasm${p.threads.reason ? `: ${p.threads.reason}` : ''})`,
+    ],
   ];
   document.body.dataset.threads = String(p.threads.threads);
   const t = document.createElement('table');

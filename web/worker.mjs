@@ -4,12 +4,15 @@
 import { init, FxError, Node } from '../wasm/index.mjs';
 import { randomInputs, outputNames, mulberry32 } from '../wasm/inputs.mjs';
 import { parsePattern, buildPatternPass } from './pattern_dsl.mjs';
-// Vite emits fx.wasm and the threaded module's three files as assets and gives their URLs
-// (relative to the built site).
+// Vite emits fx.wasm and the threaded modules' files (plain and Relaxed SIMD) as assets and gives
+// their URLs (relative to the built site).
 import wasmUrl from '../dist/fx.wasm?url';
 import threadsGlueUrl from '../dist/fx-threads.mjs?url';
 import threadsWasmUrl from '../dist/fx-threads.wasm?url';
 import threadsWorkerUrl from '../dist/fx-threads.worker.js?url';
+import relaxedGlueUrl from '../dist/fx-threads-relaxed.mjs?url';
+import relaxedWasmUrl from '../dist/fx-threads-relaxed.wasm?url';
+import relaxedWorkerUrl from '../dist/fx-threads-relaxed.worker.js?url';
 
 let fx = null;
 let original = null;  // bytes of the model as opened (the "before" side of comparisons)
@@ -20,9 +23,17 @@ let name = '';
 
 const progress = (text, fraction) => postMessage({ type: 'progress', text, fraction });
 // On a cross-origin-isolated page (the playground's server and static hosting send COOP/COEP)
-// the threaded module runs the kernels on up to 4 cores; elsewhere init() falls back to fx.wasm
-// and fx.threads() says why.
-const FILES = { 'fx.wasm': wasmUrl, 'fx-threads.mjs': threadsGlueUrl, 'fx-threads.wasm': threadsWasmUrl, 'fx-threads.worker.js': threadsWorkerUrl };
+// the threaded module runs the kernels on up to 4 cores (its Relaxed SIMD build where the browser
+// has it); elsewhere init() falls back to fx.wasm and fx.threads() says why.
+const FILES = {
+  'fx.wasm': wasmUrl,
+  'fx-threads.mjs': threadsGlueUrl,
+  'fx-threads.wasm': threadsWasmUrl,
+  'fx-threads.worker.js': threadsWorkerUrl,
+  'fx-threads-relaxed.mjs': relaxedGlueUrl,
+  'fx-threads-relaxed.wasm': relaxedWasmUrl,
+  'fx-threads-relaxed.worker.js': relaxedWorkerUrl,
+};
 const wantedThreads = Math.max(1, Math.min(4, self.navigator?.hardwareConcurrency ?? 1));
 const start = () =>
   fx

@@ -71,13 +71,13 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     // half the multiply-adds, the same bits.
     for (int64_t k = 0; k < kc; ++k) {
       const v4f b0 = load4(b);
-      c00 += splat(a[0]) * b0;
-      c10 += splat(a[1]) * b0;
-      c20 += splat(a[2]) * b0;
-      c30 += splat(a[3]) * b0;
+      c00 = madd4(splat(a[0]), b0, c00);
+      c10 = madd4(splat(a[1]), b0, c10);
+      c20 = madd4(splat(a[2]), b0, c20);
+      c30 = madd4(splat(a[3]), b0, c30);
 #ifndef __wasm__
-      c40 += splat(a[4]) * b0;
-      c50 += splat(a[5]) * b0;
+      c40 = madd4(splat(a[4]), b0, c40);
+      c50 = madd4(splat(a[5]), b0, c50);
 #endif
       a += MR;
       b += b_step;
@@ -86,24 +86,24 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     for (int64_t k = 0; k < kc; ++k) {
       const v4f b0 = load4(b), b1 = load4(b + 4);
       v4f ar = splat(a[0]);
-      c00 += ar * b0;
-      c01 += ar * b1;
+      c00 = madd4(ar, b0, c00);
+      c01 = madd4(ar, b1, c01);
       ar = splat(a[1]);
-      c10 += ar * b0;
-      c11 += ar * b1;
+      c10 = madd4(ar, b0, c10);
+      c11 = madd4(ar, b1, c11);
       ar = splat(a[2]);
-      c20 += ar * b0;
-      c21 += ar * b1;
+      c20 = madd4(ar, b0, c20);
+      c21 = madd4(ar, b1, c21);
       ar = splat(a[3]);
-      c30 += ar * b0;
-      c31 += ar * b1;
+      c30 = madd4(ar, b0, c30);
+      c31 = madd4(ar, b1, c31);
 #ifndef __wasm__
       ar = splat(a[4]);
-      c40 += ar * b0;
-      c41 += ar * b1;
+      c40 = madd4(ar, b0, c40);
+      c41 = madd4(ar, b1, c41);
       ar = splat(a[5]);
-      c50 += ar * b0;
-      c51 += ar * b1;
+      c50 = madd4(ar, b0, c50);
+      c51 = madd4(ar, b1, c51);
 #endif
       a += MR;
       b += b_step;

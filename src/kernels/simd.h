@@ -23,6 +23,18 @@ inline v4f load4(const float* p) {
 }
 inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
 inline v4f splat(float x) { return v4f{x, x, x, x}; }
+/// c + a * b, lane-wise. In the relaxed-SIMD wasm build (clang >= 16, -mrelaxed-simd) one
+/// f32x4.relaxed_madd, which the engine fuses where the CPU has FMA (x86 with FMA3, ARM64) and
+/// computes as a multiply and an add elsewhere: results may differ from the other builds in the
+/// last bits, never between runs on one machine. Natively and in the simd128 build, a multiply and
+/// an add (ISO C++ mode does not contract them).
+inline __attribute__((always_inline)) v4f madd4(v4f a, v4f b, v4f c) {
+#if defined(__wasm_relaxed_simd__)
+  return __builtin_wasm_relaxed_madd_f32x4(a, b, c);
+#else
+  return c + a * b;
+#endif
+}
 /// Lane-wise max for inputs without NaN (which lane a NaN comes from is unspecified).
 inline v4f max4(v4f a, v4f b) {
 #if defined(__wasm_simd128__)

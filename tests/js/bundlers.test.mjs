@@ -39,9 +39,11 @@ try {
     await w.terminate();
     throw 'done';
   }
-  // ?threads=2: the threaded module, whose files the bundle must ship too (served isolated).
+  // ?threads=2: a threaded module, whose files the bundle must ship too (served isolated): the
+  // Relaxed SIMD one in Chromium, the plain one with ?relaxed=0.
   const threads = Number(params.get('threads') ?? 1);
-  const fx = await init({ ...(wasm ? { locateFile: () => wasm } : {}), ...(threads > 1 ? { threads } : {}) });
+  const relaxed = params.get('relaxed') === '0' ? { relaxedSimd: false } : {};
+  const fx = await init({ ...(wasm ? { locateFile: () => wasm } : {}), ...(threads > 1 ? { threads } : {}), ...relaxed });
   const bytes = new Uint8Array(await (await fetch('./sample.onnx')).arrayBuffer());
   const gm = fx.loadONNX(bytes);
   const [y] = gm.run([{ data: new Float32Array(2 * 3 * 32 * 32).fill(0.25), shape: [2, 3, 32, 32] }]);
@@ -169,13 +171,19 @@ test('esbuild: without the wasm next to it, init() names the URL and locateFile;
   expect(await open('out-esbuild/?wasm=/node_modules/fxwasm/dist/fx.wasm')).toEqual(await expected());
 }, 90000);
 
-test('Vite and webpack ship the threaded module: a cross-origin isolated page gets 2 threads, a plain one falls back', async () => {
+test('Vite and webpack ship both threaded modules: a cross-origin isolated page gets 2 threads, a plain one falls back', async () => {
   const want = await expected();
   for (const out of ['out-vite/', 'out-webpack/']) {
-    const iso = await open(`${out}?threads=2`, isoBase);
-    expect([out, iso.threads]).toEqual([out, { build: 'threads', threads: 2, requested: 2, reason: null }]);
+    const iso = await open(`${out}?threads=2&relaxed=0`, isoBase);
+    expect([out, iso.threads]).toEqual([out, { build: 'threads', threads: 2, requested: 2, reason: null, simd: 'simd128', simdReason: 'init({ relaxedSimd: false })' }]);
     delete iso.threads;
     expect(iso).toEqual(want);
+    // Chromium has Relaxed SIMD: by default the fused multiply-add module, within 1e-5.
+    const relaxed = await open(`${out}?threads=2`, isoBase);
+    expect([out, relaxed.threads]).toEqual([out, { build: 'threads', threads: 2, requested: 2, reason: null, simd: 'relaxed', simdReason: null }]);
+    expect(relaxed.shape).toEqual(want.shape);
+    const scale = Math.max(...want.data.map(Math.abs));
+    expect(Math.max(...relaxed.data.map((v, i) => Math.abs(v - want.data[i])))).toBeLessThanOrEqual(1e-5 * scale);
     const plain = await open(`${out}?threads=2`);
     expect([out, plain.threads.build, plain.threads.reason]).toEqual([out, 'single', expect.stringMatching(/not cross-origin isolated/)]);
   }

@@ -75,7 +75,8 @@ test('npm pack -> install -> import by package name', () => {
     const [info] = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packDir], ROOT));
     const files = info.files.map((f) => f.path).sort();
     for (const f of ['package.json', 'LICENSE', 'wasm/index.mjs', 'wasm/index.d.ts', 'wasm/cli.mjs', 'dist/fx.mjs', 'dist/fx.wasm',
-                     'wasm/threads.mjs', 'dist/fx-threads.mjs', 'dist/fx-threads.wasm', 'dist/fx-threads.worker.js'])
+                     'wasm/threads.mjs', 'dist/fx-threads.mjs', 'dist/fx-threads.wasm', 'dist/fx-threads.worker.js',
+                     'dist/fx-threads-relaxed.mjs', 'dist/fx-threads-relaxed.wasm', 'dist/fx-threads-relaxed.worker.js'])
       expect(files).toContain(f);
     expect(pkg.license).toBe('MIT');
     expect(files.filter((f) => /^(src|include|tests)\/|\.cpp$/.test(f))).toEqual([]);

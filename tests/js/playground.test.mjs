@@ -107,10 +107,11 @@ test('a plain static server hosts it; scripts/serve.mjs adds COOP/COEP (cross-or
   await p.close();
   expect(errs).toEqual([]);
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
-  // Isolated: the worker loaded fx-threads.wasm with a thread per core (up to 4).
+  // Isolated: the worker loaded the threaded module with a thread per core (up to 4): Chromium has
+  // Relaxed SIMD, so its fused multiply-add build.
   const cores = Math.min(4, await page.evaluate(() => navigator.hardwareConcurrency));
   expect(await page.getAttribute('body', 'data-threads')).toBe(String(cores));
-  if (cores > 1) expect(await page.textContent('#properties tr[data-prop="runs on"] td.mono')).toBe(`${cores} threads (fx-threads.wasm)`);
+  if (cores > 1) expect(await page.textContent('#properties tr[data-prop="runs on"] td.mono')).toBe(`${cores} threads (fx-threads-relaxed.wasm, Relaxed SIMD)`);
   const r = await fetch(base);
   expect(r.headers.get('cross-origin-opener-policy')).toBe('same-origin');
   expect(r.headers.get('cross-origin-embedder-policy')).toBe('require-corp');

@@ -8,6 +8,11 @@
 //    where they started (no leak);
 //  - errors are the single-thread module's: kind, message and node (typed C++ catches work there,
 //    wasm/eh_threads_shim.cpp);
+//  - where the engine has Relaxed SIMD (Node under --experimental-wasm-relaxed-simd, Chromium),
+//    init({threads}) loads dist/fx-threads-relaxed.* instead: bit-identical across thread counts,
+//    within 1e-5 of the largest output magnitude of the single-thread module (fused multiply-adds
+//    round once where the others round twice), the same typed errors; relaxedSimd: false and an
+//    engine without it keep the plain threaded module, saying why;
 //  - a cross-origin isolated page gets threads, a page without COOP/COEP falls back to the
 //    single-thread module and says why, and both compute the same result; when the Workers'
 //    script cannot load, init() falls back too instead of waiting forever.
@@ -23,8 +28,11 @@ import { chromium } from 'playwright-core';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUN = fileURLToPath(new URL('./threads_wasm_run.mjs', import.meta.url));
 
-function child(args, timeout) {
-  const r = spawnSync(process.execPath, [RUN, ...args], { encoding: 'utf8', timeout, maxBuffer: 256 << 20 });
+/** V8's flag for Relaxed SIMD, off by default in Node 20. */
+const RELAXED = '--experimental-wasm-relaxed-simd';
+
+function child(args, timeout, nodeFlags = []) {
+  const r = spawnSync(process.execPath, [...nodeFlags, RUN, ...args], { encoding: 'utf8', timeout, maxBuffer: 256 << 20 });
   if (r.error) throw new Error(`threads_wasm_run.mjs ${args.join(' ')}: ${r.error.message} (a deadlock if it timed out)`);
   if (r.status !== 0) throw new Error(`threads_wasm_run.mjs ${args.join(' ')} exited ${r.status}:\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -36,16 +44,30 @@ test('init({threads}) takes an integer from 1 to 256', async () => {
     await expect(init({ threads: bad })).rejects.toMatchObject({ kind: 'ValueError', message: expect.stringMatching(/integer from 1 to 256/) });
 });
 
-test('the threaded files are built next to dist/fx.mjs', () => {
-  for (const f of ['fx-threads.mjs', 'fx-threads.wasm', 'fx-threads.worker.js'])
+test('the threaded modules\' files are built next to dist/fx.mjs', () => {
+  for (const f of ['fx-threads.mjs', 'fx-threads.wasm', 'fx-threads.worker.js', 'fx-threads-relaxed.mjs', 'fx-threads-relaxed.wasm', 'fx-threads-relaxed.worker.js'])
     expect(fs.existsSync(path.join(ROOT, 'dist', f))).toBe(true);
 });
 
+/** The single-thread module's zoo results (one child process, shared by two tests). */
+let singleZoo = null;
+const zooOnOneThread = () => (singleZoo ??= child(['zoo', '1'], 600000));
+
+/** What threads() says about the plain threaded module under Node without the relaxed flag. */
+const PLAIN_SIMD = { simd: 'simd128', simdReason: 'this WebAssembly engine has no Relaxed SIMD (f32x4.relaxed_madd does not validate)' };
+
 test('every zoo model at 1, 2 and 3 threads in the threaded module: bit-identical to the single-thread module', () => {
-  const single = child(['zoo', '1'], 600000);
+  const single = zooOnOneThread();
   const threaded = child(['zoo', '1,2,3'], 900000);
-  expect(single.info).toEqual({ build: 'single', threads: 1, requested: 1, reason: null });
-  expect(threaded.info).toEqual({ build: 'threads', threads: 3, requested: 3, reason: null });
+  expect(single.info).toEqual({
+    build: 'single',
+    threads: 1,
+    requested: 1,
+    reason: null,
+    simd: 'simd128',
+    simdReason: 'Relaxed SIMD comes with the threaded module: init({ threads: N }) with N >= 2',
+  });
+  expect(threaded.info).toEqual({ build: 'threads', threads: 3, requested: 3, reason: null, ...PLAIN_SIMD });
   const models = Object.keys(single.results);
   expect(models.length).toBeGreaterThanOrEqual(14);
   expect(Object.keys(threaded.results)).toEqual(models);
@@ -58,6 +80,54 @@ test('every zoo model at 1, 2 and 3 threads in the threaded module: bit-identica
     }
   }
 }, 1500000);
+
+/** float32 values of a digest entry (base64 of the bytes). */
+function f32(d) {
+  const b = Buffer.from(d.f32, 'base64');
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+test('Relaxed SIMD (Node with its flag): every zoo model bit-identical at 1, 2 and 3 threads, within 1e-5 of the single-thread module', () => {
+  const single = zooOnOneThread();
+  const relaxed = child(['zoo', '1,2,3'], 900000, [RELAXED]);
+  expect(relaxed.info).toEqual({ build: 'threads', threads: 3, requested: 3, reason: null, simd: 'relaxed', simdReason: null });
+  const models = Object.keys(single.results);
+  expect(Object.keys(relaxed.results)).toEqual(models);
+  let differing = 0;
+  let worst = 0;
+  for (const m of models) {
+    const want = single.results[m][1];
+    const one = relaxed.results[m][1];
+    for (const t of [2, 3]) expect({ model: m, threads: t, outputs: relaxed.results[m][t] }).toEqual({ model: m, threads: t, outputs: one });
+    expect(one.map((d) => [d.dtype, d.shape])).toEqual(want.map((d) => [d.dtype, d.shape]));
+    one.forEach((d, k) => {
+      if (!d.f32) return expect([m, k, d.sha256]).toEqual([m, k, want[k].sha256]);
+      const a = f32(d);
+      const b = f32(want[k]);
+      let scale = 0;
+      let err = 0;
+      for (let i = 0; i < b.length; i++) {
+        scale = Math.max(scale, Math.abs(b[i]));
+        err = Math.max(err, Math.abs(a[i] - b[i]));
+      }
+      if (d.sha256 !== want[k].sha256) differing++;
+      worst = Math.max(worst, err / (scale || 1));
+      expect([m, k, err <= 1e-5 * (scale || 1)]).toEqual([m, k, true]);
+    });
+  }
+  // The fused multiply-adds are there: the products of the CNNs round differently.
+  expect(differing).toBeGreaterThan(0);
+  console.log(`relaxed SIMD: ${differing} outputs differ in bits from the single-thread module; worst |diff| / max |y| ${worst.toExponential(2)}`);
+}, 1500000);
+
+test('Relaxed SIMD: typed errors as in the single-thread module; relaxedSimd: false keeps the plain threaded module', () => {
+  const single = child(['errors', '1'], 120000);
+  const relaxed = child(['errors', '2'], 120000, [RELAXED]);
+  expect(relaxed.info.simd).toBe('relaxed');
+  expect(relaxed.got).toEqual(single.got);
+  const plain = child(['errors', '2', 'plain'], 120000, [RELAXED]);
+  expect([plain.info.build, plain.info.simd, plain.info.simdReason]).toEqual(['threads', 'simd128', 'init({ relaxedSimd: false })']);
+}, 300000);
 
 test('errors are typed in the threaded module as in the single-thread one (C++ catch clauses match)', () => {
   const single = child(['errors', '1'], 120000);
@@ -93,6 +163,8 @@ test('Node: a Worker script that fails as it loads makes init() fall back to one
     threads: 1,
     requested: 2,
     reason: 'the threaded module did not load (a Worker of the threaded module failed: this worker script fails)',
+    simd: 'simd128',
+    simdReason: 'no threaded module here',
   });
   expect(r.shape).toEqual([2, 10]);
 }, 150000);
@@ -102,7 +174,7 @@ test('Node: threads under `node --input-type=module -e` too (Workers inherit the
     console.log(JSON.stringify((await init({ threads: 2 })).threads()));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120000 });
   expect(r.stderr).toBe('');
-  expect(JSON.parse(r.stdout)).toEqual({ build: 'threads', threads: 2, requested: 2, reason: null });
+  expect(JSON.parse(r.stdout)).toEqual({ build: 'threads', threads: 2, requested: 2, reason: null, ...PLAIN_SIMD });
 }, 150000);
 
 describe('Chromium', () => {
@@ -110,9 +182,13 @@ describe('Chromium', () => {
   const PAGE = `<!doctype html><html><body><script type="module">
 import { init } from '/wasm/index.mjs';
 try {
-  // ?worker=missing: the Workers' script is not there; init() must fall back, not hang.
-  const missing = new URLSearchParams(location.search).get('worker') === 'missing';
-  const fx = await init(missing ? { threads: 2, locateFile: (name, dir) => (name === 'fx-threads.worker.js' ? '/dist/missing.worker.js' : dir + name) } : { threads: 2 });
+  // ?worker=missing: the Workers' script (of either threaded module) is not there; init() must
+  // fall back, not hang. ?relaxed=0: init({relaxedSimd: false}).
+  const q = new URLSearchParams(location.search);
+  const options = { threads: 2 };
+  if (q.get('worker') === 'missing') options.locateFile = (name, dir) => (name.endsWith('.worker.js') ? '/dist/missing.worker.js' : dir + name);
+  if (q.get('relaxed') === '0') options.relaxedSimd = false;
+  const fx = await init(options);
   const bytes = new Uint8Array(await (await fetch('/models/sample.onnx')).arrayBuffer());
   const gm = fx.loadONNX(bytes);
   const x = new Float32Array(2 * 3 * 32 * 32);
@@ -169,18 +245,25 @@ try {
   }
 
   test('a cross-origin isolated page gets 2 threads; a plain page falls back to one and says why; same result', async () => {
-    const iso = await open('iso');
+    const iso = await open('iso', '?relaxed=0');
     const plain = await open('plain');
     expect(iso.error).toBeUndefined();
     expect(plain.error).toBeUndefined();
     expect(iso.isolated).toBe(true);
-    expect(iso.info).toEqual({ build: 'threads', threads: 2, requested: 2, reason: null });
+    expect(iso.info).toEqual({ build: 'threads', threads: 2, requested: 2, reason: null, simd: 'simd128', simdReason: 'init({ relaxedSimd: false })' });
     expect(plain.isolated).toBe(false);
     expect(plain.info.build).toBe('single');
     expect(plain.info.threads).toBe(1);
     expect(plain.info.reason).toMatch(/not cross-origin isolated.*Cross-Origin-Opener-Policy: same-origin.*Cross-Origin-Embedder-Policy: require-corp/);
     expect(iso.shape).toEqual(plain.shape);
     expect(iso.data).toEqual(plain.data);
+    // By default Chromium (which has Relaxed SIMD) gets the fused multiply-add module: within
+    // 1e-5 of the largest output magnitude.
+    const relaxed = await open('iso');
+    expect(relaxed.info).toEqual({ build: 'threads', threads: 2, requested: 2, reason: null, simd: 'relaxed', simdReason: null });
+    expect(relaxed.shape).toEqual(plain.shape);
+    const scale = Math.max(...plain.data.map(Math.abs));
+    expect(Math.max(...relaxed.data.map((v, i) => Math.abs(v - plain.data[i])))).toBeLessThanOrEqual(1e-5 * scale);
   }, 120000);
 
   test('a Worker that cannot load: init() falls back to one thread and names the failure (no hang)', async () => {
@@ -188,5 +271,6 @@ try {
     expect(r.error).toBeUndefined();
     expect(r.info.build).toBe('single');
     expect(r.info.reason).toMatch(/^the threaded module did not load \(a Worker of the threaded module failed/);
+    expect(r.info.simdReason).toBe('no threaded module here');
   }, 120000);
 });

@@ -7,7 +7,9 @@
 //   node tests/js/threads_wasm_run.mjs stress RUNS      RUNS runs over 4 GraphModules, deleted and
 //                                                       reloaded in turn, threads switching 1 <-> 2
 //   node tests/js/threads_wasm_run.mjs badworker        init({threads: 2}) with a failing Worker script
-//   node tests/js/threads_wasm_run.mjs errors N         typed errors of a list of bad calls
+//   node tests/js/threads_wasm_run.mjs errors N [plain] typed errors of a list of bad calls
+//                                                       (plain: init({relaxedSimd: false}))
+// Under node --experimental-wasm-relaxed-simd, init({threads}) loads the relaxed-SIMD module.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -127,8 +129,8 @@ async function badWorker() {
  * code that catches errors itself returns (shape inference records a gap and goes on). The
  * threaded module must give what the single-thread one gives (typed C++ catch clauses work).
  */
-async function errors(threads) {
-  const fx = await init({ threads });
+async function errors(threads, relaxedSimd) {
+  const fx = await init({ threads, relaxedSimd });
   const got = [];
   const attempt = (what, f) => {
     try {
@@ -163,7 +165,7 @@ async function errors(threads) {
 
 let out;
 if (mode === 'badworker') out = await badWorker();
-else if (mode === 'errors') out = await errors(Number(arg));
+else if (mode === 'errors') out = await errors(Number(arg), process.argv[4] === 'plain' ? false : undefined);
 else if (mode === 'zoo') out = await zoo(arg.split(',').map(Number));
 else if (mode === 'stress') out = await stress(Number(arg));
 else throw new Error(`usage: threads_wasm_run.mjs zoo 1[,2,3] | stress RUNS | badworker | errors N`);

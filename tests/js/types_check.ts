@@ -119,7 +119,9 @@ export async function main(): Promise<string> {
   const build: 'threads' | 'single' = info.build;
   const why: string | null = info.reason;
   const got: number = fx.setThreads(info.requested);
-  const threaded: Promise<Fx> = init({ threads: 2 });
+  const threaded: Promise<Fx> = init({ threads: 2, relaxedSimd: false });
+  const simd: 'relaxed' | 'simd128' = info.simd;
+  const simdWhy: string | null = info.simdReason;
 
   // @ts-expect-error: args must be an array
   g.callFunction('torch.relu', x);
@@ -132,7 +134,7 @@ export async function main(): Promise<string> {
   // @ts-expect-error: the FxError kind is a closed set
   const badKind: FxError['kind'] = 'NopeError';
 
-  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind, build, why, got, threaded].join();
+  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind, build, why, got, threaded, simd, simdWhy].join();
 }
 
 // Execution, passes and rewriting (checked by tsc, not run).
