@@ -7,7 +7,10 @@
 #
 #   bench/run_threads_wasm.sh       ROUNDS=3 RUNS=7 MODELS=resnet18,mobilenet_v2,squeezenet1_1,transformer_encoder
 #
-# Then the same A/B in one process per model (bench/threads_wasm_ab.mjs; SAMPLES, default 15).
+# Then the same A/B in one process per model (bench/threads_wasm_ab.mjs; SAMPLES, default 15),
+# under `node --experimental-wasm-relaxed-simd` (Chromium's default), where fxwasm's threaded
+# module is the Relaxed SIMD one (dist/fx-threads-relaxed.wasm) when built; RELAXED=0 keeps the
+# plain one.
 # Prints one table: per model, each side's ms at 1 and 2 threads, its speed-up 1 -> 2 (as a ratio
 # of medians, and paired: the median over rounds of each round's ratio), and fxwasm /
 # onnxruntime-web at each count; then the load average seen (other users' processes take cores
@@ -50,12 +53,13 @@ AB="$OUT/threads_wasm_ab.jsonl"
 : >"$AB"
 for m in "${models[@]}"; do
   log "A/B in one process: $m"
-  node bench/threads_wasm_ab.mjs "models/zoo/$m.onnx" --samples "${SAMPLES:-15}" >>"$AB"
+  node --experimental-wasm-relaxed-simd bench/threads_wasm_ab.mjs "models/zoo/$m.onnx" --samples "${SAMPLES:-15}" \
+    $([ "${RELAXED:-1}" = 0 ] && echo --no-relaxed) >>"$AB"
 done
 node -e '
 const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
 const f = (x) => x.toFixed(2);
-console.log("\nIn one process, settings taking turns (medians of " + rows[0].samples + " samples):\n");
+console.log("\nIn one process, settings taking turns (medians of " + rows[0].samples + " samples; fxwasm module: " + rows[0].fx_simd + "):\n");
 console.log("| model | fxwasm 1 thr ms | fxwasm 2 thr ms | fxwasm 1->2 | ort-web 1 thr ms | ort-web 2 thr ms | ort-web 1->2 | fx/ort 2 thr |");
 console.log("|---|---|---|---|---|---|---|---|");
 for (const r of rows)

@@ -8,7 +8,10 @@
 // same drift of this shared host, so the ratios of the medians are what the scaling is, even when
 // other users' processes come and go.
 //
-//   node bench/threads_wasm_ab.mjs MODEL.onnx [--samples 15] [--min-ms 100]
+//   node bench/threads_wasm_ab.mjs MODEL.onnx [--samples 15] [--min-ms 100] [--no-relaxed]
+//
+// Under `node --experimental-wasm-relaxed-simd` (what Chromium has by default) fxwasm's threaded
+// module is the Relaxed SIMD one unless --no-relaxed; the line records which (`fx_simd`).
 //
 // Prints one JSON line: per setting the median and min ms per run, and the 1 -> 2 speed-ups.
 import fs from 'node:fs';
@@ -37,7 +40,7 @@ const inputs = spec.inputs.map(({ name, dtype, shape }) => {
 const bytes = new Uint8Array(fs.readFileSync(model));
 
 const { default: init } = await import(path.join(PKG, 'wasm/index.mjs'));
-const fx = await init({ threads: 2 });
+const fx = await init({ threads: 2, relaxedSimd: !argv.includes('--no-relaxed') });
 if (fx.threads().build !== 'threads') throw new Error(`no threaded module: ${fx.threads().reason}`);
 const gm = fx.loadONNX(bytes);
 const feeds = inputs.map(({ dtype, shape, data }) => ({ dtype, shape, data }));
@@ -88,7 +91,7 @@ for (let s = 0; s < SAMPLES; ++s) {
     times[k].push((performance.now() - t) / inner[k]);
   }
 }
-const out = { model: path.basename(model, '.onnx'), samples: SAMPLES };
+const out = { model: path.basename(model, '.onnx'), samples: SAMPLES, fx_simd: fx.threads().simd };
 for (const k of keys) out[k] = { median_ms: median(times[k]), min_ms: Math.min(...times[k]) };
 out.fxwasm_1to2 = out.fxwasm1.median_ms / out.fxwasm2.median_ms;
 out.ortweb_1to2 = out.ortweb1.median_ms / out.ortweb2.median_ms;
