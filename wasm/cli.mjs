@@ -29,6 +29,8 @@ ${passes.map((p) => `                        ${p.name.padEnd(16)} ${p.descriptio
                         print the max abs/rel difference; stop at a pass that changes outputs
   --coverage            list the nodes the executor cannot run
   --run                 run the model: each output's name, shape, dtype, checksum, and the time
+  --profile             with --run: the time of each op (its median over 5 more runs), the
+                        slowest nodes and the totals by op
   --inputs A.pb B.pb    inputs for --run as ONNX TensorProto files (default: seeded random)
   --save-outputs DIR    write the outputs of --run as DIR/output_0.pb ...
   --out FILE.onnx       export the (transformed) model
@@ -73,6 +75,7 @@ function parseArgs(argv, passNames) {
     else if (a === '--check-equivalence') opts.check = true;
     else if (a === '--coverage') opts.coverage = true;
     else if (a === '--run') opts.run = true;
+    else if (a === '--profile') opts.profile = true;
     else if (name === '--print') {
       [i, v] = value(i, a);
       if (!PRINTS.includes(v)) throw new UsageError(`--print ${v}: expected one of ${PRINTS.join(', ')}`);
@@ -134,6 +137,30 @@ function maxDiff(before, after) {
     }
   });
   return { abs, rel };
+}
+
+/**
+ * --profile: from several profiled runs, each op's median time; the slowest nodes, then the totals
+ * by op, each with its share of the op time.
+ */
+function printProfile(runs) {
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const profile = runs[0].map((t, i) => ({ node: t.node, op: t.op, ms: median(runs.map((r) => r[i]?.ms ?? t.ms)) }));
+  const total = profile.reduce((s, t) => s + t.ms, 0);
+  const pct = (ms) => `${((100 * ms) / (total || 1)).toFixed(1).padStart(5)} %`;
+  process.stdout.write(`profile: ${profile.length} ops, ${total.toFixed(2)} ms\n`);
+  for (const t of [...profile].sort((a, b) => b.ms - a.ms).slice(0, 15))
+    process.stdout.write(`  ${t.node.padEnd(32)} ${t.op.padEnd(28)} ${t.ms.toFixed(3).padStart(9)} ms ${pct(t.ms)}\n`);
+  const byOp = new Map();
+  for (const t of profile) {
+    const o = byOp.get(t.op) ?? { ms: 0, n: 0 };
+    o.ms += t.ms;
+    o.n += 1;
+    byOp.set(t.op, o);
+  }
+  process.stdout.write('by op:\n');
+  for (const [op, o] of [...byOp].sort((a, b) => b[1].ms - a[1].ms))
+    process.stdout.write(`  ${op.padEnd(28)} ${String(o.n).padStart(5)} x ${o.ms.toFixed(3).padStart(9)} ms ${pct(o.ms)}\n`);
 }
 
 // Random inputs for --run/--check-equivalence, with the way out when they cannot be made.
@@ -237,6 +264,7 @@ async function main(argv) {
         if (opts.saveOutputs) fs.writeFileSync(path.join(opts.saveOutputs, `output_${k}.pb`), fx.tensorToONNX(o, name));
       });
       process.stdout.write(`run: ${ms.toFixed(2)} ms\n`);
+      if (opts.profile) printProfile(Array.from({ length: 5 }, () => gm.run(inputs, { profile: true }).profile));
     }
     if (opts.out) {
       fs.writeFileSync(opts.out, gm.toONNX());

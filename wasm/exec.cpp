@@ -167,9 +167,10 @@ std::vector<fx::exec::Value> run_inputs(const fx::GraphModule& gm, const val& in
   return values;
 }
 
-val gm_run(double id, val inputs, val probe) {
+val gm_run(double id, val inputs, val probe, bool profile) {
   return guarded([&] {
     fx::exec::RunOptions opts;
+    opts.profile = profile;
     const unsigned np = probe["length"].as<unsigned>();
     for (unsigned i = 0; i < np; ++i) opts.probe.push_back(probe[i].as<std::string>());
     GmEntry& e = gm_entry(id);
@@ -191,6 +192,17 @@ val gm_run(double id, val inputs, val probe) {
     }
     out.set("outputs", outputs);
     out.set("probes", probes);
+    if (profile) {
+      val ops = val::array();
+      for (const fx::exec::OpTime& t : r.profile) {
+        val o = val::object();
+        o.set("node", t.node);
+        o.set("op", t.op);
+        o.set("ms", t.microseconds / 1000.0);
+        ops.call<void>("push", o);
+      }
+      out.set("profile", ops);
+    }
     return out;
   });
 }

@@ -115,7 +115,7 @@ val gm_tensor_data(double id, std::string target);
 std::string gm_add_constant(double id, std::string base, val tensor);
 
 // exec.cpp: running a GraphModule (fx::exec), and tensors as JS objects.
-val gm_run(double id, val inputs, val probe);
+val gm_run(double id, val inputs, val probe, bool profile);
 val gm_coverage(double id);
 val gm_call_op(double id, double tmp_gid, std::string target, std::string args, std::string kwargs,
                val inputs, double num_outputs, double meta_gid, double meta_nid);

@@ -209,22 +209,29 @@ export class GraphModule {
    * `{ data, dims, type }`, e.g. an `ort.Tensor`); or, as onnxruntime's `session.run(feeds)`, an
    * object keyed by {@link GraphModule.inputNames}, in which case the outputs come back as an
    * object keyed by {@link GraphModule.outputNames}. `options.probe`: node names whose values to
-   * return too. The run is synchronous (see runAsync).
+   * return too. `options.profile: true`: also the time of every op the run executed, in order
+   * (`profile: [{ node, op, ms }]`; a node fused into the op before it, such as a Relu after a
+   * Conv, is timed within that op). With either option the result is `{ outputs, probes,
+   * profile? }`. The run is synchronous (see runAsync).
    */
   run(inputs, options = {}) {
     const probe = options?.probe ?? [];
     if (!Array.isArray(probe) || probe.some((p) => typeof p !== 'string'))
       throw typeError('run: options.probe must be an array of node names');
+    const profile = options?.profile ?? false;
+    if (typeof profile !== 'boolean') throw typeError('run: options.profile must be a boolean');
     const byName = inputs !== null && typeof inputs === 'object' && !Array.isArray(inputs);
     const positional = byName ? this._feedsInOrder(inputs) : inputs;
-    const r = ck(M.gmRun(this._id, encodeValues(positional, 'run'), Array.from(probe)));
+    const r = ck(M.gmRun(this._id, encodeValues(positional, 'run'), Array.from(probe), profile));
     let outputs = Array.from(r.outputs, valueFromWasm);
     if (byName) {
       const names = this.outputNames;
       outputs = Object.fromEntries(outputs.map((v, i) => [names[i] ?? `output_${i}`, v]));
     }
-    if (options?.probe === undefined) return outputs;
-    return { outputs, probes: Object.fromEntries(Array.from(r.probes, (p) => [p.node, valueFromWasm(p)])) };
+    if (options?.probe === undefined && !profile) return outputs;
+    const probes = Object.fromEntries(Array.from(r.probes, (p) => [p.node, valueFromWasm(p)]));
+    if (!profile) return { outputs, probes };
+    return { outputs, probes, profile: Array.from(r.profile, (t) => Object.freeze({ node: t.node, op: t.op, ms: t.ms })) };
   }
 
   /**

@@ -644,6 +644,11 @@ export class GraphModule {
    * `null`, a present optional is its value (an input whose ONNX type is optional is wrapped).
    */
   run(inputs: RunInput[]): RunValue[];
+  /**
+   * {@link GraphModule.run} that also times every op it executes ({@link OpTime}, in the order
+   * they ran), and returns the values of the `probe` nodes, if any, by name.
+   */
+  run(inputs: RunInput[], options: { probe?: string[]; profile: true }): { outputs: RunValue[]; probes: Record<string, RunValue>; profile: OpTime[] };
   /** {@link GraphModule.run} that also returns the values of the `probe` nodes, by name. */
   run(inputs: TensorInput[], options: { probe: string[] }): { outputs: Tensor[]; probes: Record<string, Tensor> };
   run(inputs: RunInput[], options: { probe: string[] }): { outputs: RunValue[]; probes: Record<string, RunValue> };
@@ -1279,6 +1284,20 @@ export declare function toFolder(gm: GraphModule, moduleName?: string): TorchPac
  */
 export declare function torchPackage(gm: GraphModule, moduleName?: string): TorchPackage;
 
+/**
+ * One op of a profiled run ({@link GraphModule.run} with `profile: true`). A node the executor
+ * fused into the op before it (a Relu after a Conv, a bias Add after a MatMul, a residual Add)
+ * has no entry: its time is in that op's.
+ */
+export interface OpTime {
+  /** The node whose op ran. */
+  readonly node: string;
+  /** Its target as printed, e.g. `onnx.Conv`. */
+  readonly op: string;
+  /** Wall time of the op, in milliseconds (the clock's resolution: a browser may round it). */
+  readonly ms: number;
+}
+
 /** Options of {@link init}. */
 export interface InitOptions {
   /** Where to find `fx.wasm`: called with `("fx.wasm", directory of fx.mjs)`, returns a URL or path. */
@@ -1472,6 +1491,7 @@ export class WorkerModel {
   /** GraphModule.run in the worker; inputs are copied, the outputs' buffers transferred back. */
   run(inputs: RunInput[]): Promise<RunValue[]>;
   run(feeds: Record<string, RunInput>): Promise<Record<string, RunValue>>;
+  run(inputs: RunInput[], options: { probe?: string[]; profile: true }): Promise<{ outputs: RunValue[]; probes: Record<string, RunValue>; profile: OpTime[] }>;
   run(inputs: RunInput[], options: { probe: string[] }): Promise<{ outputs: RunValue[]; probes: Record<string, RunValue> }>;
   /** runPasses by registered name (JS passes cannot cross into a worker: a TypeError). */
   runPasses(names: PassName[], options?: RunPassesOptions): Promise<PassReport[]>;

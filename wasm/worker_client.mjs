@@ -18,7 +18,10 @@ export class WorkerModel {
   async run(inputs, options) {
     const r = await this.worker._call('run', [this.id, inputs, options]);
     if (Array.isArray(r)) return r.map(reviveValue);
-    if (r && Array.isArray(r.outputs)) return { outputs: r.outputs.map(reviveValue), probes: Object.fromEntries(Object.entries(r.probes).map(([k, v]) => [k, reviveValue(v)])) };
+    if (r && Array.isArray(r.outputs)) {
+      const probes = Object.fromEntries(Object.entries(r.probes).map(([k, v]) => [k, reviveValue(v)]));
+      return r.profile ? { outputs: r.outputs.map(reviveValue), probes, profile: r.profile } : { outputs: r.outputs.map(reviveValue), probes };
+    }
     return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, reviveValue(v)]));
   }
   /** runPasses with registered pass names (JS functions cannot cross into the worker). */

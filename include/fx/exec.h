@@ -194,10 +194,23 @@ std::vector<CoverageGap> coverage(const GraphModule& gm);
 struct RunOptions {
   /// Nodes whose values to return in `probes` (by node name), besides the outputs.
   std::vector<std::string> probe;
+  /// Time every op the run executes (RunResult::profile).
+  bool profile = false;
+};
+/// One op a profiled run executed: its node, the node's target as printed (e.g. "onnx.Conv")
+/// and the wall time of the op, in microseconds. A node the run fused into the op before it (a
+/// Relu after a Conv, a bias Add after a MatMul, a residual Add) has no entry: its time is in
+/// that op's.
+struct OpTime {
+  std::string node;
+  std::string op;
+  double microseconds = 0;
 };
 struct RunResult {
   std::vector<Value> outputs;
   std::vector<std::pair<std::string, Value>> probes;
+  /// With RunOptions::profile: the ops in the order they ran (call_function nodes only).
+  std::vector<OpTime> profile;
 };
 
 /// Threads the kernels split large products over (1, the default, runs on the caller only; 0

@@ -5,6 +5,7 @@
 //              [--run] [--inputs in_0.pb ...] [--save-outputs DIR] [--coverage] [--shapes]
 //              [--to-torch DIR [--torch-class NAME]]
 //   fxwasm-cli --sample ...      the torch.fx docs' MyModule, built through the C++ API
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -74,6 +75,8 @@ int usage(std::ostream& os, int code) {
         "  --shapes              infer every value's dtype and shape without data (named\n"
         "                        input dims such as batch stay symbolic) and list them\n"
         "  --run                 run the model (random inputs unless --inputs)\n"
+        "  --profile             with --run: the time of each op (its median over 5 more runs),\n"
+        "                        the slowest nodes and the totals by op\n"
         "  --inputs A.pb B.pb    inputs as ONNX TensorProto files, one per graph input\n"
         "  --save-outputs DIR    write output_0.pb ... into DIR\n"
         "  --to-torch DIR        write a PyTorch package (module.py, __init__.py, state_dict.pt)\n"
@@ -143,11 +146,55 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
+// --profile: from several profiled runs, each op's median time; the slowest nodes, then the
+// totals by op, each with its share of the op time (the JS CLI prints the same).
+void print_profile(const std::vector<std::vector<fx::exec::OpTime>>& runs) {
+  std::vector<fx::exec::OpTime> ops = runs.front();
+  double total = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::vector<double> t;
+    for (const auto& r : runs)
+      if (i < r.size()) t.push_back(r[i].microseconds);
+    std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+    ops[i].microseconds = t[t.size() / 2];
+    total += ops[i].microseconds;
+  }
+  auto line = [&](const std::string& a, int wa, const std::string& b, int wb, double us) {
+    std::cout << "  " << std::left << std::setw(wa) << a << " " << std::setw(wb) << b << " "
+              << std::right << std::fixed << std::setprecision(3) << std::setw(9) << us / 1000
+              << " ms " << std::setprecision(1) << std::setw(5)
+              << 100 * us / (total > 0 ? total : 1) << " %\n";
+  };
+  std::cout << "profile: " << ops.size() << " ops, " << std::fixed << std::setprecision(2)
+            << total / 1000 << " ms\n";
+  std::vector<fx::exec::OpTime> slowest = ops;
+  std::stable_sort(slowest.begin(), slowest.end(),
+                   [](const auto& a, const auto& b) { return a.microseconds > b.microseconds; });
+  if (slowest.size() > 15) slowest.resize(15);
+  for (const auto& t : slowest) line(t.node, 32, t.op, 28, t.microseconds);
+  std::vector<std::pair<std::string, std::pair<int, double>>> by_op;
+  for (const auto& t : ops) {
+    auto it =
+        std::find_if(by_op.begin(), by_op.end(), [&](const auto& e) { return e.first == t.op; });
+    if (it == by_op.end()) it = by_op.insert(by_op.end(), {t.op, {0, 0.0}});
+    it->second.first += 1;
+    it->second.second += t.microseconds;
+  }
+  std::stable_sort(by_op.begin(), by_op.end(),
+                   [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::cout << "by op:\n";
+  for (const auto& [op, e] : by_op) {
+    std::ostringstream count;
+    count << std::setw(5) << e.first << " x";
+    line(op, 28, count.str(), 7, e.second);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool sample = false, num_users = false, run = false, check = false, show_coverage = false,
-       show_shapes = false;
+       show_shapes = false, profile = false;
   std::string what = "all", model, out_path, save_dir, passes, torch_dir;
   std::string torch_class = "FxModule";
   fx::onnx::ImportOptions import_options;
@@ -240,6 +287,8 @@ int main(int argc, char** argv) {
                                                : fx::onnx::ImportOptions::OpsetCheck::Error;
     } else if (a == "--run")
       run = true;
+    else if (a == "--profile")
+      profile = true;
     else if (a == "--coverage")
       show_coverage = true;
     else if (a == "--shapes")
@@ -349,6 +398,13 @@ int main(int argc, char** argv) {
                      fx::onnx::tensor_to_proto_bytes(outs[i].to_tensor(), name));
       }
       std::cout << std::fixed << std::setprecision(2) << "run: " << ms << " ms\n";
+      if (profile) {
+        fx::exec::RunOptions timed;
+        timed.profile = true;
+        std::vector<std::vector<fx::exec::OpTime>> runs;
+        for (int r = 0; r < 5; ++r) runs.push_back(fx::exec::run(*gm, inputs, timed).profile);
+        print_profile(runs);
+      }
     }
     if (!out_path.empty()) {
       // Streamed to the file: the weights go from the tensors to disk, never via one buffer.

@@ -1,5 +1,6 @@
 // The interpreter loop of fx::exec::run.
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -63,8 +64,9 @@ thread_local size_t RunStateLease::depth_ = 0;
 // One run of a plan.
 class Runner {
  public:
-  Runner(const GraphModule& gm, Plan& plan, RunState& st, const std::vector<Value>& inputs)
-      : gm_(gm), plan_(plan), st_(st), env_(st.env), inputs_(inputs) {}
+  Runner(const GraphModule& gm, Plan& plan, RunState& st, const std::vector<Value>& inputs,
+         bool profile)
+      : gm_(gm), plan_(plan), st_(st), env_(st.env), inputs_(inputs), profile_(profile) {}
 
   RunResult run() {
     st_.concat_dest.assign(plan_.concats.size(), Value());
@@ -79,11 +81,19 @@ class Runner {
         finish(s);
         continue;
       }
+      const bool timed = profile_ && s.node->op() == Opcode::CallFunction;
+      const auto t0 =
+          timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       if (s.concat_writer >= 0) {
         execute_into_concat(s);
       } else {
         execute(s);
       }
+      if (timed)
+        result_.profile.push_back(
+            {s.node->name(), s.node->target().pretty(),
+             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                 .count()});
       if (s.concat >= 0) learn_concat(s);
       finish(s);
     }
@@ -477,6 +487,7 @@ class Runner {
   RunState& st_;
   std::vector<Results>& env_;
   const std::vector<Value>& inputs_;
+  const bool profile_;
   RunResult result_;
   size_t next_input_ = 0;
 };
@@ -487,7 +498,7 @@ RunResult run(const GraphModule& gm, const std::vector<Value>& inputs, const Run
   // Held for the whole run: a nested run (an If body) may evict it from the cache.
   const std::shared_ptr<Plan> plan = plan_for(gm, inputs, options.probe);
   RunStateLease lease(plan->id_bound);
-  return Runner(gm, *plan, *lease, inputs).run();
+  return Runner(gm, *plan, *lease, inputs, options.profile).run();
 }
 
 std::vector<Value> run(const GraphModule& gm, const std::vector<Value>& inputs) {

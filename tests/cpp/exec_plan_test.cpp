@@ -343,6 +343,25 @@ TEST(ExecPlan, ProbesAndRegistrationsGetTheirOwnPlans) {
   ASSERT_EQ(r.probes.size(), 1u);
   EXPECT_EQ(r.probes[0].second.to_f32(), (std::vector<float>{1.0f, 2.0f}));
   EXPECT_EQ(r.outputs[0].to_f32(), (std::vector<float>{0.0f, 2.0f}));
+  EXPECT_TRUE(r.profile.empty());  // not asked for
+  // A profiled run times the ops it executes, in order: the MatMul, whose step also applies the
+  // fused bias Add and Relu (no entries of their own); probed, the MatMul runs alone and the Add
+  // (with the Relu fused into it) is timed too. The same outputs either way.
+  fx::exec::RunOptions timed;
+  timed.profile = true;
+  const fx::exec::RunResult p = fx::exec::run(gm, {in}, timed);
+  EXPECT_EQ(p.outputs[0].to_f32(), (std::vector<float>{0.0f, 2.0f}));
+  ASSERT_EQ(p.profile.size(), 1u);
+  EXPECT_EQ(p.profile[0].node, "mat_mul");
+  EXPECT_EQ(p.profile[0].op, "onnx.MatMul");
+  EXPECT_GE(p.profile[0].microseconds, 0.0);
+  timed.probe = {"mat_mul"};
+  const fx::exec::RunResult pp = fx::exec::run(gm, {in}, timed);
+  EXPECT_EQ(pp.outputs[0].to_f32(), (std::vector<float>{0.0f, 2.0f}));
+  ASSERT_EQ(pp.profile.size(), 2u);
+  EXPECT_EQ(pp.profile[0].node, "mat_mul");
+  EXPECT_EQ(pp.profile[1].node, "add");
+  EXPECT_EQ(pp.profile[1].op, "onnx.Add");
   // A registration changes what the next run calls: a missing op, then two versions of it.
   auto g2 = std::make_unique<fx::Graph>();
   g2->output(g2->call_function(fn("fxtest.PlanOp"), {g2->placeholder("x")}));

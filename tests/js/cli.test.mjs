@@ -58,6 +58,15 @@ test('an ONNX model: print, coverage, run, passes with the equivalence check, ex
     expect(fs.statSync(path.join(dir, 'output_0.pb')).size).toBeGreaterThan(80);
     const again = run(path.join(dir, 'out.onnx'), '--run');
     expect(again.stdout.split('\n')[0]).toBe(r.stdout.split('\n')[1]);
+    // --profile: every op the run executes, the slowest first, then the totals by op (their
+    // counts add up to the ops listed).
+    const p = run(model, '--run', '--profile');
+    expect(p.status).toBe(0);
+    const [, ops] = p.stdout.match(/\nprofile: (\d+) ops, [\d.]+ ms\n/);
+    expect(p.stdout).toMatch(/\n  conv\s+onnx\.Conv\s+[\d.]+ ms\s+[\d.]+ %\n/);
+    const byOp = [...p.stdout.split('by op:\n')[1].matchAll(/^  (\S+)\s+(\d+) x\s+[\d.]+ ms/gm)];
+    expect(byOp.map((m) => m[1])).toContain('onnx.Conv');
+    expect(byOp.reduce((s, m) => s + Number(m[2]), 0)).toBe(Number(ops));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

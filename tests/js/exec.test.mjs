@@ -49,6 +49,24 @@ test('run executes onnx.* graphs and returns typed arrays', () => {
   gm.delete();
 });
 
+test('run({profile: true}) times each op it executes, in order; fused nodes are in their op', () => {
+  const gm = convModel();
+  const x = { data: new Float32Array(9).fill(-1), shape: [1, 1, 3, 3] };
+  const plain = gm.run([x]);
+  const r = gm.run([x], { profile: true });
+  expect(Array.from(r.outputs[0].data)).toEqual(Array.from(plain[0].data));
+  expect(r.probes).toEqual({});
+  // The Relu runs inside the Conv's step (fused): one entry.
+  expect(r.profile.map((t) => [t.node, t.op])).toEqual([['conv', 'onnx.Conv']]);
+  expect(r.profile[0].ms).toBeGreaterThanOrEqual(0);
+  // Probing the Conv makes the Relu a step of its own, timed too.
+  const p = gm.run([x], { profile: true, probe: ['conv'] });
+  expect(p.profile.map((t) => t.op)).toEqual(['onnx.Conv', 'onnx.Relu']);
+  expect(Object.keys(p.probes)).toEqual(['conv']);
+  expect(() => gm.run([x], { profile: 'yes' })).toThrow(expect.objectContaining({ kind: 'TypeError' }));
+  gm.delete();
+});
+
 test('bad inputs and unknown ops are FxErrors naming the node; the module keeps working', () => {
   const gm = convModel();
   expectFxError(() => gm.run([{ data: new Float32Array(4), shape: [1, 1, 3, 3] }]), 'ValueError');

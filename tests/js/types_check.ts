@@ -23,7 +23,7 @@ import init, {
   AttributeRef,
   createWorker,
 } from 'fxwasm';
-import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue, TensorDtype, Dim, ShapeInferenceReport, ThreadInfo } from 'fxwasm';
+import type { Fx, FxValue, FxKwargs, ModuleSpec, PythonCode, TensorInfo, ModuleInfo, Opcode, Tensor, CoverageGap, PassInfo, PassName, OnnxMetaKeys, RunValue, TensorDtype, Dim, ShapeInferenceReport, ThreadInfo, OpTime } from 'fxwasm';
 
 export async function main(): Promise<string> {
   const fx: Fx = await init({ locateFile: (p, dir) => dir + p });
@@ -121,6 +121,7 @@ export async function main(): Promise<string> {
   const got: number = fx.setThreads(info.requested);
   const threaded: Promise<Fx> = init({ threads: 2, relaxedSimd: false });
   const simd: 'relaxed' | 'simd128' = info.simd;
+  const timed: OpTime[] = gm.run([{ data: new Float32Array(4), shape: [4] }], { profile: true }).profile;
   const simdWhy: string | null = info.simdReason;
 
   // @ts-expect-error: args must be an array
@@ -134,7 +135,7 @@ export async function main(): Promise<string> {
   // @ts-expect-error: the FxError kind is a closed set
   const badKind: FxError['kind'] = 'NopeError';
 
-  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind, build, why, got, threaded, simd, simdWhy].join();
+  return [v, op, text, code.src, line, gmCode, pc.src, st, meta, removed, users, inputs, next, changed, impure, copy, out, dce, found, outNode, n, ok, mods, params, bufs, bytes, sameGraph, heap, badKind, build, why, got, threaded, simd, simdWhy, timed.length].join();
 }
 
 // Execution, passes and rewriting (checked by tsc, not run).
