@@ -77,7 +77,7 @@ bool takes_packed_weight(const Node& n, const PackedWeight& w) {
 
 size_t prepack_weights(GraphModule& root) {
   size_t packed = 0;
-  size_t freed = 0;  // plain bytes given up since the last trim
+  [[maybe_unused]] size_t freed = 0;  // plain bytes given up since the last trim (glibc)
   // Every GraphModule of the tree (the root, and If/Loop/Scan bodies) with the nodes that read
   // each of its tensors.
   for (const auto& [prefix, m] : root.named_modules()) {
