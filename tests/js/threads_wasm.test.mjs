@@ -38,10 +38,11 @@ function child(args, timeout, nodeFlags = []) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-test('init({threads}) takes an integer from 1 to 256', async () => {
+test('init({threads}) takes an integer from 1 to 256, init({relaxedSimd}) a boolean', async () => {
   const { init } = await import('../../wasm/index.mjs');
   for (const bad of [0, 1.5, 257, '2'])
     await expect(init({ threads: bad })).rejects.toMatchObject({ kind: 'ValueError', message: expect.stringMatching(/integer from 1 to 256/) });
+  await expect(init({ threads: 2, relaxedSimd: 'no' })).rejects.toMatchObject({ kind: 'ValueError', message: 'init({relaxedSimd}): expected a boolean, got no' });
 });
 
 test('the threaded modules\' files are built next to dist/fx.mjs', () => {
