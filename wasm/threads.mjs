@@ -14,41 +14,40 @@
 // globals afterwards; the Workers are unref()'d once loaded so they never keep a process alive.
 import { isNode, importNode } from './runtime.mjs';
 
-/** The files of the threaded module, as locateFile() is asked for them. */
-export const THREAD_FILES = Object.freeze({
-  glue: 'fx-threads.mjs',
-  wasm: 'fx-threads.wasm',
-  worker: 'fx-threads.worker.js',
-  /**
-   * Where a browser finds them by default: next to dist/fx.mjs, each written as
-   * `new URL('<literal>', import.meta.url)` so that Vite and webpack 5 ship them as assets and
-   * rewrite the URLs (the glue is then imported from its URL, not bundled: its Workers import the
-   * same file).
-   */
-  url: (name) =>
-    name === 'fx-threads.mjs'
-      ? new URL('../dist/fx-threads.mjs', import.meta.url).href
-      : name === 'fx-threads.wasm'
-        ? new URL('../dist/fx-threads.wasm', import.meta.url).href
-        : new URL('../dist/fx-threads.worker.js', import.meta.url).href,
-});
+/**
+ * A threaded module's files, named `${base}.mjs`, `.wasm` and `.worker.js` as locateFile() is
+ * asked for them, and `url(name)`: where a browser finds them by default, next to dist/fx.mjs.
+ * Each default is its own `new URL('<literal>', import.meta.url)` (the three functions), so that
+ * Vite and webpack 5 ship the files as assets and rewrite the URLs (the glue is then imported
+ * from its URL, not bundled: its Workers import the same file).
+ */
+function moduleFiles(base, glueUrl, wasmUrl, workerUrl) {
+  const glue = `${base}.mjs`;
+  const wasm = `${base}.wasm`;
+  const worker = `${base}.worker.js`;
+  const url = (name) => (name === glue ? glueUrl() : name === wasm ? wasmUrl() : workerUrl()).href;
+  return Object.freeze({ glue, wasm, worker, url });
+}
+
+/** The threaded module. */
+export const THREAD_FILES = moduleFiles(
+  'fx-threads',
+  () => new URL('../dist/fx-threads.mjs', import.meta.url),
+  () => new URL('../dist/fx-threads.wasm', import.meta.url),
+  () => new URL('../dist/fx-threads.worker.js', import.meta.url),
+);
 
 /**
  * The same module with Relaxed SIMD (build/wasm-relaxed, clang 16 -mrelaxed-simd): the kernels'
  * multiply-adds are f32x4.relaxed_madd, fused on CPUs with FMA. Loaded instead of THREAD_FILES
  * where the engine validates relaxed SIMD (relaxedSimdUnavailable).
  */
-export const RELAXED_FILES = Object.freeze({
-  glue: 'fx-threads-relaxed.mjs',
-  wasm: 'fx-threads-relaxed.wasm',
-  worker: 'fx-threads-relaxed.worker.js',
-  url: (name) =>
-    name === 'fx-threads-relaxed.mjs'
-      ? new URL('../dist/fx-threads-relaxed.mjs', import.meta.url).href
-      : name === 'fx-threads-relaxed.wasm'
-        ? new URL('../dist/fx-threads-relaxed.wasm', import.meta.url).href
-        : new URL('../dist/fx-threads-relaxed.worker.js', import.meta.url).href,
-});
+export const RELAXED_FILES = moduleFiles(
+  'fx-threads-relaxed',
+  () => new URL('../dist/fx-threads-relaxed.mjs', import.meta.url),
+  () => new URL('../dist/fx-threads-relaxed.wasm', import.meta.url),
+  () => new URL('../dist/fx-threads-relaxed.worker.js', import.meta.url),
+);
 
 /**
  * A module of one function whose body is f32x4.relaxed_madd over three v128.const zeros (type
