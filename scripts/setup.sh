@@ -16,7 +16,7 @@ log() { printf '[setup] %s\n' "$*"; }
 # runtime and ONNX's own onnx.proto.  python3-onnx/python3-torchvision: models/generate.py and the
 # ONNX oracle scripts.  chromium: the playground's browser tests (driven by npm playwright-core).
 # clang-14/libclang-rt-14-dev: the ASan + UBSan build and libFuzzer targets (scripts/fuzz.sh).
-# clang-16/lld-16: the Relaxed SIMD module (scripts/build.sh wasm-relaxed: emcc driving LLVM 16,
+# clang-16/lld-16: the Relaxed SIMD module (scripts/build.sh wasm-threads: emcc driving LLVM 16,
 # whose wasm backend emits the final relaxed-SIMD opcodes; clang 14's are the prototype's).
 packages=(build-essential cmake ninja-build emscripten googletest libgtest-dev
           python3-torch python3-tabulate python3-torchvision python3-onnx clang-format

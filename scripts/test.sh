@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: setup (idempotent installs), native + wasm builds (the wasm step
-# builds the three modules: build/wasm, the threaded build/wasm-threads and its Relaxed SIMD
-# twin build/wasm-relaxed), the C++ tests
+# builds the three modules: build/wasm, and in build/wasm-threads the threaded module and its
+# Relaxed SIMD twin), the C++ tests
 # natively (ctest), ASan + UBSan and fuzzing, the thread pool under TSan, the installed CMake
 # package used by tests/package, the C++ tests as wasm under
 # node (ctest), the layering check, clang-format, the TypeScript declarations (tsc), the npm

@@ -38,8 +38,8 @@ export const THREAD_FILES = moduleFiles(
 );
 
 /**
- * The same module with Relaxed SIMD (build/wasm-relaxed, clang 16 -mrelaxed-simd): the kernels'
- * multiply-adds are f32x4.relaxed_madd, fused on CPUs with FMA. Loaded instead of THREAD_FILES
+ * The same module with Relaxed SIMD (build/wasm-threads, its GEMM micro-kernel by clang 16 with
+ * -mrelaxed-simd): the kernels' multiply-adds are f32x4.relaxed_madd, fused on CPUs with FMA. Loaded instead of THREAD_FILES
  * where the engine validates relaxed SIMD (relaxedSimdUnavailable).
  */
 export const RELAXED_FILES = moduleFiles(

@@ -23,7 +23,8 @@ inline v4f load4(const float* p) {
 }
 inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
 inline v4f splat(float x) { return v4f{x, x, x, x}; }
-/// c + a * b, lane-wise. In the relaxed-SIMD wasm build (clang >= 16, -mrelaxed-simd) one
+/// c + a * b, lane-wise. In the relaxed-SIMD wasm module (clang >= 16, -mrelaxed-simd: only
+/// gemm_micro.cpp is compiled so for it, wasm/CMakeLists.txt, so elsewhere this stays unfused) one
 /// f32x4.relaxed_madd, which the engine fuses where the CPU has FMA (x86 with FMA3, ARM64) and
 /// computes as a multiply and an add elsewhere: results may differ from the other builds in the
 /// last bits, never between runs on one machine. Natively and in the simd128 build, a multiply and
