@@ -21,12 +21,15 @@ namespace fx::kernels::gemm_micro {
 
 namespace {
 
-// C = acc (+ C when kAdd) (+ the row bias, clamped) for a whole MR x NR tile: what the general
-// store in micro_kernel computes when alpha is 1 and beta plays no part (the same bits).
-template <bool kAdd, bool kBias, bool kClamp>
+// C = acc (+ C when kAdd) (+ the row bias) (+ the column bias), clamped, for a whole MR x NR
+// tile: what the general store in micro_kernel computes when alpha is 1, beta plays no part and
+// there is no residual (the same bits: the same adds in the same order).
+template <bool kAdd, bool kBias, bool kColBias, bool kClamp>
 inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], float* C,
-                                                       int64_t ldc, const float* bias, v4f lo,
-                                                       v4f hi) {
+                                                       int64_t ldc, const float* bias,
+                                                       const float* col_bias, v4f lo, v4f hi) {
+  v4f vcol[2];
+  for (int h = 0; h < 2; ++h) vcol[h] = kColBias ? load4(col_bias + 4 * h) : splat(0.0f);
   for (int64_t r = 0; r < MR; ++r) {
     const v4f vbias = splat(kBias ? bias[r] : 0.0f);
     for (int h = 0; h < 2; ++h) {
@@ -34,23 +37,33 @@ inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], 
       v4f out = acc[r][h];
       if (kAdd) out += load4(dst);
       if (kBias) out += vbias;
+      if (kColBias) out += vcol[h];
       if (kClamp) out = clamp4(out, lo, hi);
       store4(dst, out);
     }
   }
 }
 
+// store_plain for a row bias (a convolution's) or a column bias (a MatMul's), clamped or not.
+// False for both at once, which the general store takes.
 template <bool kAdd>
-inline __attribute__((always_inline)) void store_plain(const v4f (&acc)[MR][2], float* C,
-                                                       int64_t ldc, const float* bias, bool clamp,
-                                                       v4f lo, v4f hi) {
-  if (bias) {
-    clamp ? store_plain<kAdd, true, true>(acc, C, ldc, bias, lo, hi)
-          : store_plain<kAdd, true, false>(acc, C, ldc, bias, lo, hi);
+inline __attribute__((always_inline)) bool store_plain(const v4f (&acc)[MR][2], float* C,
+                                                       int64_t ldc, const float* bias,
+                                                       const float* col_bias, bool clamp, v4f lo,
+                                                       v4f hi) {
+  constexpr bool T = true, F = false;
+  if (bias && col_bias) return false;
+  if (col_bias) {
+    clamp ? store_plain<kAdd, F, T, T>(acc, C, ldc, nullptr, col_bias, lo, hi)
+          : store_plain<kAdd, F, T, F>(acc, C, ldc, nullptr, col_bias, lo, hi);
+  } else if (bias) {
+    clamp ? store_plain<kAdd, T, F, T>(acc, C, ldc, bias, nullptr, lo, hi)
+          : store_plain<kAdd, T, F, F>(acc, C, ldc, bias, nullptr, lo, hi);
   } else {
-    clamp ? store_plain<kAdd, false, true>(acc, C, ldc, nullptr, lo, hi)
-          : store_plain<kAdd, false, false>(acc, C, ldc, nullptr, lo, hi);
+    clamp ? store_plain<kAdd, F, F, T>(acc, C, ldc, nullptr, nullptr, lo, hi)
+          : store_plain<kAdd, F, F, F>(acc, C, ldc, nullptr, nullptr, lo, hi);
   }
+  return true;
 }
 
 // acc = sum_k a[k] (x) b[k] over packed panels; then C = alpha * acc + (first ? beta * C : C)
@@ -117,15 +130,17 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   const bool clamp = st.last && st.clamp;
   const v4f vlo = splat(st.lo), vhi = splat(st.hi);
   const float* res = st.last ? st.residual : nullptr;
-  if (mr == MR && nr == NR && alpha == 1.0f && (!first || beta == 0.0f) &&
-      !(st.last && st.col_bias) && !res) {
-    // The common whole tile (no alpha, no beta, no column bias, no residual) stores without the
-    // epilogue's per-vector tests: short-K products (Winograd's 16-36 products of 16-64 channels,
-    // 1x1 convolutions) spend as long storing a tile as computing it.
+  if (mr == MR && nr == NR && alpha == 1.0f && (!first || beta == 0.0f) && !res) {
+    // A whole tile with no alpha, no beta and no residual stores without the epilogue's
+    // per-vector tests: short-K products (Winograd's 16-36 products of 16-64 channels, 1x1
+    // convolutions, a small transformer's MatMuls with their bias) spend as long storing a tile
+    // as computing it. (A MatMul's column bias here too: 16 x 64 x 128-192 with it 6-9 % faster in
+    // wasm; a residual was not measurably.)
     const float* bias = st.last ? st.bias : nullptr;
-    first ? store_plain<false>(acc, C, ldc, bias, clamp, vlo, vhi)
-          : store_plain<true>(acc, C, ldc, bias, clamp, vlo, vhi);
-    return;
+    const float* col_bias = st.last ? st.col_bias : nullptr;
+    if (first ? store_plain<false>(acc, C, ldc, bias, col_bias, clamp, vlo, vhi)
+              : store_plain<true>(acc, C, ldc, bias, col_bias, clamp, vlo, vhi))
+      return;
   }
   const v4f va = splat(alpha), vb = splat(beta);
   // Four results of row r at `dst`: scaled, C added (or beta * C), bias, residual (row r's at

@@ -146,9 +146,10 @@ TEST(Sgemm, FusedClampKeepsNaNInEveryTile) {
   }
 }
 
-// A column bias in the epilogue (a linear layer's x @ W + b), and a residual matrix after it, give
-// the bits of adding them after the product, on every path: a row vector, partial tiles, several
-// K slices, beta, a prepacked B, and the transposed product of a prepacked A.
+// A column bias in the epilogue (a linear layer's x @ W + b), and a residual matrix or a clamp
+// after it, give the bits of adding them (and clamping) after the product, on every path: a row
+// vector, partial tiles, several K slices, beta, a prepacked B, and the transposed product of a
+// prepacked A.
 TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
   std::mt19937 rng(12);
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 29},
@@ -166,7 +167,8 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
         fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
     for (const float beta : {0.0f, 0.5f}) {
       for (int path = 0; path < 3; ++path) {
-        for (const bool residual : {false, true}) {
+        for (int extra = 0; extra < 3; ++extra) {  // nothing more, a residual, a clamp
+          const bool residual = extra == 1, clamp = extra == 2;
           const fx::kernels::PackedOperand* packed_a = path == 2 ? &pa : nullptr;
           const fx::kernels::PackedOperand* packed_b = path == 1 ? &pb : nullptr;
           R = C0;
@@ -174,8 +176,10 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
                              N, nullptr, packed_a, packed_b);
           for (int64_t i = 0; i < M; ++i)
             for (int64_t j = 0; j < N; ++j) {
-              R[i * N + j] += bias[j];
-              if (residual) R[i * N + j] += res[i * ldr + j];
+              float& r = R[i * N + j];
+              r += bias[j];
+              if (residual) r += res[i * ldr + j];
+              if (clamp) r = std::min(std::max(r, -0.5f), 0.75f);
             }
           fx::kernels::GemmEpilogue ep;
           ep.col_bias = bias.data();
@@ -183,12 +187,16 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
             ep.residual = res.data();
             ep.ldr = ldr;
           }
+          if (clamp) {
+            ep.lo = -0.5f;
+            ep.hi = 0.75f;
+          }
           C = C0;
           fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, beta, C.data(),
                              N, &ep, packed_a, packed_b);
           ASSERT_EQ(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)), 0)
               << M << "x" << N << "x" << K << " beta " << beta << " path " << path
-              << (residual ? " with a residual" : "");
+              << (residual ? " with a residual" : "") << (clamp ? " clamped" : "");
         }
       }
     }
