@@ -229,16 +229,22 @@ __attribute__((target("avx512f"))) bool max_pool_plane_k3s2_avx512(
 }
 #endif
 
+// Floats max_pool_row may read past a row's W: the row buffer's margin (max_pool_planes).
+constexpr int64_t kRowMargin = 32;
+
 // The column ranges of max_pool_row, the same for every row of a call: outputs [lo, hi) have
-// their whole window inside the row, and the four-lane stride-2 loop stops at `end`. (Computed
-// once a call: their divisions, once a row, were a tenth of SqueezeNet's 27x27 pool.)
+// their whole window inside the row, and the four-lane stride-2 loop stops at `end`, where its
+// eight-float loads would leave the row's buffer (past the row they fill lanes no output uses:
+// on SqueezeNet's 27-, 55- and 111-wide rows it stopped 5-7 outputs short of hi at the row's
+// end, left to the scalar loop). (Computed once a call: their divisions, once a row, were a
+// tenth of SqueezeNet's 27x27 pool.)
 struct PoolRowRange {
   PoolRowRange(const Pool2dParams& p, int64_t OW) {
     const int64_t sw = p.stride_w, span = (p.KW - 1) * p.dilation_w;
     lo = std::min(OW, (p.pad_left + sw - 1) / sw);
     const int64_t last = p.W - 1 - span + p.pad_left;  // largest window start (+ pad) inside
     hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / sw + 1));
-    end = sw == 2 ? std::min(hi, (p.W - 8 - span + p.pad_left) / 2 + 1) : hi;
+    end = sw == 2 ? std::min(hi, (p.W + kRowMargin - 8 - span + p.pad_left) / 2 + 1) : hi;
   }
   int64_t lo, hi, end;
 };
@@ -313,7 +319,7 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
   constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
   const int64_t OH = p.out_h(), OW = p.out_w();
   ScratchBuffer& vrow = scratch(Scratch::ConvRow);
-  vrow.resize(static_cast<size_t>(p.W + 32));  // the row pass's vector loads may run past W
+  vrow.resize(static_cast<size_t>(p.W + kRowMargin));  // the row pass's loads may run past W
   const float* vrow_end = vrow.data() + vrow.size();
   const PoolRowRange range(p, OW);
 #ifdef FXWASM_X86_DISPATCH
