@@ -7,7 +7,7 @@
 #                 dist/fx-threads.mjs + fx-threads.wasm + fx-threads.worker.js, and its Relaxed
 #                 SIMD twin dist/fx-threads-relaxed.* (FXWASM_WASM_RELAXED_SIMD=ON: the GEMM
 #                 micro-kernel compiled and the module linked by Debian's clang 16 / lld 16 under
-#                 the same emcc; needs clang-16 and lld-16)
+#                 the same emcc; needs clang-16, lld-16 and llvm-16)
 # Usage: scripts/build.sh [native|wasm|wasm-single|wasm-threads|all]   (default: all;
 #        wasm = wasm-single + wasm-threads)
 # Env:   BUILD_TYPE (default Release), JOBS (default: number of cores),
@@ -49,8 +49,8 @@ build_wasm() {
 build_wasm_threads() {
   export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
   local llvm=/usr/lib/llvm-16/bin dir="$root/build/wasm-threads"
-  if [[ ! -x "$llvm/clang" || ! -x "$llvm/wasm-ld" ]]; then
-    echo "wasm-threads needs Debian's clang-16 and lld-16 for its Relaxed SIMD twin (scripts/setup.sh installs them)" >&2
+  if [[ ! -x "$llvm/clang" || ! -x "$llvm/wasm-ld" || ! -x "$llvm/llvm-nm" ]]; then
+    echo "wasm-threads needs Debian's clang-16, lld-16 and llvm-16 for its Relaxed SIMD twin (scripts/setup.sh installs them)" >&2
     exit 1
   fi
   log "wasm-threads: configure + build (build/wasm-threads, $build_type, -pthread; and -mrelaxed-simd with clang 16)"

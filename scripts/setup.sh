@@ -16,12 +16,13 @@ log() { printf '[setup] %s\n' "$*"; }
 # runtime and ONNX's own onnx.proto.  python3-onnx/python3-torchvision: models/generate.py and the
 # ONNX oracle scripts.  chromium: the playground's browser tests (driven by npm playwright-core).
 # clang-14/libclang-rt-14-dev: the ASan + UBSan build and libFuzzer targets (scripts/fuzz.sh).
-# clang-16/lld-16: the Relaxed SIMD module (scripts/build.sh wasm-threads: emcc driving LLVM 16,
-# whose wasm backend emits the final relaxed-SIMD opcodes; clang 14's are the prototype's).
+# clang-16/lld-16/llvm-16: the Relaxed SIMD module (scripts/build.sh wasm-threads: emcc driving
+# LLVM 16, whose wasm backend emits the final relaxed-SIMD opcodes; clang 14's are the
+# prototype's; emcc's link runs LLVM_ROOT's llvm-nm, and llvm-objcopy strips the names).
 packages=(build-essential cmake ninja-build emscripten googletest libgtest-dev
           python3-torch python3-tabulate python3-torchvision python3-onnx clang-format
           libtorch-dev protobuf-compiler libprotobuf-dev libonnx-dev chromium
-          clang-14 libclang-rt-14-dev clang-16 lld-16)
+          clang-14 libclang-rt-14-dev clang-16 lld-16 llvm-16)
 
 # Node >= 18 runs the wasm tests and Jest. Use the machine's Node if there is one (it may not come
 # from Debian: e.g. NodeSource's nodejs, which also provides npm and conflicts with Debian's npm);
