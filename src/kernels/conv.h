@@ -63,8 +63,9 @@ int64_t winograd_output_tile(const Conv2dParams& p);
 int64_t winograd_tiles(const Conv2dParams& p);
 /// The tile rows each thread takes through all three phases (transform, products, inverse
 /// transform) when winograd_conv2d splits `p` into blocks of tile rows at num_threads() threads,
-/// or 0 where it splits each phase across the threads instead (one thread, few tile rows, or
-/// transformed weights larger than the transformed tiles).
+/// or 0 where it splits each phase across the threads instead (one thread, few tile rows, rows
+/// that split unevenly into fewer than four a thread, or transformed weights larger than the
+/// transformed tiles).
 int64_t winograd_block_rows(const Conv2dParams& p);
 /// The Winograd path (src/kernels/winograd.cpp), which conv2d takes when conv2d_uses_winograd:
 /// `U` is winograd_pack_weights(p, weight) (std::logic_error if packed for another tiling).

@@ -84,6 +84,13 @@ int64_t winograd_block_rows(const Conv2dParams& p) {
   // SqueezeNet's expand layers at 55x55, not 128 -> 128 at 28x28, whose 2.4 MB of U the phase
   // schedule reads once).
   if (p.M * p.C > (p.C + p.M) * tiles_of(p, r)) return 0;
+  // Nor where the rows split unevenly into blocks of only a few: 7 tile rows at 2 threads are
+  // blocks of 4 and 3, and the thread with 4 held the other up (scaling 1.5x, where the phase
+  // schedule's even split of channels, products and output channels reaches 1.9x). Alone, 2
+  // threads, blocks -> phases: SqueezeNet's 32 -> 128 at 27x27 (F(4x4), 7 tile rows) 0.73x the
+  // time natively (212 -> 155 us, p25 of 600) and 0.83x in wasm, its 48 -> 192 at 13x13 (F(2x2), 7
+  // rows) 0.85x natively.
+  if (TH % threads != 0 && TH < 4 * threads) return 0;
   return (TH + threads - 1) / threads;
 }
 
