@@ -5,7 +5,7 @@
 //
 //   onnx_exec MODEL.onnx --input float32:1,3,224,224 [--input ...] [--runs 10] [--min-ms 20]
 //             [--warmup 2] [--warmup-ms 2000] [--threads N] [--profile] [--profile-json FILE]
-//             [--no-prepack] [--serve]
+//             [--no-prepack] [--serve] [--step-profile N]
 //
 // The weights are prepacked after the import (fx::exec::prepack_weights, as onnxruntime does at
 // session creation), inside the import + first run time; --no-prepack leaves it to the first run
@@ -19,6 +19,11 @@
 // --serve (bench/native_ab.mjs): after the warm-up, print one JSON line ({"ready": ...}), then
 // answer each line "sample MS" on stdin with one line: the mean ms per run of back-to-back runs
 // lasting >= MS; exit at the end of stdin.
+//
+// --step-profile N: per-node cost inside the model: N runs with RunOptions::profile (the step
+// timer), each op's min and median over them, as JSON lines to --profile-json (else stdout),
+// largest min first. Unlike --profile it sees the model's fusions and its cache and thread
+// state, so two such files (--threads 1 and 2, say) show node by node where scaling is lost.
 //
 // --profile: per-node cost, measured by running every call_function node alone. One full run
 // records every node's inputs (RunOptions::probe); then each node becomes a one-node
@@ -239,6 +244,7 @@ int main(int argc, char** argv) {
   int runs = 10, warmup = 2;
   double min_ms = 20, warmup_ms = 2000;
   bool profile = false, prepack = true, serve = false;
+  int step_profile = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -266,6 +272,8 @@ int main(int argc, char** argv) {
       prepack = false;
     else if (a == "--serve")
       serve = true;
+    else if (a == "--step-profile")
+      step_profile = std::atoi(next().c_str());
     else if (a == "--profile-json")
       profile_json = next();
     else if (a.rfind("--", 0) == 0) {
@@ -325,6 +333,38 @@ int main(int argc, char** argv) {
         std::printf("%.6f\n", seconds_since(t0) * 1e3 / k);
         std::fflush(stdout);
       }
+      return 0;
+    }
+    if (step_profile > 0) {
+      fx::exec::RunOptions opts;
+      opts.profile = true;
+      std::map<std::string, std::pair<std::string, std::vector<double>>> by_node;
+      for (int r = 0; r < step_profile; ++r)
+        for (const fx::exec::OpTime& op : fx::exec::run(*gm, inputs, opts).profile) {
+          auto& [target, times] = by_node[op.node];
+          target = op.op;
+          times.push_back(op.microseconds / 1e3);
+        }
+      std::vector<NodeCost> costs;
+      for (auto& [node, v] : by_node) {
+        std::vector<double>& ms = v.second;
+        std::sort(ms.begin(), ms.end());
+        costs.push_back({node, v.first, ms[ms.size() / 2], ms.front(), ""});
+      }
+      std::sort(costs.begin(), costs.end(),
+                [](const NodeCost& a, const NodeCost& b) { return a.min > b.min; });
+      FILE* f = profile_json.empty() ? stdout : std::fopen(profile_json.c_str(), "w");
+      if (!f) {
+        std::fprintf(stderr, "cannot write %s\n", profile_json.c_str());
+        return 1;
+      }
+      for (const NodeCost& c : costs)
+        std::fprintf(f,
+                     "{\"impl\": \"%s\", \"model\": \"%s\", \"node\": \"%s\", \"op\": \"%s\", "
+                     "\"median_ms\": %.4f, \"min_ms\": %.4f, \"runs\": %d}\n",
+                     impl, name.c_str(), json_escape(c.name).c_str(), c.op.c_str(), c.median, c.min,
+                     step_profile);
+      if (f != stdout) std::fclose(f);
       return 0;
     }
     Timing t = time_it([&] { fx::exec::run(*gm, inputs); }, runs, min_ms / 1e3);
