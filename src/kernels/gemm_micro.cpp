@@ -79,7 +79,17 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 #ifndef __wasm__
   v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
 #endif
-  if (nr <= 4) {
+  if (mr == 1) {
+    // One row (a classifier's batch-1 Gemm, 1 x 1000 x 1280): only row 0's two chains, a third of
+    // the loads and a quarter of the multiply-adds of a whole tile; the same bits for that row.
+    for (int64_t k = 0; k < kc; ++k) {
+      const v4f ar = splat(a[0]);
+      c00 = madd4(ar, load4(b), c00);
+      c01 = madd4(ar, load4(b + 4), c01);
+      a += MR;
+      b += b_step;
+    }
+  } else if (nr <= 4) {
     // A last panel at most four columns wide (N = 49, 169, 196...) computes one vector column:
     // half the multiply-adds, the same bits.
     for (int64_t k = 0; k < kc; ++k) {

@@ -146,6 +146,35 @@ TEST(Sgemm, FusedClampKeepsNaNInEveryTile) {
   }
 }
 
+// A one-row product of a weight kept only packed (a batch-1 classifier's Gemm after
+// prepack_weights: B is null, so the blocked path runs, whose micro-kernels take a one-row tile
+// on a loop of its own) gives the bits of that row of a product with more rows: with a column
+// bias and a clamp, K over several slices, a partial last panel. (With B given, one row takes
+// sgemm's row-vector path instead, which sums in another order.)
+TEST(Sgemm, OneRowOfAPackedWeightGivesTheBitsOfThatRowOfAWholeTile) {
+  std::mt19937 rng(21);
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{37, 29}, {1000, 1280}, {3, 400}}) {
+    const int64_t M = 7;
+    std::vector<float> A(M * K), B(K * N), bias(N), C(M * N), row(N);
+    fill_uniform(rng, {&A, &B, &bias});
+    const fx::kernels::PackedOperand pb =
+        fx::kernels::PackedOperand::right(false, K, N, B.data(), N);
+    fx::kernels::GemmEpilogue ep;
+    ep.col_bias = bias.data();
+    ep.lo = -0.5f;
+    ep.hi = 2.0f;
+    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, nullptr, N, 0.0f, C.data(), N, &ep,
+                       nullptr, &pb);
+    for (int64_t i = 0; i < M; i += 3) {
+      std::fill(row.begin(), row.end(), -7.0f);
+      fx::kernels::sgemm(false, false, 1, N, K, 1.0f, A.data() + i * K, K, nullptr, N, 0.0f,
+                         row.data(), N, &ep, nullptr, &pb);
+      for (int64_t j = 0; j < N; ++j)
+        ASSERT_EQ(row[j], C[i * N + j]) << N << " x " << K << ", row " << i << ", column " << j;
+    }
+  }
+}
+
 // A column bias in the epilogue (a linear layer's x @ W + b), and a residual matrix or a clamp
 // after it, give the bits of adding them (and clamping) after the product, on every path: a row
 // vector, partial tiles, several K slices, beta, a prepacked B, and the transposed product of a
