@@ -80,7 +80,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
 #endif
   if (mr == 1) {
-    // One row (a classifier's batch-1 Gemm, 1 x 1000 x 1280): only row 0's two chains, a third of
+    // One row (a classifier's batch-1 Gemm, 1 x 1000 x 1280): only row 0's two chains, half
     // the loads and a quarter of the multiply-adds of a whole tile; the same bits for that row.
     for (int64_t k = 0; k < kc; ++k) {
       const v4f ar = splat(a[0]);
