@@ -441,6 +441,16 @@ TEST(Threads, ParallelForCoversTheRangeOnceNestsInlineAndRethrows) {
   });
   EXPECT_TRUE(
       std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h == 1; }));
+  // Fewer chunks than threads (a worker finds its own chunk missing and takes what is left), and
+  // as many: each chunk still runs once, back to back.
+  for (int64_t n : {2, 3}) {
+    std::vector<std::atomic<int>> count(static_cast<size_t>(n));
+    for (int rep = 0; rep < 2000; ++rep)
+      fx::kernels::parallel_for(n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) count[static_cast<size_t>(i)]++;
+      });
+    for (const std::atomic<int>& c : count) EXPECT_EQ(c, 2000) << n << " chunks";
+  }
   // The chunk that reaches the end throws, whichever thread runs it (or the only chunk).
   EXPECT_THROW(fx::kernels::parallel_for(100, 1,
                                          [](int64_t, int64_t e) {
