@@ -24,6 +24,8 @@
 // timer), each op's min and median over them, as JSON lines to --profile-json (else stdout),
 // largest min first. Unlike --profile it sees the model's fusions and its cache and thread
 // state, so two such files (--threads 1 and 2, say) show node by node where scaling is lost.
+// stderr gets the run's time outside its timed ops (median and min of the N runs): the executor's
+// own cost per run (the step loop, freeing values, results).
 //
 // --profile: per-node cost, measured by running every call_function node alone. One full run
 // records every node's inputs (RunOptions::probe); then each node becomes a one-node
@@ -339,12 +341,22 @@ int main(int argc, char** argv) {
       fx::exec::RunOptions opts;
       opts.profile = true;
       std::map<std::string, std::pair<std::string, std::vector<double>>> by_node;
-      for (int r = 0; r < step_profile; ++r)
-        for (const fx::exec::OpTime& op : fx::exec::run(*gm, inputs, opts).profile) {
+      std::vector<double> outside;  // each run's time outside its timed ops
+      for (int r = 0; r < step_profile; ++r) {
+        const auto t0 = Clock::now();
+        const fx::exec::RunResult result = fx::exec::run(*gm, inputs, opts);
+        double in_ops = 0;
+        for (const fx::exec::OpTime& op : result.profile) {
           auto& [target, times] = by_node[op.node];
           target = op.op;
           times.push_back(op.microseconds / 1e3);
+          in_ops += op.microseconds / 1e3;
         }
+        outside.push_back(seconds_since(t0) * 1e3 - in_ops);
+      }
+      std::sort(outside.begin(), outside.end());
+      std::fprintf(stderr, "run time outside the ops: median %.4f ms, min %.4f\n",
+                   outside[outside.size() / 2], outside.front());
       std::vector<NodeCost> costs;
       for (auto& [node, v] : by_node) {
         std::vector<double>& ms = v.second;
