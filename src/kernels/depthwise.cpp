@@ -20,6 +20,14 @@ namespace fx::kernels {
 
 namespace {
 
+using DepthwiseFn = void (*)(const Conv2dParams& p, const float* in, const float* weight,
+                             const float* bias, float* out);
+// A depthwise kernel and the channels it computes together (threads split whole blocks of them).
+struct DepthwiseKernel {
+  DepthwiseFn fn;
+  int64_t channels;
+};
+
 // Depthwise 3x3, dilation 1, stride 1 or 2 (MobileNet, EfficientNet, ShuffleNet): each output
 // row is accumulated in registers from the three input rows it reads (rows outside the image
 // read a zero row), L columns at a time in the interior (vector V of L floats), scalar at the
@@ -276,8 +284,18 @@ __attribute__((target("avx512f,avx2,fma"))) void depthwise3x3_flat_avx512(
 }
 #endif
 
-void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
-                  float* out) {
+// The four-lane instances (wasm's simd128; SSE natively).
+void depthwise3x3_flat4(const Conv2dParams& p, const float* in, const float* weight,
+                        const float* bias, float* out) {
+  depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
+}
+void depthwise3x3_rows4(const Conv2dParams& p, const float* in, const float* weight,
+                        const float* bias, float* out) {
+  depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
+}
+
+// The kernel for a 3x3 depthwise `p` (dilation 1, stride 1 or 2 along rows).
+DepthwiseKernel depthwise3x3_kernel(const Conv2dParams& p) {
 #ifdef FXWASM_X86_DISPATCH
   const bool eight_lanes = cpu_has_avx2_fma();
   // Sixteen lanes where the core runs 512-bit operations whole, on rows that eight lanes would
@@ -288,15 +306,14 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // masked sixteen-lane ones) 1.06x, so 56 keeps eight. Whole models, one process alternating:
   // MobileNetV2 0.98x (0.99x with 112 on the row path), ShuffleNetV2 0.99x, EfficientNet-B0 1.00x.
   if (cpu_has_full_width_avx512() && flat_3x3(p) && p.W <= 128 && (p.W % 16 == 0 || p.W % 8 != 0))
-    return depthwise3x3_flat_avx512(p, in, weight, bias, out);
+    return {depthwise3x3_flat_avx512, 1};
   // Eight lanes elsewhere: on a Zen 4 EPYC (512-bit ops in two halves, and unaligned 64-byte
   // loads crossing lines more often) the eight-lane flat kernel ran 3-15 % faster than sixteen.
   // Min of 2000, against the best path before it: 7x7 x 960 0.033 -> 0.029 ms, 14x14 x 576 0.064
   // -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 -> 0.189. At 112x112 x 32 it tied in
   // isolation (0.192 -> 0.188) and lost inside MobileNetV2 (0.169 -> 0.184), so rows over 64 keep
   // the row path (and again once rows of whole vectors went unmasked: 0.996x).
-  if (eight_lanes && flat_3x3(p) && p.W <= 64)
-    return depthwise3x3_flat_avx2(p, in, weight, bias, out);
+  if (eight_lanes && flat_3x3(p) && p.W <= 64) return {depthwise3x3_flat_avx2, 1};
 #else
   const bool eight_lanes = false;
 #endif
@@ -304,8 +321,7 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // 0.081 -> 0.054 ms with SSE; from 14 wide on it tied or lost to the row path). Rows of whole
   // vectors need no masks, and in wasm those won at any width: MobileNetV2 (56, 28 and 112 wide)
   // 0.97x, EfficientNet-B0 0.98x, alternating processes.
-  if (!eight_lanes && flat_3x3(p) && (p.W <= 8 || p.W % 4 == 0))
-    return depthwise3x3_flat_impl<v4f, 4>(p, in, weight, bias, out);
+  if (!eight_lanes && flat_3x3(p) && (p.W <= 8 || p.W % 4 == 0)) return {depthwise3x3_flat4, 1};
 #ifdef FXWASM_X86_DISPATCH
   // Even widths split flat (min of 2000, eight lanes, against the path before it: 56x56 x 144
   // 99 -> 74 us, 28x28 x 192 42 -> 26, 14x14 x 576 37 -> 26, 20x20 x 64 8.7 -> 5.6); on rows of
@@ -313,8 +329,8 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // phase planes' flat loop wins (112x112 x 96 201 against 205). In wasm, with four lanes, it
   // tied the row path (MobileNetV2 1.000x), so wasm keeps that.
   if (s2_even_3x3(p) && p.W >= 10 && p.W < 96 && cpu_has_avx2_fma())
-    return p.W >= 28 && cpu_has_avx512() ? depthwise3x3_s2_even_avx512(p, in, weight, bias, out)
-                                         : depthwise3x3_s2_even_avx2(p, in, weight, bias, out);
+    return {p.W >= 28 && cpu_has_avx512() ? depthwise3x3_s2_even_avx512 : depthwise3x3_s2_even_avx2,
+            1};
   // Other widths: at stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight
   // lanes, against the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264
   // -> 0.207); on shorter rows their de-interleaving is mostly scalar tails and the interleaved
@@ -323,43 +339,46 @@ void depthwise3x3(const Conv2dParams& p, const float* in, const float* weight, c
   // Sixteen lanes where the core runs 512-bit operations whole (the same bits; Intel Xeon, min of
   // 300, alone: 112x112 x 16 60.6 -> 49.7 us with the row-grouped loop, 97x97 x 32 91 -> 76).
   if (flat_3x3_s2(p) && p.W >= 48 && cpu_has_avx2_fma()) {
-    if (cpu_has_full_width_avx512()) return depthwise3x3_flat_s2_avx512(p, in, weight, bias, out);
-    return depthwise3x3_flat_s2_avx2(p, in, weight, bias, out);
+    if (cpu_has_full_width_avx512()) return {depthwise3x3_flat_s2_avx512, 1};
+    return {depthwise3x3_flat_s2_avx2, 1};
   }
 #endif
 #ifdef FXWASM_X86_DISPATCH
   // (The channel-interleaved path pays with eight lanes; with four, in wasm, it was slower
   // than the row path.)
-  if (cpu_has_avx512() && depthwise_small_plane(p, true))
-    return depthwise_interleaved_avx512(p, in, weight, bias, out);
-  if (cpu_has_avx2_fma() && depthwise_small_plane(p, false))
-    return depthwise_interleaved_avx2(p, in, weight, bias, out);
-  if (cpu_has_avx2_fma()) return depthwise3x3_avx2(p, in, weight, bias, out);
+  if (cpu_has_avx512() && depthwise_small_plane(p, true)) return {depthwise_interleaved_avx512, 16};
+  if (cpu_has_avx2_fma() && depthwise_small_plane(p, false)) return {depthwise_interleaved_avx2, 8};
+  if (cpu_has_avx2_fma()) return {depthwise3x3_avx2, 1};
 #endif
-  depthwise3x3_impl<v4f, 4>(p, in, weight, bias, out);
+  return {depthwise3x3_rows4, 1};
 }
 
-void depthwise_serial(const Conv2dParams& p, const float* in, const float* weight,
-                      const float* bias, float* out);
+DepthwiseKernel depthwise_kernel(const Conv2dParams& p);
 
 }  // namespace
 
-// Channels split across threads in blocks of 16 (whole vector groups: a channel takes the same
-// code path, so the same bits, however the channels are split).
+// The kernel is chosen once for the whole layer; threads split its channels in blocks of the
+// channels it takes at once (an interleaved kernel's vector of channels, else one), so a channel
+// takes the same code path, and gives the same bits, however the channels are split. (Blocks of
+// 16 for every kernel split 144 channels, MobileNetV2's 56-wide layers, 64 / 80: in wasm at 2
+// threads the caller then waited 47 us for the other thread each time.) Alternating processes at
+// 2 threads, paired medians: MobileNetV2 natively 0.99x, EfficientNet-B0 0.98x; in wasm
+// MobileNetV2 1.00x (minima 0.99x).
 void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weight,
                       const float* bias, float* out) {
+  const DepthwiseKernel k = depthwise_kernel(p);
   const int64_t OHW = p.out_h() * p.out_w();
   const double work =
       static_cast<double>(p.C) * static_cast<double>(OHW) * static_cast<double>(p.KH * p.KW);
   if (p.N != 1 || num_threads() < 2 || work < 2e5 || p.C < 32)
-    return depthwise_serial(p, in, weight, bias, out);
-  const int64_t blocks = (p.C + 15) / 16;
+    return k.fn(p, in, weight, bias, out);
+  const int64_t blocks = (p.C + k.channels - 1) / k.channels;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    const int64_t cb = b0 * 16, ce = std::min(p.C, b1 * 16);
+    const int64_t cb = b0 * k.channels, ce = std::min(p.C, b1 * k.channels);
     Conv2dParams q = p;
     q.C = q.M = q.group = ce - cb;
-    depthwise_serial(q, in + cb * p.H * p.W, weight + cb * p.KH * p.KW, bias ? bias + cb : nullptr,
-                     out + cb * OHW);
+    k.fn(q, in + cb * p.H * p.W, weight + cb * p.KH * p.KW, bias ? bias + cb : nullptr,
+         out + cb * OHW);
   });
 }
 
@@ -469,22 +488,31 @@ void depthwise_padded_rows(const Conv2dParams& p, const float* in, const float* 
   }
 }
 
-void depthwise_serial(const Conv2dParams& p, const float* in, const float* weight,
-                      const float* bias, float* out) {
+void depthwise_direct(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out);
+
+// The kernel for a depthwise `p`.
+DepthwiseKernel depthwise_kernel(const Conv2dParams& p) {
   if (p.KH == 3 && p.KW == 3 && p.dilation_h == 1 && p.dilation_w == 1 &&
       (p.stride_w == 1 || p.stride_w == 2))
-    return depthwise3x3(p, in, weight, bias, out);
+    return depthwise3x3_kernel(p);
 #ifdef FXWASM_X86_DISPATCH
   // Larger kernels, channel-interleaved at any plane size. ConvNeXt-T's 7x7 pad 3 layers with
   // sixteen lanes, medians, row loop -> this: 56x56 x 96 2.28 -> 0.68 ms, 28x28 x 192 1.57 ->
   // 0.35, 14x14 x 384 1.31 -> 0.19, 7x7 x 768 1.08 -> 0.10. Not in wasm: with four lanes the
   // interleaved 3x3 lost to the row loop there.
   if (p.dilation_h == 1 && p.dilation_w == 1 && p.KH * p.KW <= kMaxDepthwiseTaps) {
-    if (cpu_has_avx512()) return depthwise_interleaved_avx512(p, in, weight, bias, out);
-    if (cpu_has_avx2_fma()) return depthwise_interleaved_avx2(p, in, weight, bias, out);
+    if (cpu_has_avx512()) return {depthwise_interleaved_avx512, 16};
+    if (cpu_has_avx2_fma()) return {depthwise_interleaved_avx2, 8};
   }
 #endif
-  if (padded_rows(p)) return depthwise_padded_rows(p, in, weight, bias, out);
+  if (padded_rows(p)) return {depthwise_padded_rows, 1};
+  return {depthwise_direct, 1};
+}
+
+// Any window, stride and dilation: a scalar loop over each output row, tap by tap.
+void depthwise_direct(const Conv2dParams& p, const float* in, const float* weight,
+                      const float* bias, float* out) {
   const int64_t OH = p.out_h(), OW = p.out_w();
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {

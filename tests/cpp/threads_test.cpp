@@ -122,16 +122,19 @@ TEST(Threads, SgemmSplitsByColumnsOrRowTilesBitIdentically) {
   }
 }
 
-// Depthwise convolutions split by 16-channel blocks: every path (3x3 at strides 1 and 2 on small
-// and large planes, 5x5, 7x7 with padding, a partial last block, a Relu6 clamp) gives the bits of
-// one thread at 2, 3 and 4 threads (odd block counts included), and matches the reference loops.
+// Depthwise convolutions split by blocks of the channels their kernel takes at once (16 or 8 for
+// the interleaved kernels, else single channels): every path (3x3 at strides 1 and 2 on small,
+// large and over-128-wide planes, 5x5, 7x7 with padding, a partial last block, a Relu6 clamp)
+// gives the bits of one thread at 2, 3 and 4 threads (odd block counts included), and matches the
+// reference loops.
 TEST(Threads, DepthwiseSplitsByChannelBlocksBitIdentically) {
   struct Case {
     int64_t C, H, K, stride, pad;
   };
   for (const Case& k : {Case{144, 56, 3, 1, 1}, Case{144, 56, 3, 2, 1}, Case{144, 28, 3, 1, 1},
                         Case{48, 112, 3, 2, 1}, Case{40, 29, 3, 1, 1}, Case{144, 14, 5, 1, 2},
-                        Case{48, 56, 7, 1, 3}, Case{80, 9, 3, 1, 0}, Case{960, 7, 3, 1, 1}}) {
+                        Case{48, 56, 7, 1, 3}, Case{80, 9, 3, 1, 0}, Case{960, 7, 3, 1, 1},
+                        Case{39, 130, 3, 1, 1}}) {
     fx::kernels::Conv2dParams p;
     p.C = p.M = p.group = k.C;
     p.H = p.W = k.H;
