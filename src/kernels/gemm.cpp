@@ -49,6 +49,20 @@ constexpr int64_t kTransposedMinKPortable = 256;  // (wasm, and x86 without AVX2
 constexpr int64_t kShortKBlockFloats = 64 * NC;   // see the tile order in GemmCore::blocked
 constexpr int64_t kCopiedPanelMinK = 96;          // see direct_b in GemmCore::blocked
 
+// sum_k a[k] * b[k], eight at a time in two chains, then the tail.
+inline float dot(const float* a, const float* b, int64_t K) {
+  v4f s0 = splat(0.0f), s1 = splat(0.0f);
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    s0 += load4(a + k) * load4(b + k);
+    s1 += load4(a + k + 4) * load4(b + k + 4);
+  }
+  const v4f s = s0 + s1;
+  float t = s[0] + s[1] + s[2] + s[3];
+  for (; k < K; ++k) t += a[k] * b[k];
+  return t;
+}
+
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int64_t lda, bool trans, int64_t i, int64_t k) {
   return trans ? A[k * lda + i] : A[i * lda + k];
@@ -383,19 +397,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     ScratchBuffer& acc = scratch(Scratch::GemmAcc);
     acc.assign(static_cast<size_t>(N), 0.0f);
     if (trans_b) {  // B is N x K: one dot product per output, along contiguous rows
-      for (int64_t j = 0; j < N; ++j) {
-        const float* b = B + j * ldb;
-        v4f s0 = splat(0.0f), s1 = splat(0.0f);
-        int64_t k = 0;
-        for (; k + 8 <= K; k += 8) {
-          s0 += load4(A + k) * load4(b + k);
-          s1 += load4(A + k + 4) * load4(b + k + 4);
-        }
-        const v4f s = s0 + s1;
-        float t = s[0] + s[1] + s[2] + s[3];
-        for (; k < K; ++k) t += A[k] * b[k];
-        acc[j] = t;
-      }
+      for (int64_t j = 0; j < N; ++j) acc[j] = dot(A, B + j * ldb, K);
     } else {  // B is K x N: accumulate scaled rows
       for (int64_t k = 0; k < K; ++k) {
         const float a = A[k];
@@ -412,6 +414,36 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       if (clamp) out = std::min(std::max(out, lo), hi);
       C[j] = out;
     }
+    return;
+  }
+  if (N == 1 && !trans_a && A && B && !packed_a) {
+    // A matrix times a column vector (a 1x1 convolution on a 1x1 image: EfficientNet's
+    // squeeze-and-excitation layers, a classifier convolution after global pooling): one dot
+    // product per output along A's contiguous rows, rows split across threads, no packing.
+    // Through the blocked loops each call packed all of A for one column of a 16- or 32-wide
+    // tile. Alone, median of 3000, one thread: 1152 -> 48 35 -> 5.7 us, 48 -> 1152 21 -> 8.0,
+    // 1280 -> 1000 461 -> 194; EfficientNet-B0's 32 such layers 0.53 -> 0.35 ms in the model (its
+    // weights come from memory there), the model 0.99x at one thread and 0.98x at two (paired).
+    const float* b = B;
+    if (!trans_b && ldb != 1) {  // a strided column: gathered first
+      ScratchBuffer& col = scratch(Scratch::GemmAcc);
+      col.resize(static_cast<size_t>(K));
+      for (int64_t k = 0; k < K; ++k) col[static_cast<size_t>(k)] = B[k * ldb];
+      b = col.data();
+    }
+    parallel_for_inline(M, std::max<int64_t>(1, kParallelMinFlops / (2 * std::max<int64_t>(K, 1))),
+                        [&](int64_t i0, int64_t i1) {
+                          for (int64_t i = i0; i < i1; ++i) {
+                            float out = alpha * dot(A + i * lda, b, K);
+                            float& c = C[i * ldc];
+                            if (beta != 0.0f) out += beta * c;
+                            if (bias) out += bias[i];
+                            if (col_bias) out += col_bias[0];
+                            if (res) out += res[i * e.ldr];
+                            if (clamp) out = std::min(std::max(out, lo), hi);
+                            c = out;
+                          }
+                        });
     return;
   }
   if (packed_a && (!packed_a->is_left() || packed_a->rows() != M || packed_a->cols() != K))

@@ -16,6 +16,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/thread_pool.h"
 
 namespace {
 
@@ -85,7 +86,12 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{70, 169, 450, false, false, 1.0f, 0.5f},
                       GemmCase{40, 41, 20, false, false, 0.5f, 0.0f},
                       GemmCase{101, 196, 70, false, false, 1.0f, 1.0f},
-                      GemmCase{13, 196, 37, true, false, -1.0f, 0.0f}));
+                      GemmCase{13, 196, 37, true, false, -1.0f, 0.0f},
+                      // A column vector (a 1x1 convolution on a 1x1 image): strided and then
+                      // gathered, or a row of B^T; beta; A^T takes the blocked loops.
+                      GemmCase{1152, 1, 48, false, false, 1.0f, 0.0f},
+                      GemmCase{48, 1, 1152, false, true, 0.5f, 2.0f},
+                      GemmCase{9, 1, 5, true, false, 1.0f, 0.0f}));
 
 TEST(Sgemm, BetaZeroIgnoresNaNsInC) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -109,6 +115,39 @@ fx::kernels::GemmEpilogue bias_and_clamp(const std::vector<float>& bias, float l
   ep.lo = lo;
   ep.hi = hi;
   return ep;
+}
+
+// A matrix times a column vector with the whole epilogue (row and column bias, residual, clamp)
+// matches the reference followed by it, and gives the same bits on 1 and 3 threads (rows split).
+TEST(Sgemm, ColumnVectorEpilogueGivesTheSameBitsOnAnyThreadCount) {
+  const int64_t M = 3000, K = 700;  // 4.2 Mflop: split across threads
+  std::mt19937 rng(11);
+  std::vector<float> A(M * K), B(K), bias(M), col_bias(1), res(M);
+  fill_uniform(rng, {&A, &B, &bias, &col_bias, &res});
+  fx::kernels::GemmEpilogue ep;
+  ep.row_bias = bias.data();
+  ep.col_bias = col_bias.data();
+  ep.residual = res.data();
+  ep.ldr = 1;
+  ep.lo = -0.5f;
+  ep.hi = 3.0f;
+  std::vector<float> want(M);
+  fx::kernels::sgemm_reference(false, false, M, 1, K, 1.0f, A.data(), K, B.data(), 1, 0.0f,
+                               want.data(), 1);
+  const int threads = fx::kernels::num_threads();
+  std::vector<float> one(M), three(M);
+  fx::kernels::set_num_threads(1);
+  fx::kernels::sgemm(false, false, M, 1, K, 1.0f, A.data(), K, B.data(), 1, 0.0f, one.data(), 1,
+                     &ep);
+  fx::kernels::set_num_threads(3);
+  fx::kernels::sgemm(false, false, M, 1, K, 1.0f, A.data(), K, B.data(), 1, 0.0f, three.data(), 1,
+                     &ep);
+  fx::kernels::set_num_threads(threads);
+  for (int64_t i = 0; i < M; ++i) {
+    const float w = std::min(std::max(want[i] + bias[i] + col_bias[0] + res[i], -0.5f), 3.0f);
+    ASSERT_NEAR(one[i], w, 1e-4f) << i;
+  }
+  EXPECT_EQ(std::memcmp(one.data(), three.data(), one.size() * sizeof(float)), 0);
 }
 
 // A fused clamp keeps a NaN wherever it lands: whole tiles, partial row tiles and corner tiles
