@@ -193,15 +193,37 @@ val gm_run(double id, val inputs, val probe, bool profile) {
     out.set("outputs", outputs);
     out.set("probes", probes);
     if (profile) {
-      val ops = val::array();
-      for (const fx::exec::OpTime& t : r.profile) {
-        val o = val::object();
-        o.set("node", t.node);
-        o.set("op", t.op);
-        o.set("ms", t.microseconds / 1000.0);
-        ops.call<void>("push", o);
+      // Three fields in all, not an object per op built through emval one property at a time:
+      // a profiled MobileNetV2 run's time outside its ops 0.78 -> 0.62 ms (threaded module, 2
+      // threads, medians of 40). The façade splits the names at newlines; a name holding one
+      // (node names are identifiers, but a target is any string) gets the objects.
+      bool plain = true;
+      for (const fx::exec::OpTime& t : r.profile)
+        plain =
+            plain && t.node.find('\n') == std::string::npos && t.op.find('\n') == std::string::npos;
+      if (plain) {
+        std::string nodes, ops;
+        std::vector<double> ms;
+        for (const fx::exec::OpTime& t : r.profile) {
+          (nodes += t.node) += '\n';
+          (ops += t.op) += '\n';
+          ms.push_back(t.microseconds / 1000.0);
+        }
+        out.set("profileNodes", nodes);
+        out.set("profileOps", ops);
+        out.set("profileMs",
+                val(emscripten::typed_memory_view(ms.size(), ms.data())).call<val>("slice"));
+      } else {
+        val ops = val::array();
+        for (const fx::exec::OpTime& t : r.profile) {
+          val o = val::object();
+          o.set("node", t.node);
+          o.set("op", t.op);
+          o.set("ms", t.microseconds / 1000.0);
+          ops.call<void>("push", o);
+        }
+        out.set("profile", ops);
       }
-      out.set("profile", ops);
     }
     return out;
   });

@@ -231,7 +231,9 @@ export class GraphModule {
     if (options?.probe === undefined && !profile) return outputs;
     const probes = Object.fromEntries(Array.from(r.probes, (p) => [p.node, valueFromWasm(p)]));
     if (!profile) return { outputs, probes };
-    return { outputs, probes, profile: Array.from(r.profile, (t) => Object.freeze({ node: t.node, op: t.op, ms: t.ms })) };
+    if (r.profile) return { outputs, probes, profile: Array.from(r.profile, (t) => Object.freeze({ node: t.node, op: t.op, ms: t.ms })) };
+    const nodes = r.profileNodes.split('\n'), ops = r.profileOps.split('\n');
+    return { outputs, probes, profile: Array.from(r.profileMs, (ms, i) => Object.freeze({ node: nodes[i], op: ops[i], ms })) };
   }
 
   /**
