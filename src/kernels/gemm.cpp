@@ -431,19 +431,19 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       for (int64_t k = 0; k < K; ++k) col[static_cast<size_t>(k)] = B[k * ldb];
       b = col.data();
     }
-    parallel_for_inline(M, std::max<int64_t>(1, kParallelMinFlops / (2 * std::max<int64_t>(K, 1))),
-                        [&](int64_t i0, int64_t i1) {
-                          for (int64_t i = i0; i < i1; ++i) {
-                            float out = alpha * dot(A + i * lda, b, K);
-                            float& c = C[i * ldc];
-                            if (beta != 0.0f) out += beta * c;
-                            if (bias) out += bias[i];
-                            if (col_bias) out += col_bias[0];
-                            if (res) out += res[i * e.ldr];
-                            if (clamp) out = std::min(std::max(out, lo), hi);
-                            c = out;
-                          }
-                        });
+    const auto grain = static_cast<int64_t>(kParallelMinFlops / (2.0 * static_cast<double>(K)));
+    parallel_for_inline(M, std::max<int64_t>(1, grain), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        float out = alpha * dot(A + i * lda, b, K);
+        float& c = C[i * ldc];
+        if (beta != 0.0f) out += beta * c;
+        if (bias) out += bias[i];
+        if (col_bias) out += col_bias[0];
+        if (res) out += res[i * e.ldr];
+        if (clamp) out = std::min(std::max(out, lo), hi);
+        c = out;
+      }
+    });
     return;
   }
   if (packed_a && (!packed_a->is_left() || packed_a->rows() != M || packed_a->cols() != K))
