@@ -231,9 +231,11 @@ export class GraphModule {
     if (options?.probe === undefined && !profile) return outputs;
     const probes = Object.fromEntries(Array.from(r.probes, (p) => [p.node, valueFromWasm(p)]));
     if (!profile) return { outputs, probes };
-    if (r.profile) return { outputs, probes, profile: Array.from(r.profile, (t) => Object.freeze({ node: t.node, op: t.op, ms: t.ms })) };
-    const nodes = r.profileNodes.split('\n'), ops = r.profileOps.split('\n');
-    return { outputs, probes, profile: Array.from(r.profileMs, (ms, i) => Object.freeze({ node: nodes[i], op: ops[i], ms })) };
+    // (Names and times as three fields, split here; objects only where a name holds a newline.)
+    const nodes = r.profile ? r.profile.map((t) => t.node) : r.profileNodes.split('\n');
+    const ops = r.profile ? r.profile.map((t) => t.op) : r.profileOps.split('\n');
+    const times = r.profile ? r.profile.map((t) => t.ms) : r.profileMs;
+    return { outputs, probes, profile: Array.from(times, (ms, i) => Object.freeze({ node: nodes[i], op: ops[i], ms })) };
   }
 
   /**
