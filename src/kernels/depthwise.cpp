@@ -320,8 +320,10 @@ DepthwiseKernel depthwise3x3_kernel(const Conv2dParams& p) {
   // With four lanes (wasm's simd128, SSE) the masked flat loop won only on short rows (7x7 x 960:
   // 0.081 -> 0.054 ms with SSE; from 14 wide on it tied or lost to the row path). Rows of whole
   // vectors need no masks, and in wasm those won at any width: MobileNetV2 (56, 28 and 112 wide)
-  // 0.97x, EfficientNet-B0 0.98x, alternating processes.
-  if (!eight_lanes && flat_3x3(p) && (p.W <= 8 || p.W % 4 == 0)) return {depthwise3x3_flat4, 1};
+  // 0.97x, EfficientNet-B0 0.98x, alternating processes. In wasm the masked loop also beats the
+  // row path on rows up to 32 wide, where that leaves the columns its vectors cannot reach to a
+  // scalar loop (6 of 14 at 14 wide): MobileNetV2's 14x14 layers 0.20 -> 0.12 ms (384 channels).
+  if (!eight_lanes && flat_3x3(p) && (p.W <= 32 || p.W % 4 == 0)) return {depthwise3x3_flat4, 1};
 #ifdef FXWASM_X86_DISPATCH
   // Even widths split flat (min of 2000, eight lanes, against the path before it: 56x56 x 144
   // 99 -> 74 us, 28x28 x 192 42 -> 26, 14x14 x 576 37 -> 26, 20x20 x 64 8.7 -> 5.6); on rows of
@@ -350,6 +352,11 @@ DepthwiseKernel depthwise3x3_kernel(const Conv2dParams& p) {
   if (cpu_has_avx2_fma() && depthwise_small_plane(p, false)) return {depthwise_interleaved_avx2, 8};
   if (cpu_has_avx2_fma()) return {depthwise3x3_avx2, 1};
 #endif
+  // Even widths at stride 2 with four lanes (wasm): the row path reaches no output of a 14-wide
+  // row with its vectors and 6 of 14 at 28 wide. Per-layer minima in MobileNetV2 (one thread,
+  // row path -> this): 14 -> 7 x 576 0.176 -> 0.078 ms, 28 -> 14 x 192 0.129 -> 0.080, 56 -> 28 x
+  // 144 0.365 -> 0.201, 112 -> 56 x 96 0.83 -> 0.72 (EfficientNet-B0's, unclamped, 0.68 -> 0.70).
+  if (s2_even_3x3(p)) return {depthwise3x3_s2_even4, 1};
   return {depthwise3x3_rows4, 1};
 }
 

@@ -34,11 +34,15 @@ __attribute__((always_inline)) inline V flat_keep(V v, decltype(V{} < V{}) m) {
 #pragma GCC diagnostic pop
 #endif
 
-#ifdef FXWASM_X86_DISPATCH
 /// Depthwise 3x3 at stride 2 with one pixel of padding on every side.
 bool flat_3x3_s2(const Conv2dParams& p);
 /// flat_3x3_s2 with an even input width.
 bool s2_even_3x3(const Conv2dParams& p);
+/// s2_even_3x3 on four lanes (wasm's simd128, SSE).
+void depthwise3x3_s2_even4(const Conv2dParams& p, const float* in, const float* weight,
+                           const float* bias, float* out);
+
+#ifdef FXWASM_X86_DISPATCH
 /// flat_3x3_s2 on four phase planes (even or odd rows times even or odd columns), a plane's
 /// vectors grouped by output row: eight lanes (AVX2 + FMA) or sixteen (AVX-512F), the same bits.
 void depthwise3x3_flat_s2_avx2(const Conv2dParams& p, const float* in, const float* weight,

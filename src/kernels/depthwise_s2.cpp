@@ -1,7 +1,8 @@
 // Depthwise 3x3 at stride 2 with one pixel of padding (MobileNet's, EfficientNet's and
-// ShuffleNet's downsampling layers), x86: on wide rows, each plane split into four phase planes
-// computed flat; on even widths under 96, split flat into even and odd elements. depthwise.cpp
-// dispatches here (depthwise_flat.h).
+// ShuffleNet's downsampling layers). On x86 with AVX2: on wide rows, each plane split into four
+// phase planes computed flat; on even widths under 96, split flat into even and odd elements. With
+// four lanes (wasm, SSE) the even-width kernel at any even width. depthwise.cpp dispatches here
+// (depthwise_flat.h).
 #include <algorithm>
 #include <cstring>
 
@@ -10,7 +11,6 @@
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
 
-#ifdef FXWASM_X86_DISPATCH
 namespace fx::kernels {
 
 namespace {
@@ -183,7 +183,8 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
 template <class V, int L, bool kWide>
 __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
     const Conv2dParams& p, const float* in, const float* weight, const float* bias, float* out) {
-  static_assert(L == 8, "the de-interleaving shuffles are written for eight lanes");
+  static_assert(L == 4 || L == 8,
+                "the de-interleaving shuffles are written for four and eight lanes");
   using I = decltype(V{} < V{});
   const auto load = flat_load<V>;
   const auto keep = flat_keep<V>;
@@ -208,14 +209,21 @@ __attribute__((always_inline)) inline void depthwise3x3_s2_even_impl(
       int64_t i = 2 * split_pairs16<kWide>(plane, E, O, half);
       for (; i + 2 * L <= 2 * half; i += 2 * L) {
         const V a = load(plane + i), b = load(plane + i + L);
-        // Within 128-bit lanes (vshufps), then the middle quarters swapped (vpermpd): the
-        // one-step shuffle became two vpermd and a blend.
-        const V e = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
-        const V o = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
-        const V ev = __builtin_shufflevector(e, e, 0, 1, 4, 5, 2, 3, 6, 7);
-        const V od = __builtin_shufflevector(o, o, 0, 1, 4, 5, 2, 3, 6, 7);
-        std::memcpy(E + i / 2, &ev, sizeof ev);
-        std::memcpy(O + i / 2, &od, sizeof od);
+        if constexpr (L == 4) {
+          const V ev = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+          const V od = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+          std::memcpy(E + i / 2, &ev, sizeof ev);
+          std::memcpy(O + i / 2, &od, sizeof od);
+        } else {
+          // Within 128-bit lanes (vshufps), then the middle quarters swapped (vpermpd): the
+          // one-step shuffle became two vpermd and a blend.
+          const V e = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+          const V o = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+          const V ev = __builtin_shufflevector(e, e, 0, 1, 4, 5, 2, 3, 6, 7);
+          const V od = __builtin_shufflevector(o, o, 0, 1, 4, 5, 2, 3, 6, 7);
+          std::memcpy(E + i / 2, &ev, sizeof ev);
+          std::memcpy(O + i / 2, &od, sizeof od);
+        }
       }
       for (; i < 2 * half; i += 2) {
         E[i / 2] = plane[i];
@@ -267,6 +275,13 @@ bool flat_3x3_s2(const Conv2dParams& p) {
 
 bool s2_even_3x3(const Conv2dParams& p) { return flat_3x3_s2(p) && p.W % 2 == 0; }
 
+// The even-width kernel on four lanes (wasm's simd128; SSE natively).
+void depthwise3x3_s2_even4(const Conv2dParams& p, const float* in, const float* weight,
+                           const float* bias, float* out) {
+  depthwise3x3_s2_even_impl<v4f, 4, false>(p, in, weight, bias, out);
+}
+
+#ifdef FXWASM_X86_DISPATCH
 __attribute__((target("avx2,fma"))) void depthwise3x3_flat_s2_avx2(const Conv2dParams& p,
                                                                    const float* in,
                                                                    const float* weight,
@@ -289,5 +304,6 @@ __attribute__((target("avx2,fma"))) void depthwise3x3_s2_even_avx2(const Conv2dP
   depthwise3x3_s2_even_impl<v8f, 8, false>(p, in, weight, bias, out);
 }
 
-}  // namespace fx::kernels
 #endif
+
+}  // namespace fx::kernels

@@ -584,6 +584,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 12-wide, 1 row", conv(1, 5, 1, 12, 5, 3, 2, 1, 5), false},
         ConvCase{"depthwise 3x3/2 20x20, 33 channels", conv(1, 33, 20, 20, 33, 3, 2, 1, 33), true},
         ConvCase{"depthwise 3x3/2 94-wide, odd height", conv(1, 4, 5, 94, 4, 3, 2, 1, 4), true},
+        // (Four lanes, wasm: every even width) rows of one and two outputs.
+        ConvCase{"depthwise 3x3/2 2-wide, odd height", conv(1, 3, 3, 2, 3, 3, 2, 1, 3), true},
+        ConvCase{"depthwise 3x3/2 4x4, two images", conv(2, 5, 4, 4, 5, 3, 2, 1, 5), false},
         // Larger kernels take the channel-interleaved path natively at any plane size
         // (ConvNeXt's 7x7 pad 3): partial 16- and 8-lane blocks, two images, stride 2, a plane
         // smaller than the kernel, 7x1 taps, and a dilated one that keeps the row loop.
