@@ -123,9 +123,10 @@ val gm_value_kinds(double id);
 void gm_shape_prop(double id, val inputs);
 val gm_infer_shapes(double id, val shapes);
 /// {dtype, shape, data (a typed array)} -> Value (input `index`, for messages); copies the bytes.
-fx::exec::Value value_from_js(const val& v, size_t index);
+/// `for_run`: a run's input, dropped when the run ends (its bytes may then be the executor's).
+fx::exec::Value value_from_js(const val& v, size_t index, bool for_run = false);
 /// An array of such objects.
-std::vector<fx::exec::Value> values_from_js(const val& inputs);
+std::vector<fx::exec::Value> values_from_js(const val& inputs, bool for_run = false);
 /// Value -> {dtype, shape, bytes (a Uint8Array copy)}.
 val value_to_js(const fx::exec::Value& v);
 /// Bytes currently allocated by malloc (mallinfo().uordblks): for leak tests.
