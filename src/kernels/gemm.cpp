@@ -476,6 +476,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   int64_t nr_width = NR;
   bool a_in_place = false;
   const MicroKernel kernel = select_kernel(nr_width, &a_in_place);
+  const gemm_micro::SpanKernel span_kernel = gemm_micro::select_span_kernel();
   // A row-major A that was not packed ahead of time (activations) is read in place: packing it
   // on every call cost 4 % of ConvNeXt-T's time (M = 3136 rows, K = 96), and six row streams
   // prefetch as well as one panel does.
@@ -531,35 +532,59 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           // ir and jr are multiples of MR and of the panel width: a panel of the packed blocks
           // starts kc * ir or kc * jr floats in, with no division, which for the run-time width
           // was an idiv on every tile.)
-          auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
-            const bool in_place = jr < full && !panel_copy;
-            const float* bp = panel_copy ? panel_copy
-                              : in_place ? B + k0 * ldb + j0 + jr
-                              : direct_b ? b_buf
-                                         : b_block + jr * kc;
-            const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
-            const Store st{first,
-                           last,
-                           bias ? bias + i0 + ir : nullptr,
-                           col_bias ? col_bias + j0 + jr : nullptr,
-                           res ? res + (i0 + ir) * ep.ldr + j0 + jr : nullptr,
-                           ep.ldr,
-                           ep.lo,
-                           ep.hi,
-                           clamp,
-                           in_place ? ldb : nr_width,
-                           direct_a ? lda : 0};
-            kernel(kc, ap, bp, C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, st,
-                   std::min(MR, mc - ir), std::min(nr_width, nc - jr));
+          // Tile (ir, jr)'s B panel, A panel and Store.
+          auto b_panel = [&](int64_t jr) __attribute__((always_inline)) {
+            return panel_copy                 ? panel_copy
+                   : jr < full && !panel_copy ? B + k0 * ldb + j0 + jr
+                   : direct_b                 ? b_buf
+                                              : b_block + jr * kc;
           };
+          auto store_of = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
+            const bool in_place = jr < full && !panel_copy;
+            return Store{first,
+                         last,
+                         bias ? bias + i0 + ir : nullptr,
+                         col_bias ? col_bias + j0 + jr : nullptr,
+                         res ? res + (i0 + ir) * ep.ldr + j0 + jr : nullptr,
+                         ep.ldr,
+                         ep.lo,
+                         ep.hi,
+                         clamp,
+                         in_place ? ldb : nr_width,
+                         direct_a ? lda : 0};
+          };
+          auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
+            const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
+            kernel(kc, ap, b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta,
+                   store_of(ir, jr), std::min(MR, mc - ir), std::min(nr_width, nc - jr));
+          };
+          // The portable kernel takes runs of whole tiles in one call (span_kernel): along a row
+          // of tiles, panels [0, whole) whose B is read the same way (in place, or packed in the
+          // block), or down a panel, its whole row tiles.
+          const int64_t whole_panels = (direct_b ? full : nc / nr_width * nr_width);
           // Tiles are computed panel by panel (a B panel stays in L1 across the row tiles), but
           // with a short K a tile is mostly its stores, and that order writes C a few columns at
           // a time across all its rows: then C is written row tile by row tile (six long row
           // streams), with the packed B block (at most 512 KB) read back from L2. MobileNetV2
           // (K 16-64 in its expand convs) 4 % faster natively, six interleaved pairs.
           if (row_tile_order) {
-            for (int64_t ir = 0; ir < mc; ir += MR)
-              for (int64_t jr = 0; jr < nc; jr += nr_width) tile(ir, jr);
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              int64_t jr = 0;
+              if (span_kernel && mc - ir >= MR && whole_panels >= 2 * nr_width) {
+                const int64_t in_place = direct_b ? 1 : 0;
+                const gemm_micro::TileSpan sp{whole_panels / nr_width,
+                                              0,
+                                              in_place ? nr_width : nr_width * kc,
+                                              nr_width,
+                                              0,
+                                              nr_width,
+                                              nr_width};
+                span_kernel(kc, a_block + ir * kc, b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha,
+                            beta, store_of(ir, 0), sp);
+                jr = whole_panels;
+              }
+              for (; jr < nc; jr += nr_width) tile(ir, jr);
+            }
           } else {
             // A prepacked B (a layer's weights: a transformer's 9 MB feed-forward matrices stream
             // from memory) is fetched a panel ahead into L2, a share of the next panel's lines
@@ -577,7 +602,14 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                 pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel);
                 panel_copy = copied_panel;
               }
-              for (int64_t ir = 0, t = 0; ir < mc; ir += MR, ++t) {
+              int64_t ir = 0, t = 0;
+              if (span_kernel && !next && nc - jr >= nr_width && mc >= 2 * MR) {
+                const gemm_micro::TileSpan sp{mc / MR, MR * kc, 0, MR * ldc, MR, 0, MR * ep.ldr};
+                span_kernel(kc, a_block, b_panel(jr), C + i0 * ldc + j0 + jr, ldc, alpha, beta,
+                            store_of(0, jr), sp);
+                ir = mc / MR * MR;
+              }
+              for (; ir < mc; ir += MR, ++t) {
                 if (next)
                   for (int64_t l = t * per_tile, e = std::min(lines, l + per_tile); l < e; ++l)
                     __builtin_prefetch(next + l * 16, 0, 2);

@@ -70,8 +70,11 @@ inline __attribute__((always_inline)) bool store_plain(const v4f (&acc)[MR][2], 
 // for the mr x nr corner that exists.
 // The bias and the clamp apply on the last K block only (so that a product computed transposed,
 // which adds the bias after all K blocks, gets the same bits).
-void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha,
-                  float beta, const Store& st, int64_t mr, int64_t nr) {
+inline __attribute__((always_inline)) void micro_kernel_impl(int64_t kc, const float* a,
+                                                             const float* b, float* C, int64_t ldc,
+                                                             float alpha, float beta,
+                                                             const Store& st, int64_t mr,
+                                                             int64_t nr) {
   const bool first = st.first;
   const int64_t b_step = st.b_step;
   v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
@@ -206,6 +209,28 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         y = out;
       }
     }
+  }
+}
+
+void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha,
+                  float beta, const Store& st, int64_t mr, int64_t nr) {
+  micro_kernel_impl(kc, a, b, C, ldc, alpha, beta, st, mr, nr);
+}
+
+// Whole tiles in one call: the tile's set-up in GemmCore::blocked (its Store, an indirect call
+// with ten arguments) and the kernel's tests of the tile's size were a tenth of wasm's time in
+// the short-K products (K = 16-64: a 4 x 8 tile is 16-64 multiply-add steps).
+void micro_kernel_span(int64_t kc, const float* a, const float* b, float* C, int64_t ldc,
+                       float alpha, float beta, const Store& st, const TileSpan& sp) {
+  Store s = st;
+  for (int64_t t = 0; t < sp.count; ++t) {
+    micro_kernel_impl(kc, a, b, C, ldc, alpha, beta, s, MR, NR);
+    a += sp.a_step;
+    b += sp.b_step;
+    C += sp.c_step;
+    if (s.bias) s.bias += sp.bias_step;
+    if (s.col_bias) s.col_bias += sp.col_bias_step;
+    if (s.residual) s.residual += sp.res_step;
   }
 }
 
@@ -504,6 +529,13 @@ MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place) {
 #endif
   nr_width = NR;
   return micro_kernel;
+}
+
+SpanKernel select_span_kernel() {
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx512() || cpu_has_avx2_fma()) return nullptr;
+#endif
+  return micro_kernel_span;
 }
 
 }  // namespace fx::kernels::gemm_micro

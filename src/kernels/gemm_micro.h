@@ -47,4 +47,19 @@ using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_
 // a row-major A in place (Store::a_stride), which the x86 kernels can.
 MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr);
 
+// A run of whole MR x NR tiles computed by one call: tile t reads a + t * a_step and b + t *
+// b_step, writes C + t * c_step, and its Store's bias, column bias and residual (those that are
+// not null) advance by bias_step, col_bias_step and res_step a tile.
+struct TileSpan {
+  int64_t count;
+  int64_t a_step, b_step, c_step;
+  int64_t bias_step, col_bias_step, res_step;
+};
+using SpanKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
+                            const Store&, const TileSpan&);
+
+// The span kernel of the micro-kernel select_kernel chooses, or null where tiles go one call each
+// (the x86 kernels).
+SpanKernel select_span_kernel();
+
 }  // namespace fx::kernels::gemm_micro

@@ -273,8 +273,14 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
 
 TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
   std::mt19937 rng(11);
-  for (auto [M, N, K] :
-       {std::tuple<int64_t, int64_t, int64_t>{7, 19, 5}, {13, 33, 300}, {6, 16, 600}}) {
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{7, 19, 5},
+                         {13, 33, 300},
+                         {6, 16, 600},
+                         // (The portable kernel's runs of whole tiles: along a row of tiles over B
+                         // read in place at short K, down copied panels, down a packed B block.)
+                         {64, 70, 40},
+                         {40, 75, 150},
+                         {96, 100, 200}}) {
     std::vector<float> A(M * K), B(K * N), bias(M), C(M * N, 123.0f), R(M * N);
     fill_uniform(rng, {&A, &B, &bias});
     const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -0.5f, 0.75f);
