@@ -558,9 +558,9 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
             kernel(kc, ap, b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta,
                    store_of(ir, jr), std::min(MR, mc - ir), std::min(nr_width, nc - jr));
           };
-          // The portable kernel takes runs of whole tiles in one call (span_kernel): along a row
-          // of tiles, panels [0, whole) whose B is read the same way (in place, or packed in the
-          // block), or down a panel, its whole row tiles.
+          // Runs of whole tiles go to the kernel in one call (span_kernel): along a row of tiles,
+          // panels [0, whole) whose B is read the same way (in place, or packed in the block), or
+          // down a panel, its whole row tiles.
           const int64_t whole_panels = (direct_b ? full : nc / nr_width * nr_width);
           // Tiles are computed panel by panel (a B panel stays in L1 across the row tiles), but
           // with a short K a tile is mostly its stores, and that order writes C a few columns at
@@ -579,8 +579,9 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                                               0,
                                               nr_width,
                                               nr_width};
-                span_kernel(kc, a_block + ir * kc, b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha,
-                            beta, store_of(ir, 0), sp);
+                const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
+                span_kernel(kc, ap, b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
+                            store_of(ir, 0), sp);
                 jr = whole_panels;
               }
               for (; jr < nc; jr += nr_width) tile(ir, jr);
@@ -604,9 +605,10 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
               }
               int64_t ir = 0, t = 0;
               if (span_kernel && !next && nc - jr >= nr_width && mc >= 2 * MR) {
-                const gemm_micro::TileSpan sp{mc / MR, MR * kc, 0, MR * ldc, MR, 0, MR * ep.ldr};
-                span_kernel(kc, a_block, b_panel(jr), C + i0 * ldc + j0 + jr, ldc, alpha, beta,
-                            store_of(0, jr), sp);
+                const gemm_micro::TileSpan sp{
+                    mc / MR, direct_a ? MR * lda : MR * kc, 0, MR * ldc, MR, 0, MR * ep.ldr};
+                span_kernel(kc, direct_a ? A + i0 * lda + k0 : a_block, b_panel(jr),
+                            C + i0 * ldc + j0 + jr, ldc, alpha, beta, store_of(0, jr), sp);
                 ir = mc / MR * MR;
               }
               for (; ir < mc; ir += MR, ++t) {

@@ -219,7 +219,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 
 // Whole tiles in one call: the tile's set-up in GemmCore::blocked (its Store, an indirect call
 // with ten arguments) and the kernel's tests of the tile's size were a tenth of wasm's time in
-// the short-K products (K = 16-64: a 4 x 8 tile is 16-64 multiply-add steps).
+// the short-K products (K = 16-64: a 4 x 8 tile is 16-64 multiply-add steps). The x86 kernels'
+// runs are below (NAME_span).
 void micro_kernel_span(int64_t kc, const float* a, const float* b, float* C, int64_t ldc,
                        float alpha, float beta, const Store& st, const TileSpan& sp) {
   Store s = st;
@@ -368,9 +369,9 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
 // the shared store with the epilogue.
 #define FXWASM_X86_KERNEL(NAME, TARGET, VEC, LANES, SETZERO, LOADU, STOREU, BCAST, FMADD, MUL,     \
                           ADD, SET1, MAXP, MINP)                                                   \
-  __attribute__((target(TARGET))) void NAME(int64_t kc, const float* a, const float* b, float* C,  \
-                                            int64_t ldc, float alpha, float beta, const Store& st, \
-                                            int64_t mr, int64_t nr) {                              \
+  inline __attribute__((always_inline, target(TARGET))) void NAME##_impl(                          \
+      int64_t kc, const float* a, const float* b, float* C, int64_t ldc, float alpha, float beta,  \
+      const Store& st, int64_t mr, int64_t nr) {                                                   \
     VEC c00 = SETZERO(), c01 = SETZERO(), c10 = SETZERO(), c11 = SETZERO();                        \
     VEC c20 = SETZERO(), c21 = SETZERO(), c30 = SETZERO(), c31 = SETZERO();                        \
     VEC c40 = SETZERO(), c41 = SETZERO(), c50 = SETZERO(), c51 = SETZERO();                        \
@@ -490,6 +491,25 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
                    res_row ? res_row + LANES * h : nullptr, clamp, st.lo, st.hi);                  \
       }                                                                                            \
     }                                                                                              \
+  }                                                                                                \
+  __attribute__((target(TARGET))) void NAME(int64_t kc, const float* a, const float* b, float* C,  \
+                                            int64_t ldc, float alpha, float beta, const Store& st, \
+                                            int64_t mr, int64_t nr) {                              \
+    NAME##_impl(kc, a, b, C, ldc, alpha, beta, st, mr, nr);                                        \
+  }                                                                                                \
+  __attribute__((target(TARGET))) void NAME##_span(int64_t kc, const float* a, const float* b,     \
+                                                   float* C, int64_t ldc, float alpha, float beta, \
+                                                   const Store& st, const TileSpan& sp) {          \
+    Store s = st;                                                                                  \
+    for (int64_t t = 0; t < sp.count; ++t) {                                                       \
+      NAME##_impl(kc, a, b, C, ldc, alpha, beta, s, MR, 2 * LANES);                                \
+      a += sp.a_step;                                                                              \
+      b += sp.b_step;                                                                              \
+      C += sp.c_step;                                                                              \
+      if (s.bias) s.bias += sp.bias_step;                                                          \
+      if (s.col_bias) s.col_bias += sp.col_bias_step;                                              \
+      if (s.residual) s.residual += sp.res_step;                                                   \
+    }                                                                                              \
   }
 
 // 6 x 16 on ymm registers (AVX2 + FMA).
@@ -533,7 +553,8 @@ MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place) {
 
 SpanKernel select_span_kernel() {
 #ifdef FXWASM_X86_DISPATCH
-  if (cpu_has_avx512() || cpu_has_avx2_fma()) return nullptr;
+  if (cpu_has_avx512()) return micro_kernel_avx512_span;
+  if (cpu_has_avx2_fma()) return micro_kernel_avx2_span;
 #endif
   return micro_kernel_span;
 }

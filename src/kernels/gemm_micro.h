@@ -58,8 +58,7 @@ struct TileSpan {
 using SpanKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
                             const Store&, const TileSpan&);
 
-// The span kernel of the micro-kernel select_kernel chooses, or null where tiles go one call each
-// (the x86 kernels).
+// The span kernel of the micro-kernel select_kernel chooses.
 SpanKernel select_span_kernel();
 
 }  // namespace fx::kernels::gemm_micro
