@@ -534,10 +534,10 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           // was an idiv on every tile.)
           // Tile (ir, jr)'s B panel, A panel and Store.
           auto b_panel = [&](int64_t jr) __attribute__((always_inline)) {
-            return panel_copy                 ? panel_copy
-                   : jr < full && !panel_copy ? B + k0 * ldb + j0 + jr
-                   : direct_b                 ? b_buf
-                                              : b_block + jr * kc;
+            return panel_copy  ? panel_copy
+                   : jr < full ? B + k0 * ldb + j0 + jr
+                   : direct_b  ? b_buf
+                               : b_block + jr * kc;
           };
           auto store_of = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
             const bool in_place = jr < full && !panel_copy;
@@ -570,11 +570,10 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           if (row_tile_order) {
             for (int64_t ir = 0; ir < mc; ir += MR) {
               int64_t jr = 0;
-              if (span_kernel && mc - ir >= MR && whole_panels >= 2 * nr_width) {
-                const int64_t in_place = direct_b ? 1 : 0;
+              if (mc - ir >= MR && whole_panels >= 2 * nr_width) {
                 const gemm_micro::TileSpan sp{whole_panels / nr_width,
                                               0,
-                                              in_place ? nr_width : nr_width * kc,
+                                              direct_b ? nr_width : nr_width * kc,
                                               nr_width,
                                               0,
                                               nr_width,
@@ -604,7 +603,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                 panel_copy = copied_panel;
               }
               int64_t ir = 0, t = 0;
-              if (span_kernel && !next && nc - jr >= nr_width && mc >= 2 * MR) {
+              if (!next && nc - jr >= nr_width && mc >= 2 * MR) {
                 const gemm_micro::TileSpan sp{
                     mc / MR, direct_a ? MR * lda : MR * kc, 0, MR * ldc, MR, 0, MR * ep.ldr};
                 span_kernel(kc, direct_a ? A + i0 * lda + k0 : a_block, b_panel(jr),
