@@ -475,8 +475,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
   int64_t nr_width = NR;
   bool a_in_place = false;
-  const MicroKernel kernel = select_kernel(nr_width, &a_in_place);
-  const gemm_micro::SpanKernel span_kernel = gemm_micro::select_span_kernel();
+  gemm_micro::SpanKernel span_kernel = nullptr;
+  const MicroKernel kernel = select_kernel(nr_width, &a_in_place, &span_kernel);
   // A row-major A that was not packed ahead of time (activations) is read in place: packing it
   // on every call cost 4 % of ConvNeXt-T's time (M = 3136 rows, K = 96), and six row streams
   // prefetch as well as one panel does.

@@ -217,6 +217,17 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   micro_kernel_impl(kc, a, b, C, ldc, alpha, beta, st, mr, nr);
 }
 
+// A run's next tile: its operands, its C and its Store's pointers one step on.
+inline __attribute__((always_inline)) void next_tile(const TileSpan& sp, const float*& a,
+                                                     const float*& b, float*& C, Store& s) {
+  a += sp.a_step;
+  b += sp.b_step;
+  C += sp.c_step;
+  if (s.bias) s.bias += sp.bias_step;
+  if (s.col_bias) s.col_bias += sp.col_bias_step;
+  if (s.residual) s.residual += sp.res_step;
+}
+
 // Whole tiles in one call: the tile's set-up in GemmCore::blocked (its Store, an indirect call
 // with ten arguments) and the kernel's tests of the tile's size were a tenth of wasm's time in
 // the short-K products (K = 16-64: a 4 x 8 tile is 16-64 multiply-add steps). The x86 kernels'
@@ -224,15 +235,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 void micro_kernel_span(int64_t kc, const float* a, const float* b, float* C, int64_t ldc,
                        float alpha, float beta, const Store& st, const TileSpan& sp) {
   Store s = st;
-  for (int64_t t = 0; t < sp.count; ++t) {
+  for (int64_t t = 0; t < sp.count; ++t, next_tile(sp, a, b, C, s))
     micro_kernel_impl(kc, a, b, C, ldc, alpha, beta, s, MR, NR);
-    a += sp.a_step;
-    b += sp.b_step;
-    C += sp.c_step;
-    if (s.bias) s.bias += sp.bias_step;
-    if (s.col_bias) s.col_bias += sp.col_bias_step;
-    if (s.residual) s.residual += sp.res_step;
-  }
 }
 
 // One vector of results at `dst` (part of FXWASM_X86_KERNEL: uses its va, vb, vlo, vhi, vbias,
@@ -501,15 +505,8 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
                                                    float* C, int64_t ldc, float alpha, float beta, \
                                                    const Store& st, const TileSpan& sp) {          \
     Store s = st;                                                                                  \
-    for (int64_t t = 0; t < sp.count; ++t) {                                                       \
+    for (int64_t t = 0; t < sp.count; ++t, next_tile(sp, a, b, C, s))                              \
       NAME##_impl(kc, a, b, C, ldc, alpha, beta, s, MR, 2 * LANES);                                \
-      a += sp.a_step;                                                                              \
-      b += sp.b_step;                                                                              \
-      C += sp.c_step;                                                                              \
-      if (s.bias) s.bias += sp.bias_step;                                                          \
-      if (s.col_bias) s.col_bias += sp.col_bias_step;                                              \
-      if (s.residual) s.residual += sp.res_step;                                                   \
-    }                                                                                              \
   }
 
 // 6 x 16 on ymm registers (AVX2 + FMA).
@@ -533,30 +530,25 @@ FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps,
 
 }  // namespace
 
-MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place) {
+MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place, SpanKernel* span) {
   if (a_in_place) *a_in_place = false;
 #ifdef FXWASM_X86_DISPATCH
   if (cpu_has_avx512()) {
     nr_width = NR_AVX512;
     if (a_in_place) *a_in_place = true;
+    if (span) *span = micro_kernel_avx512_span;
     return micro_kernel_avx512;
   }
   if (cpu_has_avx2_fma()) {
     nr_width = NR_AVX2;
     if (a_in_place) *a_in_place = true;
+    if (span) *span = micro_kernel_avx2_span;
     return micro_kernel_avx2;
   }
 #endif
   nr_width = NR;
+  if (span) *span = micro_kernel_span;
   return micro_kernel;
-}
-
-SpanKernel select_span_kernel() {
-#ifdef FXWASM_X86_DISPATCH
-  if (cpu_has_avx512()) return micro_kernel_avx512_span;
-  if (cpu_has_avx2_fma()) return micro_kernel_avx2_span;
-#endif
-  return micro_kernel_span;
 }
 
 }  // namespace fx::kernels::gemm_micro

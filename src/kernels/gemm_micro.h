@@ -43,10 +43,6 @@ struct Store {
 using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
                              const Store&, int64_t, int64_t);
 
-// The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
-// a row-major A in place (Store::a_stride), which the x86 kernels can.
-MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr);
-
 // A run of whole MR x NR tiles computed by one call: tile t reads a + t * a_step and b + t *
 // b_step, writes C + t * c_step, and its Store's bias, column bias and residual (those that are
 // not null) advance by bias_step, col_bias_step and res_step a tile.
@@ -58,7 +54,10 @@ struct TileSpan {
 using SpanKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
                             const Store&, const TileSpan&);
 
-// The span kernel of the micro-kernel select_kernel chooses.
-SpanKernel select_span_kernel();
+// The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
+// a row-major A in place (Store::a_stride), which the x86 kernels can; `span`: its entry point
+// for runs of whole tiles.
+MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr,
+                          SpanKernel* span = nullptr);
 
 }  // namespace fx::kernels::gemm_micro
