@@ -82,7 +82,64 @@ inline __attribute__((always_inline)) void micro_kernel_impl(int64_t kc, const f
 #ifndef __wasm__
   v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
 #endif
-  if (mr == 1) {
+  if (st.a_stride) {
+    // A read in place: row r's k-th value at a[r * a_stride + k] (rows past mr repeat the last,
+    // whose results are not stored), the same products in the same order as from a packed
+    // panel. In wasm a small transformer's activations (16 x 64 times 64 x 192) were packed on
+    // every MatMul: 7 % of its run at 2 threads.
+    const int64_t rs = st.a_stride, last = mr - 1;
+    const float* a0 = a;
+    const float* a1 = a + std::min<int64_t>(1, last) * rs;
+    const float* a2 = a + std::min<int64_t>(2, last) * rs;
+    const float* a3 = a + std::min<int64_t>(3, last) * rs;
+#ifndef __wasm__
+    const float* a4 = a + std::min<int64_t>(4, last) * rs;
+    const float* a5 = a + std::min<int64_t>(5, last) * rs;
+#endif
+    if (mr == 1) {  // (as below: row 0's chains only)
+      for (int64_t k = 0; k < kc; ++k, b += b_step) {
+        const v4f ar = splat(a0[k]);
+        c00 = madd4(ar, load4(b), c00);
+        c01 = madd4(ar, load4(b + 4), c01);
+      }
+    } else if (nr <= 4) {  // (one vector column)
+      for (int64_t k = 0; k < kc; ++k, b += b_step) {
+        const v4f b0 = load4(b);
+        c00 = madd4(splat(a0[k]), b0, c00);
+        c10 = madd4(splat(a1[k]), b0, c10);
+        c20 = madd4(splat(a2[k]), b0, c20);
+        c30 = madd4(splat(a3[k]), b0, c30);
+#ifndef __wasm__
+        c40 = madd4(splat(a4[k]), b0, c40);
+        c50 = madd4(splat(a5[k]), b0, c50);
+#endif
+      }
+    } else {
+      for (int64_t k = 0; k < kc; ++k, b += b_step) {
+        const v4f b0 = load4(b), b1 = load4(b + 4);
+        v4f ar = splat(a0[k]);
+        c00 = madd4(ar, b0, c00);
+        c01 = madd4(ar, b1, c01);
+        ar = splat(a1[k]);
+        c10 = madd4(ar, b0, c10);
+        c11 = madd4(ar, b1, c11);
+        ar = splat(a2[k]);
+        c20 = madd4(ar, b0, c20);
+        c21 = madd4(ar, b1, c21);
+        ar = splat(a3[k]);
+        c30 = madd4(ar, b0, c30);
+        c31 = madd4(ar, b1, c31);
+#ifndef __wasm__
+        ar = splat(a4[k]);
+        c40 = madd4(ar, b0, c40);
+        c41 = madd4(ar, b1, c41);
+        ar = splat(a5[k]);
+        c50 = madd4(ar, b0, c50);
+        c51 = madd4(ar, b1, c51);
+#endif
+      }
+    }
+  } else if (mr == 1) {
     // One row (a classifier's batch-1 Gemm, 1 x 1000 x 1280): only row 0's two chains, half
     // the loads and a quarter of the multiply-adds of a whole tile; the same bits for that row.
     for (int64_t k = 0; k < kc; ++k) {
@@ -547,6 +604,7 @@ MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place, SpanKernel* span)
   }
 #endif
   nr_width = NR;
+  if (a_in_place) *a_in_place = true;
   if (span) *span = micro_kernel_span;
   return micro_kernel;
 }

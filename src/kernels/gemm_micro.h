@@ -36,7 +36,7 @@ struct Store {
   bool clamp;
   int64_t b_step;  // floats from one k row of the B panel to the next (the width when packed)
   // 0: `a` is a packed MR-high panel. Otherwise `a` is op(A)'s row i0 + ir at column k0 in place,
-  // rows a_stride apart (only the x86 kernels read A in place, see GemmCore::blocked).
+  // rows a_stride apart (see direct_a in GemmCore::blocked).
   int64_t a_stride = 0;
 };
 
@@ -55,7 +55,7 @@ using SpanKernel = void (*)(int64_t, const float*, const float*, float*, int64_t
                             const Store&, const TileSpan&);
 
 // The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
-// a row-major A in place (Store::a_stride), which the x86 kernels can; `span`: its entry point
+// a row-major A in place (Store::a_stride), which every kernel can; `span`: its entry point
 // for runs of whole tiles.
 MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr,
                           SpanKernel* span = nullptr);
