@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "alloc_cache.h"
 #include "codec.h"
 #include "fx/exec.h"
 #include "fx/exec/passes.h"
@@ -372,7 +373,10 @@ val gm_value_kinds(double id) {
 
 double heap_used() { return static_cast<double>(mallinfo().uordblks); }
 
-void release_cached_memory() { fx::exec::release_cached_memory(); }
+void release_cached_memory() {
+  fx::exec::release_cached_memory();
+  release_thread_alloc_cache();
+}
 
 double set_num_threads(double n) {
   fx::exec::set_num_threads(static_cast<int>(n));

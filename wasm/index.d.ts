@@ -1457,7 +1457,11 @@ export interface Fx {
   readonly mapArg: typeof mapArg;
   /** See {@link mapAggregate}. */
   readonly mapAggregate: typeof mapAggregate;
-  /** Bytes currently allocated on the wasm heap by malloc (for leak checks). */
+  /**
+   * Bytes currently allocated on the wasm heap by malloc (for leak checks). The threaded modules'
+   * threads each keep up to 64 KB of freed small blocks for reuse, which count here until
+   * {@link releaseCachedMemory} frees them.
+   */
   heapUsed(): number;
   /** Sets the resource limits (fields left out take their default). */
   setLimits(limits: Partial<Limits>): void;
@@ -1469,7 +1473,8 @@ export interface Fx {
   liveHandles(): number;
   /**
    * Gives the executor's caches back to the allocator: its arena, buffer pool, packed weights,
-   * plans and kernel scratch (they are kept between runs for speed). After deleting every model,
+   * plans and kernel scratch, and the threads' freed small blocks (they are kept between runs for
+   * speed). After deleting every model,
    * this returns the heap to within about 1 MB of what it was before loading.
    */
   releaseCachedMemory(): void;
