@@ -27,7 +27,7 @@
 #ifdef __EMSCRIPTEN_PTHREADS__
 namespace {
 
-constexpr size_t kHeader = 16;  // a block is as aligned as malloc's
+constexpr size_t kHeader = 16;     // a block is as aligned as malloc's
 constexpr size_t kMaxSmall = 256;  // larger blocks: malloc and free directly
 constexpr size_t kClasses = kMaxSmall / 16;
 constexpr size_t kMaxCachedBytes = 64 << 10;  // what a thread's lists hold at most
