@@ -20,16 +20,49 @@ namespace fxwasm {
 
 namespace {
 
+// The JS property names and functions a run's inputs and outputs cross by, made once (on the
+// thread that calls into the module). val["name"], call<T>("name") and isArray() turn a C string
+// into a JS string on every use, a byte at a time through the heap view, which in the threaded
+// modules checks for memory growth on each byte: 30 % of a run of the zoo's MLP (42 us) in the
+// threaded module went there.
+struct JsKeys {
+  val dtype = val("dtype"), shape = val("shape"), data = val("data"),
+      byte_length = val("byteLength"), length = val("length"), sequence = val("sequence"),
+      object = val("object"), outputs = val("outputs"), probes = val("probes"), node = val("node"),
+      array = val::global("Array");
+  // (view, source) => view.set(source): a typed array's bytes, or an array's numbers, copied
+  // into a view of the heap (runtime.mjs).
+  val copy_into = val::module_property("fxCopyInto");
+};
+const JsKeys& js() {
+  static const JsKeys keys;
+  return keys;
+}
+
+bool is_js_array(const val& v) { return v.instanceof (js().array); }
+
+// A dtype's name as a JS string, made once per dtype.
+const val& dtype_js(fx::Dtype dtype) {
+  static std::vector<std::pair<fx::Dtype, val>> names;
+  for (const auto& [d, name] : names)
+    if (d == dtype) return name;
+  names.emplace_back(dtype, val(std::string(fx::dtype_name(dtype))));
+  return names.back().second;
+}
+
 // {dtype, shape, data} -> a tensor Value (value_from_js). `for_run`: the value is a run's input,
 // dropped when the run ends, so its bytes can be the executor's (fx::exec::new_value: an arena
 // range or a pooled buffer, not a new zero-filled vector each run).
 fx::exec::Value tensor_from_js(const val& v, const std::string& where, bool for_run) {
-  if (v.typeOf().as<std::string>() != "object" || v.isNull() || v.isArray())
+  const JsKeys& k = js();
+  if (!v.typeOf().strictlyEquals(k.object) || v.isNull() || is_js_array(v))
     throw Error(ErrorKind::Type, where + ": expected {dtype, shape, data}");
-  const fx::Dtype dtype = fx::dtype_from_name(v["dtype"].as<std::string>());
+  const fx::Dtype dtype = fx::dtype_from_name(v[k.dtype].as<std::string>());
   std::vector<int64_t> shape;
   // One call for the whole shape (each val access is a trip into JS).
-  const std::vector<double> js_shape = emscripten::convertJSArrayToNumberVector<double>(v["shape"]);
+  const val js_dims = v[k.shape];
+  std::vector<double> js_shape(js_dims[k.length].as<size_t>());
+  k.copy_into(val(emscripten::typed_memory_view(js_shape.size(), js_shape.data())), js_dims);
   for (size_t i = 0; i < js_shape.size(); ++i) {
     const double d = js_shape[i];
     // (A double outside int64 would be undefined behaviour to convert.)
@@ -40,8 +73,8 @@ fx::exec::Value tensor_from_js(const val& v, const std::string& where, bool for_
   }
   if (dtype == fx::Dtype::String) {  // data: an array of JS strings, one per element
     const int64_t n = fx::checked_numel(shape, where);
-    const val data = v["data"];
-    if (!data.isArray() || data["length"].as<double>() != static_cast<double>(n))
+    const val data = v[k.data];
+    if (!is_js_array(data) || data[k.length].as<double>() != static_cast<double>(n))
       throw Error(ErrorKind::Value, where + ": a string tensor of " + std::to_string(n) +
                                         " elements needs an array of as many strings as data");
     auto strings = std::make_shared<std::vector<std::string>>();
@@ -58,8 +91,8 @@ fx::exec::Value tensor_from_js(const val& v, const std::string& where, bool for_
   // Sizes in checked 64-bit arithmetic, compared before allocating: a size_t product would
   // wrap in wasm32 ([2^30 + 1] float32 would need "4" bytes).
   const int64_t need = fx::checked_nbytes(dtype, shape, where);
-  const val data = v["data"];
-  const double have = data["byteLength"].as<double>();
+  const val data = v[k.data];
+  const double have = data[k.byte_length].as<double>();
   if (have != static_cast<double>(need))
     throw Error(ErrorKind::Value, where + ": " + fx::dtype_name(dtype) + " of shape " +
                                       std::to_string(shape.size()) + "-d needs " +
@@ -71,7 +104,7 @@ fx::exec::Value tensor_from_js(const val& v, const std::string& where, bool for_
   fx::exec::Value out =
       for_run ? fx::exec::new_value(dtype, shape) : fx::exec::Value::zeros(dtype, shape);
   // `data` is the Uint8Array over exactly these bytes that the façade made (encodeTensor).
-  val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())).call<void>("set", data);
+  k.copy_into(val(emscripten::typed_memory_view(nbytes, out.mutable_data<uint8_t>())), data);
   return out;
 }
 
@@ -82,8 +115,7 @@ val tensor_to_js(const fx::exec::Value& v) {
     static std::vector<double> dims;
     dims.assign(v.shape().begin(), v.shape().end());
     static const val make = val::module_property("fxRawTensor");
-    return make(std::string(fx::dtype_name(v.dtype())),
-                val(emscripten::typed_memory_view(dims.size(), dims.data())),
+    return make(dtype_js(v.dtype()), val(emscripten::typed_memory_view(dims.size(), dims.data())),
                 val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())));
   }
   val o = val::object();
@@ -110,14 +142,15 @@ val tensor_to_js(const fx::exec::Value& v) {
 fx::exec::Value value_from_js(const val& v, size_t index, bool for_run) {
   const std::string where = "input " + std::to_string(index);
   if (v.isNull()) return fx::exec::Value::none(fx::Dtype::Float32);
-  if (v.isArray() || (v.typeOf().as<std::string>() == "object" && v["sequence"].isArray())) {
-    const val items = v.isArray() ? v : v["sequence"];
+  const JsKeys& k = js();
+  if (is_js_array(v) || (v.typeOf().strictlyEquals(k.object) && is_js_array(v[k.sequence]))) {
+    const val items = is_js_array(v) ? v : v[k.sequence];
     std::vector<fx::exec::Value> elements;
-    const unsigned n = items["length"].as<unsigned>();
+    const unsigned n = items[k.length].as<unsigned>();
     for (unsigned i = 0; i < n; ++i)
       elements.push_back(
           tensor_from_js(items[i], where + " element " + std::to_string(i), for_run));
-    const val dt = v["dtype"];
+    const val dt = v[k.dtype];
     const fx::Dtype dtype = dt.isString() ? fx::dtype_from_name(dt.as<std::string>())
                             : n > 0       ? elements[0].dtype()
                                           : fx::Dtype::Float32;
@@ -128,7 +161,7 @@ fx::exec::Value value_from_js(const val& v, size_t index, bool for_run) {
 
 std::vector<fx::exec::Value> values_from_js(const val& inputs, bool for_run) {
   std::vector<fx::exec::Value> out;
-  const unsigned n = inputs["length"].as<unsigned>();
+  const unsigned n = inputs[js().length].as<unsigned>();
   for (unsigned i = 0; i < n; ++i) out.push_back(value_from_js(inputs[i], i, for_run));
   return out;
 }
@@ -178,7 +211,8 @@ val gm_run(double id, val inputs, val probe, bool profile) {
   return guarded([&] {
     fx::exec::RunOptions opts;
     opts.profile = profile;
-    const unsigned np = probe["length"].as<unsigned>();
+    const JsKeys& k = js();
+    const unsigned np = probe[k.length].as<unsigned>();
     for (unsigned i = 0; i < np; ++i) opts.probe.push_back(probe[i].as<std::string>());
     GmEntry& e = gm_entry(id);
     // The GEMM weights are held once, packed, from the first run of each graph version on (not
@@ -190,15 +224,17 @@ val gm_run(double id, val inputs, val probe, bool profile) {
     const fx::exec::RunResult r = fx::exec::run(*e.gm, run_inputs(*e.gm, inputs), opts);
     val out = val::object();
     val outputs = val::array();
-    for (const auto& v : r.outputs) outputs.call<void>("push", value_to_js(v));
+    for (size_t i = 0; i < r.outputs.size(); ++i)
+      outputs.set(static_cast<unsigned>(i), value_to_js(r.outputs[i]));
     val probes = val::array();
+    unsigned at = 0;
     for (const auto& [name, v] : r.probes) {
       val p = value_to_js(v);
-      p.set("node", name);
-      probes.call<void>("push", p);
+      p.set(k.node, name);
+      probes.set(at++, p);
     }
-    out.set("outputs", outputs);
-    out.set("probes", probes);
+    out.set(k.outputs, outputs);
+    out.set(k.probes, probes);
     if (profile) {
       // Three fields in all, not an object per op built through emval one property at a time:
       // a profiled MobileNetV2 run's time outside its ops 0.78 -> 0.62 ms (threaded module, 2

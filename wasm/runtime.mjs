@@ -14,6 +14,8 @@ export function setModule(module, fs) {
   M = module;
   // What wasm/exec.cpp's tensor_to_js calls: copies of a shape and a bytes view of the heap.
   M.fxRawTensor = (dtype, shape, bytes) => ({ dtype, shape: Array.from(shape), bytes: bytes.slice() });
+  // ... and what it copies a run's inputs (and shapes) into the heap with.
+  M.fxCopyInto = (view, source) => view.set(source);
   nodeFs = fs;
 }
 
