@@ -220,12 +220,14 @@ struct OpCallPrivate {
 };
 
 /// The bounds of a Relu/Clip fused into c's node ([-inf, inf] if none), which the op promises
-/// to apply to its single float32 output as it stores it. With a planned residual, only once the
-/// op took it (fused_residual first): the Relu/Clip follows the Add.
+/// to apply to its single float32 output as it stores it. With a planned residual or bias, only
+/// once the op took it (fused_residual or fused_col_bias first): the Relu/Clip follows the Add.
 inline void fused_clamp(OpCall& c, float& lo, float& hi) {
   lo = -__builtin_inff();
   hi = __builtin_inff();
-  if (!c.internal || (c.internal->residual && !c.internal->residual_applied)) return;
+  if (!c.internal || (c.internal->residual && !c.internal->residual_applied) ||
+      (c.internal->col_bias && !c.internal->col_bias_applied))
+    return;
   lo = c.internal->clamp_lo;
   hi = c.internal->clamp_hi;
   c.internal->clamp_applied = true;

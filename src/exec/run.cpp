@@ -412,7 +412,7 @@ class Runner {
                                        : residual ? s.residual_activation
                                                   : s.activation;
     bool activation = activation_bounds(planned, lo, hi);
-    if (activation && !bias) {
+    if (activation) {  // (after a fused bias only for an op that adds it: see fused_clamp)
       internal.clamp_lo = lo;
       internal.clamp_hi = hi;
     }

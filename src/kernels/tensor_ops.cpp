@@ -29,9 +29,11 @@ bool matmul_shape(const Shape& a0, const Shape& b0, Shape& out) {
 }
 
 void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out,
-                const PackedOperand* packed_b, const float* col_bias) {
+                const PackedOperand* packed_b, const float* col_bias, float lo, float hi) {
   GemmEpilogue ep;
   ep.col_bias = col_bias;
+  ep.lo = lo;
+  ep.hi = hi;
   Shape as = a0, bs = b0;
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);

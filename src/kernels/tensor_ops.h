@@ -18,9 +18,12 @@ bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 /// ahead of time (PackedOperand::right); b may then be null (a weight kept only packed).
 /// `col_bias` (optional): b's column count of values added
 /// to every output row as the GEMM stores it (x @ W + bias), the bits of adding them after.
+/// [lo, hi]: a clamp applied after the bias as the GEMM stores (a fused Relu or Clip; a NaN stays
+/// a NaN).
 void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
                 float* out, const PackedOperand* packed_b = nullptr,
-                const float* col_bias = nullptr);
+                const float* col_bias = nullptr, float lo = -__builtin_inff(),
+                float hi = __builtin_inff());
 
 /// LogSum: log of the sum (ReduceLogSum).
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp, LogSum };
