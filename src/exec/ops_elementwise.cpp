@@ -146,7 +146,7 @@ void reg_variadic(const char* name, BinaryOp op, bool mean) {
       const Value count = Value::scalar_f32(static_cast<float>(c.inputs.size()));
       acc = binary(c, BinaryOp::Div, acc, cast_to(c, count, t));
     }
-    c.outputs.push_back(acc);
+    c.outputs.push_back(std::move(acc));
   });
 }
 
@@ -310,7 +310,7 @@ void softmax(OpCall& c, bool log) {
         for (int64_t k = 0; k < n; ++k) dst[(o * n + k) * inner + j] = res[k];
       }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace
@@ -461,7 +461,7 @@ void register_elementwise_ops() {
       std::memcpy(out.mutable_data<uint8_t>() + i * es,
                   src.data<uint8_t>() + kernels::broadcast_index(s, src.shape(), i) * es, es);
     }
-    c.outputs.push_back(out);
+    c.outputs.push_back(std::move(out));
   });
   register_builtin("onnx.Softmax", [](OpCall& c) { softmax(c, false); });
   register_builtin("onnx.LogSoftmax", [](OpCall& c) { softmax(c, true); });

@@ -132,7 +132,7 @@ void mel_weight_matrix(OpCall& c) {
       out.mutable_data<double>()[i] = w[i];
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace

@@ -77,7 +77,7 @@ void gather_elements(OpCall& c) {
       pos[d] = 0;
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void gather_nd(OpCall& c) {
@@ -112,7 +112,7 @@ void gather_nd(OpCall& c) {
     std::memcpy(out.mutable_data<uint8_t>() + t * slice * es, x.data<uint8_t>() + off * es,
                 static_cast<size_t>(slice) * es);
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void scatter_elements(OpCall& c) {
@@ -145,7 +145,7 @@ void scatter_elements(OpCall& c) {
       pos[d] = 0;
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void scatter_nd(OpCall& c) {
@@ -178,7 +178,7 @@ void scatter_nd(OpCall& c) {
         combine(out.mutable_data<float>()[off + i], upd.data<float>()[t * slice + i], reduction);
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void nonzero(OpCall& c) {
@@ -228,7 +228,7 @@ void one_hot(OpCall& c) {
         std::memcpy(out.mutable_data<uint8_t>() + ((o * depth + h) * inner + j) * es,
                     values.data<uint8_t>() + (on ? es : 0), es);
       }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void topk(OpCall& c) {
@@ -262,7 +262,7 @@ void topk(OpCall& c) {
         indices.mutable_data<int64_t>()[(o * k + i) * inner + j] = order[i];
       }
     }
-  c.outputs.push_back(values);
+  c.outputs.push_back(std::move(values));
   c.outputs.push_back(indices);
 }
 
@@ -322,7 +322,7 @@ void trilu(OpCall& c) {
         const int64_t at = (m * rows + i) * cols + j;
         std::memcpy(out.mutable_data<uint8_t>() + at * es, x.data<uint8_t>() + at * es, es);
       }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ void prelu(OpCall& c) {
     const float v = px[i];
     po[i] = v >= 0 ? v : v * ps[kernels::broadcast_index(os, slope.shape(), i)];
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void instance_norm(OpCall& c) {
@@ -60,7 +60,7 @@ void instance_norm(OpCall& c) {
       for (int64_t i = 0; i < spatial; ++i)
         po[i] = (px[i] - static_cast<float>(m)) * k + bias.data<float>()[ch];
     }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void group_norm(OpCall& c) {
@@ -96,7 +96,7 @@ void group_norm(OpCall& c) {
                 bias.data<float>()[ch];
       }
     }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void lrn(OpCall& c) {
@@ -123,7 +123,7 @@ void lrn(OpCall& c) {
         out.mutable_data<float>()[at] =
             static_cast<float>(x.data<float>()[at] / std::pow(bias + alpha / size * sq, beta));
       }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 // MeanVarianceNormalization: (x - mean) / (std + 1e-9) with mean and std over `axes`
@@ -172,7 +172,7 @@ void mean_variance_norm(OpCall& c) {
     const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
     out.mutable_data<float>()[i] = static_cast<float>((px[i] - s[g]) * s2[g]);
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace
@@ -198,7 +198,7 @@ void layer_norm_stats(OpCall& c, const Value& x, int64_t axis, float epsilon) {
     mean.mutable_data<float>()[r] = static_cast<float>(m);
     inv.mutable_data<float>()[r] = static_cast<float>(1.0 / std::sqrt(v + epsilon));
   }
-  c.outputs.push_back(mean);
+  c.outputs.push_back(std::move(mean));
   if (c.num_outputs() > 2) c.outputs.push_back(inv);
 }
 

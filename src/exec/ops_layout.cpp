@@ -84,7 +84,7 @@ void pad(OpCall& c) {
       idx[d] = 0;
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void tile(OpCall& c) {
@@ -110,7 +110,7 @@ void tile(OpCall& c) {
       idx[d] = 0;
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void depth_to_space(OpCall& c) {
@@ -133,7 +133,7 @@ void depth_to_space(OpCall& c) {
           const int64_t dst = ((n * oc + ch) * H * b + h) * W * b + w;
           std::memcpy(out.mutable_data<uint8_t>() + dst * es, x.data<uint8_t>() + src * es, es);
         }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void space_to_depth(OpCall& c) {
@@ -153,7 +153,7 @@ void space_to_depth(OpCall& c) {
           const int64_t src = ((n * C + ch) * H + h) * W + w;
           std::memcpy(out.mutable_data<uint8_t>() + dst * es, x.data<uint8_t>() + src * es, es);
         }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void constant_of_shape(OpCall& c) {
@@ -176,7 +176,7 @@ void constant_of_shape(OpCall& c) {
       std::fill(out.mutable_data<int64_t>(), out.mutable_data<int64_t>() + out.numel(),
                 v->to_int());
     }
-    c.outputs.push_back(out);
+    c.outputs.push_back(std::move(out));
   } else {
     c.unsupported(std::string("a 'value' attribute of kind ") + Argument::kind_name(v->kind()));
   }

@@ -111,7 +111,7 @@ void sce_typed(OpCall& c, const LossAttrs& a) {
       for (int64_t k = 0; k < C; ++k) li[k * D] = static_cast<T>(xi[k * D] - lse);
     }
   c.outputs.push_back(nll<T>(c, logp.data<T>(), x.shape(), c.input(1), a));
-  if (c.num_outputs() > 1) c.outputs.push_back(logp);
+  if (c.num_outputs() > 1) c.outputs.push_back(std::move(logp));
 }
 
 template <void (*F32)(OpCall&, const LossAttrs&), void (*F64)(OpCall&, const LossAttrs&)>

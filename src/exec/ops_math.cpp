@@ -195,7 +195,7 @@ void bit_shift(OpCall& c) {
       o[i] = s >= bits ? T(0) : static_cast<T>(left ? W(v) << s : W(v) >> s);
     }
   });
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 // ---- Hardmax: 1 at the first maximum along the axis, 0 elsewhere ----

@@ -149,7 +149,7 @@ void conv(OpCall& c) {
   kernels::conv2d(p, x.data<float>(), w.data<float>(), bias, out.mutable_data<float>(),
                   scratch.data(),
                   static_cast<const std::vector<kernels::PackedOperand>*>(packed.get()));
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void pool(OpCall& c, bool is_max) {
@@ -176,7 +176,7 @@ void pool(OpCall& c, bool is_max) {
   } else {
     kernels::avg_pool2d(p, x.data<float>(), out.mutable_data<float>());
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void global_pool(OpCall& c, bool is_max) {
@@ -200,7 +200,7 @@ void global_pool(OpCall& c, bool is_max) {
       out.mutable_data<float>()[nc] = m;
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void batch_norm(OpCall& c) {
@@ -255,12 +255,12 @@ void batch_norm(OpCall& c) {
   kernels::batch_norm_f32(px, c.input(1).data<float>(), c.input(2).data<float>(),
                           mean.data<float>(), var.data<float>(), out.mutable_data<float>(), N, C,
                           spatial, eps);
-  c.outputs.push_back(out);
-  c.outputs.push_back(run_mean);
+  c.outputs.push_back(std::move(out));
+  c.outputs.push_back(std::move(run_mean));
   c.outputs.push_back(run_var);
   // Opsets 9-13 also declare saved_mean / saved_var: the batch statistics used above.
   if (c.num_outputs() > 3) {
-    c.outputs.push_back(mean);
+    c.outputs.push_back(std::move(mean));
     c.outputs.push_back(var);
   }
 }
@@ -286,7 +286,7 @@ void layer_norm(OpCall& c) {
   Value out = new_value(Dtype::Float32, x.shape());
   kernels::layer_norm_f32(x.data<float>(), scale.data<float>(), bias, out.mutable_data<float>(),
                           rows, size, c.attr_float("epsilon", 1e-5f));
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
   layer_norm_stats(c, x, axis, c.attr_float("epsilon", 1e-5f));
 }
 
@@ -321,7 +321,7 @@ void matmul(OpCall& c) {
   fused_clamp(c, lo, hi);
   kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
                       out.mutable_data<float>(), packed.get(), bias, lo, hi);
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void gemm(OpCall& c) {
@@ -366,7 +366,7 @@ void gemm(OpCall& c) {
                                  : nullptr;
   kernels::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.shape()[1], b.data<float>(),
                  b.shape()[1], b_eff, y, N, nullptr, nullptr, packed.get());
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace

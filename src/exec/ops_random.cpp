@@ -183,8 +183,8 @@ void dropout(OpCall& c) {
       for (int64_t i = 0; i < x.numel(); ++i)
         out.mutable_data<float>()[i] = m[i] ? static_cast<float>(x.data<float>()[i] * scale) : 0.0f;
   });
-  c.outputs.push_back(out);
-  if (want_mask) c.outputs.push_back(mask);
+  c.outputs.push_back(std::move(out));
+  if (want_mask) c.outputs.push_back(std::move(mask));
 }
 
 }  // namespace

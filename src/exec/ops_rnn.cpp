@@ -341,8 +341,8 @@ void recurrent(OpCall& c, Cell cell, const RnnAttrs& a) {
       *v = t;
     }
   }
-  c.outputs.push_back(Y);
-  c.outputs.push_back(Yh);
+  c.outputs.push_back(std::move(Y));
+  c.outputs.push_back(std::move(Yh));
   if (cell == Cell::Lstm) c.outputs.push_back(Yc);
 }
 

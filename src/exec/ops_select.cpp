@@ -42,7 +42,7 @@ void compress(OpCall& c) {
       std::memcpy(dst, x.data<uint8_t>() + (o * n + i) * inner * es, row);
       dst += row;
     }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 // Unique over slices along `axis` (or the flattened elements): Y, first indices, inverse
@@ -114,7 +114,7 @@ void unique(OpCall& c) {
                   static_cast<size_t>(inner) * es);
   }
   for (int64_t i = 0; i < n; ++i) inverse[i] = rank_of[group_of[i]];
-  c.outputs.push_back(y);
+  c.outputs.push_back(std::move(y));
   c.outputs.push_back(Value::from_i64({u}, indices));
   c.outputs.push_back(Value::from_i64({n}, inverse));
   c.outputs.push_back(Value::from_i64({u}, cnt));
@@ -146,7 +146,7 @@ void reverse_sequence(OpCall& c) {
       std::memcpy(out.mutable_data<uint8_t>() + at(b, t), x.data<uint8_t>() + at(b, from), row);
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ void transpose(OpCall& c) {
   Value out = new_value(x.dtype(), os);
   kernels::transpose(x.shape(), x.data<void>(), perm, dtype_size(x.dtype()),
                      out.mutable_data<void>());
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void concat(OpCall& c) {
@@ -171,7 +171,7 @@ void concat(OpCall& c) {
     offset += block;
   }
   kernels::copy_pieces(pieces);
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void squeeze(OpCall& c) {
@@ -252,7 +252,7 @@ void gather(OpCall& c) {
     for (int64_t j = 0; j < k; ++j)
       std::memcpy(dst + (o * k + j) * inner * es, src + (o * n + ind[j]) * inner * es,
                   static_cast<size_t>(inner) * es);
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void slice(OpCall& c) {
@@ -333,7 +333,7 @@ void slice(OpCall& c) {
       idx[d] = 0;
     }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void expand(OpCall& c) {
@@ -346,7 +346,7 @@ void expand(OpCall& c) {
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(out.mutable_data<uint8_t>() + i * es,
                 x.data<uint8_t>() + kernels::broadcast_index(os, x.shape(), i) * es, es);
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 void split(OpCall& c) {
@@ -377,7 +377,7 @@ void split(OpCall& c) {
       std::memcpy(out.mutable_data<uint8_t>() + o * p * inner * es,
                   x.data<uint8_t>() + (o * dim + start) * inner * es,
                   static_cast<size_t>(p * inner) * es);
-    c.outputs.push_back(out);
+    c.outputs.push_back(std::move(out));
     start += p;
   }
 }
@@ -441,7 +441,7 @@ void arg_reduce(OpCall& c, bool is_max) {
   Value out = new_value(Dtype::Int64, os);
   kernels::arg_reduce_f32(is_max, x.shape(), x.data<float>(), axis,
                           c.attr_int("select_last_index", 0) != 0, out.mutable_data<int64_t>());
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace

@@ -267,7 +267,7 @@ void conv_transpose(OpCall& c) {
         for (int64_t i = 0; i < out_n; ++i) y[i] += b.data<float>()[m];
       }
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -692,7 +692,7 @@ void max_unpool(OpCall& c) {
       c.fail("index " + std::to_string(ind[i]) + " is outside the output");
     std::memcpy(out.mutable_data<uint8_t>() + ind[i] * es, x.data<uint8_t>() + i * es, es);
   }
-  c.outputs.push_back(out);
+  c.outputs.push_back(std::move(out));
 }
 
 }  // namespace
