@@ -34,6 +34,9 @@ constexpr size_t kClasses = kMaxSmall / 16;
 constexpr size_t kMaxCachedBytes = 64 << 10;  // what a thread's lists hold at most
 constexpr uint32_t kLarge = 0xFFFFFFFFu;
 
+// Bytes of a block of class c (its header aside).
+constexpr size_t class_bytes(size_t c) { return (c + 1) * 16; }
+
 struct FreeBlock {
   FreeBlock* next;
 };
@@ -65,10 +68,10 @@ void* allocate(size_t n) {
     Cache& cache = t_cache;
     if (FreeBlock* b = cache.head[c]) {
       cache.head[c] = b->next;
-      cache.bytes -= (c + 1) * 16;
+      cache.bytes -= class_bytes(c);
       return b;
     }
-    char* raw = static_cast<char*>(std::malloc(kHeader + (c + 1) * 16));
+    char* raw = static_cast<char*>(std::malloc(kHeader + class_bytes(c)));
     if (!raw) return nullptr;
     *reinterpret_cast<uint32_t*>(raw) = static_cast<uint32_t>(c);
     return raw + kHeader;
@@ -86,7 +89,7 @@ void deallocate(void* p) {
   const uint32_t c = *reinterpret_cast<const uint32_t*>(raw);
   if (c != kLarge) {
     Cache& cache = t_cache;
-    const size_t size = (c + 1) * 16;
+    const size_t size = class_bytes(c);
     if (cache.alive && cache.bytes + size <= kMaxCachedBytes) {
       FreeBlock* b = static_cast<FreeBlock*>(p);
       b->next = cache.head[c];

@@ -31,8 +31,9 @@ struct JsKeys {
       object = val("object"), outputs = val("outputs"), probes = val("probes"), node = val("node"),
       array = val::global("Array");
   // (view, source) => view.set(source): a typed array's bytes, or an array's numbers, copied
-  // into a view of the heap (runtime.mjs).
-  val copy_into = val::module_property("fxCopyInto");
+  // into a view of the heap; (dtype, shape, bytes) => a run's output, copied out (runtime.mjs).
+  val copy_into = val::module_property("fxCopyInto"),
+      raw_tensor = val::module_property("fxRawTensor");
 };
 const JsKeys& js() {
   static const JsKeys keys;
@@ -114,9 +115,9 @@ val tensor_to_js(const fx::exec::Value& v) {
     // without a trip per field and dimension.
     static std::vector<double> dims;
     dims.assign(v.shape().begin(), v.shape().end());
-    static const val make = val::module_property("fxRawTensor");
-    return make(dtype_js(v.dtype()), val(emscripten::typed_memory_view(dims.size(), dims.data())),
-                val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())));
+    return js().raw_tensor(dtype_js(v.dtype()),
+                           val(emscripten::typed_memory_view(dims.size(), dims.data())),
+                           val(emscripten::typed_memory_view(v.nbytes(), v.data<uint8_t>())));
   }
   val o = val::object();
   o.set("dtype", std::string(fx::dtype_name(v.dtype())));
