@@ -200,7 +200,10 @@ struct RunOptions {
 /// One op a profiled run executed: its node, the node's target as printed (e.g. "onnx.Conv")
 /// and the wall time of the op, in microseconds. A node the run fused into the op before it (a
 /// Relu after a Conv, a bias Add after a MatMul, a residual Add) has no entry: its time is in
-/// that op's.
+/// that op's. Nor have, after a plan's first run, the nodes whose values the input shapes fix
+/// (Shape and the size arithmetic on it, Identity of a weight: computed once and held), nor the
+/// layout ops a later op reads as a view (a MatMul reads a Slice -> Reshape -> Transpose chain of
+/// its operand in place; a chain ending elsewhere is copied once, at its last node).
 struct OpTime {
   std::string node;
   std::string op;

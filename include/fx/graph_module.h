@@ -113,6 +113,11 @@ class Module {
   /// nn.Module.__repr__: "Linear(in_features=4, out_features=5, bias=True)" or the nested form.
   std::string repr() const;
 
+  /// A process-wide count of changes to any module's parameters, buffers or children (and of
+  /// modules destroyed): while it stays put, no tensor a get_attr names has changed, so the
+  /// executor's cached plans skip rechecking their constants.
+  static uint64_t attribute_generation();
+
  protected:
   std::string type_name_;
   std::string extra_repr_;

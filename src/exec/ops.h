@@ -217,6 +217,14 @@ struct OpCallPrivate {
   int64_t opset = -2;
   /// Where node_attrs keeps this node's attributes; null: parse on every call.
   AttrSlot* attrs = nullptr;
+  /// MatMul inputs read in place (a PlannedView of layout ops): input k's elements laid out by
+  /// operand_layout[k] within inputs[k], the view's source; null: inputs[k] itself.
+  const kernels::StridedLayout* operand_layout[2] = {nullptr, nullptr};
+  /// A MatMul whose only reader is a Transpose keeping the last axis last: the op may write its
+  /// result in the transposed order (a tensor of the Transpose's shape, out_permuted set), which
+  /// then is the Transpose's value.
+  const std::vector<int64_t>* out_perm = nullptr;
+  bool out_permuted = false;
 };
 
 /// The bounds of a Relu/Clip fused into c's node ([-inf, inf] if none), which the op promises

@@ -297,7 +297,84 @@ std::shared_ptr<const kernels::PackedOperand> packed_operand(OpCall& c, const Pa
   return w.operand;
 }
 
+// MatMul of operands read in place (OpCallPrivate::operand_layout): each is its layout over an
+// input's elements (an operand without one: the input itself, row-major).
+void matmul_of_views(OpCall& c) {
+  kernels::StridedLayout layout[2];
+  const float* data[2];
+  for (size_t k = 0; k < 2; ++k) {
+    const Value& v = c.input(k);
+    need_f32(c, v, "MatMul input");
+    if (!v.data<float>()) c.fail("an operand read in place has no elements");
+    data[k] = v.data<float>();
+    if (const kernels::StridedLayout* l = c.internal->operand_layout[k]) {
+      layout[k] = *l;
+      continue;
+    }
+    layout[k].shape = v.shape();
+    layout[k].strides.assign(v.shape().size(), 1);
+    for (size_t d = v.shape().size(); d-- > 1;)
+      layout[k].strides[d - 1] = layout[k].strides[d] * v.shape()[d];
+  }
+  std::vector<int64_t> os;
+  if (layout[0].shape.size() < 2 || layout[1].shape.size() < 2 ||
+      !kernels::matmul_shape(layout[0].shape, layout[1].shape, os))
+    c.fail("shapes do not multiply");
+  const float* bias = fused_col_bias(c);
+  float lo, hi;
+  fused_clamp(c, lo, hi);
+  // The result in its Transpose's order: element C[i] at the Transpose's position of it.
+  const std::vector<int64_t>* perm = c.internal->out_perm;
+  if (perm && perm->size() == os.size()) {
+    std::vector<int64_t> ys(os.size());
+    for (size_t d = 0; d < os.size(); ++d) ys[d] = os[static_cast<size_t>((*perm)[d])];
+    kernels::StridedLayout where;
+    where.shape = os;
+    where.strides.assign(os.size(), 1);
+    for (size_t d = os.size(), step = 1; d-- > 0;) {
+      where.strides[static_cast<size_t>((*perm)[d])] = static_cast<int64_t>(step);
+      step *= static_cast<size_t>(ys[d]);
+    }
+    Value out = new_value(Dtype::Float32, ys);
+    if (kernels::matmul_strided_f32(data[0], layout[0], data[1], layout[1],
+                                    out.mutable_data<float>(), bias, lo, hi, &where)) {
+      c.internal->out_permuted = true;
+      c.outputs.push_back(std::move(out));
+      return;
+    }
+  }
+  Value out = new_value(Dtype::Float32, os);
+  if (kernels::matmul_strided_f32(data[0], layout[0], data[1], layout[1], out.mutable_data<float>(),
+                                  bias, lo, hi)) {
+    c.outputs.push_back(std::move(out));
+    return;
+  }
+  // Neither rows nor columns contiguous: the operands copied out, row-major.
+  Value dense[2];
+  for (size_t k = 0; k < 2; ++k) {
+    dense[k] = new_value(Dtype::Float32, layout[k].shape);
+    kernels::strided_copy(data[k], sizeof(float), layout[k], dense[k].mutable_data<float>());
+  }
+  kernels::matmul_f32(dense[0].shape(), dense[0].data<float>(), dense[1].shape(),
+                      dense[1].data<float>(), out.mutable_data<float>(), nullptr, bias, lo, hi);
+  c.outputs.push_back(std::move(out));
+}
+
+// Whether c's inputs can be read through layouts (float32 tensors with elements, 2-D at least).
+bool layouts_fit(const OpCall& c) {
+  for (size_t k = 0; k < 2; ++k) {
+    const Value* v = k < c.inputs.size() ? c.inputs[k] : nullptr;
+    if (!v || !v->is_tensor() || v->dtype() != Dtype::Float32 || !v->data<float>() ||
+        v->shape().size() < 2)
+      return false;
+  }
+  return true;
+}
+
 void matmul(OpCall& c) {
+  if (c.internal && (c.internal->operand_layout[0] || c.internal->operand_layout[1] ||
+                     (c.internal->out_perm && layouts_fit(c))))
+    return matmul_of_views(c);
   const Value& a = c.input(0);
   const Value& b = c.input(1);
   need_f32(c, a, "MatMul input");

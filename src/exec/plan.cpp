@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
+#include <unordered_map>
 
 namespace fx::exec {
 
@@ -163,7 +165,9 @@ void plan_concat(Node* n, const std::vector<char>& probed, const std::vector<siz
   for (const Argument& a : args) {
     if (!a.is_node()) return;
     const Node* in = a.to_node();
-    if (probed[in->id()] || in->users().size() != 1) return;
+    if (probed[in->id()] || in->users().size() != 1 ||
+        p.steps[position[in->id()]].fixed != Fixed::No)
+      return;
     for (const Argument& b : args)  // (listed twice: one value, two places)
       if (&b != &a && b.is_node() && b.to_node() == in) return;
     uint32_t writer = static_cast<uint32_t>(in->id());
@@ -187,6 +191,228 @@ void plan_concat(Node* n, const std::vector<char>& probed, const std::vector<siz
     w.concat_writer = index;
     w.concat_input = static_cast<uint32_t>(k);
   }
+}
+
+// The ops whose output shapes follow from their inputs' shapes and attributes and from the
+// values of the inputs whose bits are set (Reshape's shape, Slice's starts...). Ops whose output
+// shape depends on data (NonZero, Unique, Compress, NonMaxSuppression, Loop...) are not here,
+// nor any op not checked against its definition.
+const std::unordered_map<std::string, uint32_t>& shape_value_inputs() {
+  static const std::unordered_map<std::string, uint32_t> table = [] {
+    std::unordered_map<std::string, uint32_t> t;
+    for (const char* op : {"Abs",
+                           "Acos",
+                           "Acosh",
+                           "Add",
+                           "And",
+                           "Asin",
+                           "Asinh",
+                           "Atan",
+                           "Atanh",
+                           "BitShift",
+                           "BitwiseAnd",
+                           "BitwiseNot",
+                           "BitwiseOr",
+                           "BitwiseXor",
+                           "Cast",
+                           "CastLike",
+                           "Ceil",
+                           "Celu",
+                           "Clip",
+                           "Cos",
+                           "Cosh",
+                           "Div",
+                           "Elu",
+                           "Equal",
+                           "Erf",
+                           "Exp",
+                           "Floor",
+                           "Gelu",
+                           "Greater",
+                           "GreaterOrEqual",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Hardmax",
+                           "Identity",
+                           "IsInf",
+                           "IsNaN",
+                           "LeakyRelu",
+                           "Less",
+                           "LessOrEqual",
+                           "Log",
+                           "LogSoftmax",
+                           "Max",
+                           "Mean",
+                           "Min",
+                           "Mish",
+                           "Mod",
+                           "Mul",
+                           "Neg",
+                           "Not",
+                           "Or",
+                           "PRelu",
+                           "Pow",
+                           "Reciprocal",
+                           "Relu",
+                           "Round",
+                           "Selu",
+                           "Shrink",
+                           "Sigmoid",
+                           "Sign",
+                           "Sin",
+                           "Sinh",
+                           "Softmax",
+                           "Softplus",
+                           "Softsign",
+                           "Sqrt",
+                           "Sub",
+                           "Sum",
+                           "Tan",
+                           "Tanh",
+                           "ThresholdedRelu",
+                           "Where",
+                           "Xor",
+                           "ArgMax",
+                           "ArgMin",
+                           "AveragePool",
+                           "BatchNormalization",
+                           "Concat",
+                           "Conv",
+                           "ConvTranspose",
+                           "CumSum",
+                           "DepthToSpace",
+                           "DequantizeLinear",
+                           "Einsum",
+                           "Flatten",
+                           "Gather",
+                           "GatherElements",
+                           "GatherND",
+                           "Gemm",
+                           "GlobalAveragePool",
+                           "GlobalLpPool",
+                           "GlobalMaxPool",
+                           "InstanceNormalization",
+                           "LayerNormalization",
+                           "LpNormalization",
+                           "LpPool",
+                           "LRN",
+                           "MatMul",
+                           "MaxPool",
+                           "MeanVarianceNormalization",
+                           "QuantizeLinear",
+                           "ScatterElements",
+                           "ScatterND",
+                           "SpaceToDepth",
+                           "Transpose",
+                           "Trilu"})
+      t[op] = 0;
+    for (const char* op :
+         {"Reshape", "Squeeze", "Unsqueeze", "Expand", "Tile", "Split", "TopK", "OneHot",
+          "Upsample", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+          "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"})
+      t[op] = 1u << 1;
+    t["Slice"] = 0b11110;  // starts, ends, axes, steps
+    t["Pad"] = 0b1010;     // pads, axes (not the constant value)
+    t["Resize"] = 0b1110;  // roi, scales, sizes
+    t["ConstantOfShape"] = 0b1;
+    t["Range"] = 0b111;
+    return t;
+  }();
+  return table;
+}
+
+// Which nodes the plan's key fixes (Fixed), and which have shapes it fixes (`shaped`): inputs have
+// the key's shapes; constants are fixed (the plan is rechecked when one changes); Shape and Size
+// of a shaped value are fixed; a deterministic op on fixed tensors is fixed; and an op of
+// shape_value_inputs() on shaped inputs, the listed ones fixed, is shaped.
+std::vector<char> fixed_nodes(const GraphModule& gm, const std::vector<Node*>& nodes,
+                              const std::vector<Value>& inputs, uint64_t id_bound) {
+  std::vector<char> fixed(id_bound, 0), shaped(id_bound, 0);
+  size_t next_input = 0;
+  for (Node* n : nodes) {
+    const uint64_t id = n->id();
+    if (n->op() == Opcode::Placeholder) {
+      shaped[id] = next_input < inputs.size() && inputs[next_input].is_tensor();
+      ++next_input;
+      continue;
+    }
+    if (n->op() == Opcode::GetAttr) {
+      fixed[id] = shaped[id] = gm.get_tensor(n->target().str()) != nullptr;
+      continue;
+    }
+    if (n->op() != Opcode::CallFunction) continue;
+    const TargetInfo& info = target_info(n->target().function());
+    const auto& args = n->args();
+    if (info.getitem) {
+      if (args.size() == 2 && args[0].is_node()) {
+        fixed[id] = fixed[args[0].to_node()->id()];
+        shaped[id] = shaped[args[0].to_node()->id()];
+      }
+      continue;
+    }
+    const std::string& qual = n->target().function().qualname();
+    if (qual.rfind("onnx.", 0) != 0 || !info.fn || !*info.fn) continue;
+    const std::string op = qual.substr(5);
+    bool all_fixed = true, all_shaped = true;
+    for (const Argument& a : args) {
+      if (a.is_none()) continue;
+      all_fixed = all_fixed && a.is_node() && fixed[a.to_node()->id()];
+      all_shaped = all_shaped && a.is_node() && shaped[a.to_node()->id()];
+    }
+    if (op == "Shape" || op == "Size") {
+      fixed[id] = shaped[id] =
+          args.size() == 1 && args[0].is_node() && shaped[args[0].to_node()->id()];
+      continue;
+    }
+    const bool random = op.rfind("Random", 0) == 0 || op == "Bernoulli" || op == "Multinomial" ||
+                        op == "Dropout" || op == "If" || op == "Loop" || op == "Scan";
+    fixed[id] = all_fixed && !random;
+    shaped[id] = fixed[id];
+    const auto rule = shape_value_inputs().find(op);
+    if (!shaped[id] && all_shaped && rule != shape_value_inputs().end()) {
+      bool values = true;
+      for (size_t k = 0; k < args.size() && k < 32; ++k)
+        if ((rule->second >> k) & 1)
+          values = values &&
+                   (args[k].is_none() || (args[k].is_node() && fixed[args[k].to_node()->id()]));
+      shaped[id] = values;
+    }
+  }
+  return fixed;
+}
+
+// The chain of layout ops ending at `end` that a PlannedView may cover (their step positions,
+// first to last; `source` gets the first one's data input): each reads its data input as its
+// first argument, is neither fixed nor probed nor in another chain, and each before `end` is
+// read by the next one only, once. Empty if `end` itself does not qualify.
+std::vector<uint32_t> layout_chain(Node* end, const std::vector<char>& fixed,
+                                   const std::vector<char>& probed,
+                                   const std::vector<size_t>& position,
+                                   const std::vector<char>& claimed, Node*& source) {
+  auto qualifies = [&](const Node* c) {
+    if (!is_layout_op(*c) || fixed[c->id()] || claimed[c->id()] || c->args().empty() ||
+        !c->args()[0].is_node())
+      return false;
+    for (const Argument& a : c->args())
+      if (!a.is_none() && !a.is_node()) return false;
+    return true;
+  };
+  std::vector<uint32_t> chain;
+  if (!qualifies(end)) return chain;
+  Node* c = end;
+  chain.push_back(static_cast<uint32_t>(position[c->id()]));
+  for (;;) {
+    Node* prev = c->args()[0].to_node();
+    if (!qualifies(prev) || probed[prev->id()] || prev->users().size() != 1) break;
+    int uses = 0;
+    for (const Argument& a : c->args()) uses += a.is_node() && a.to_node() == prev;
+    if (uses != 1) break;
+    chain.push_back(static_cast<uint32_t>(position[prev->id()]));
+    c = prev;
+  }
+  std::reverse(chain.begin(), chain.end());
+  source = c->args()[0].to_node();
+  return chain;
 }
 
 std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>& inputs,
@@ -213,14 +439,94 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
   const std::vector<Node*> nodes = g.nodes().to_vector();
   std::vector<size_t> position(p.id_bound, 0), last_use(p.id_bound, 0);
   std::vector<PlannedQdq> qdq(nodes.size());
+  // Fixed nodes run plainly, once: no fusion is planned at them.
+  const std::vector<char> fixed = fixed_nodes(gm, nodes, inputs, p.id_bound);
   for (size_t i = 0; i < nodes.size(); ++i) {
     position[nodes[i]->id()] = i;
     for (Node* in : nodes[i]->all_input_nodes()) last_use[in->id()] = i;
-    qdq[i] = plan_qdq(gm, nodes[i], probed);
+    if (!fixed[nodes[i]->id()]) qdq[i] = plan_qdq(gm, nodes[i], probed);
   }
   for (size_t i = 0; i < nodes.size(); ++i)  // a QDQ pattern reads its DequantizeLinears' inputs
     for (int64_t id : qdq[i].args)
       if (id >= 0) last_use[id] = std::max(last_use[id], i);
+  // Layout chains read as views: a MatMul's operands first, then chains of two ops or more
+  // ending anywhere (from the last node back, so that each chain is whole). The deferred ops and
+  // their inputs live until the owner's step.
+  std::vector<char> claimed(p.id_bound, 0);
+  std::vector<std::pair<size_t, PlannedView>> views;  // (owner's position, view)
+  auto claim = [&](size_t owner, int operand, std::vector<uint32_t> chain, Node* source) {
+    for (uint32_t pos : chain) {
+      Node* c = nodes[pos];
+      claimed[c->id()] = 1;
+      last_use[c->id()] = std::max(last_use[c->id()], owner);
+      for (Node* in : c->all_input_nodes())
+        last_use[in->id()] = std::max(last_use[in->id()], owner);
+    }
+    PlannedView v;
+    v.operand = operand;
+    v.source = static_cast<uint32_t>(source->id());
+    v.params_fixed = true;
+    for (uint32_t pos : chain)
+      for (size_t k = 1; k < nodes[pos]->args().size(); ++k) {
+        const Argument& a = nodes[pos]->args()[k];
+        if (a.is_node() && !fixed[a.to_node()->id()]) v.params_fixed = false;
+      }
+    v.chain = std::move(chain);
+    views.emplace_back(owner, std::move(v));
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    if (n->op() != Opcode::CallFunction || fixed[n->id()] || n->args().size() != 2 ||
+        !target_info(n->target().function()).matmul)
+      continue;
+    for (int k = 0; k < 2; ++k) {
+      const Argument& a = n->args()[k];
+      if (!a.is_node() ||
+          (k == 1 && n->args()[0].is_node() && n->args()[0].to_node() == a.to_node()))
+        continue;
+      Node* end = a.to_node();
+      if (probed[end->id()] || end->users().size() != 1) continue;
+      Node* source = nullptr;
+      std::vector<uint32_t> chain = layout_chain(end, fixed, probed, position, claimed, source);
+      if (!chain.empty()) claim(i, k, std::move(chain), source);
+    }
+  }
+  // A MatMul read only by a Transpose that keeps the last axis last (attention's heads merged
+  // back): written in the Transpose's order.
+  std::vector<std::tuple<size_t, uint32_t, std::vector<int64_t>>> out_transposes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    if (n->op() != Opcode::CallFunction || fixed[n->id()] || probed[n->id()] ||
+        n->users().size() != 1 || !target_info(n->target().function()).matmul)
+      continue;
+    Node* t = *n->users().begin();
+    if (t->op() != Opcode::CallFunction || t->target().function().qualname() != "onnx.Transpose" ||
+        fixed[t->id()] || claimed[t->id()] || t->args().size() != 1 || !t->args()[0].is_node() ||
+        t->args()[0].to_node() != n)
+      continue;
+    const Argument* p_arg = t->kwargs().find("perm");
+    if (!p_arg || !p_arg->is_sequence()) continue;
+    std::vector<int64_t> perm;
+    for (const Argument& e : p_arg->elements())
+      if (e.kind() == Argument::Kind::Int) perm.push_back(e.to_int());
+    const auto rank = static_cast<int64_t>(perm.size());
+    if (rank < 2 || rank != static_cast<int64_t>(p_arg->elements().size())) continue;
+    std::vector<char> seen(perm.size(), 0);
+    bool ok = true;
+    for (int64_t& d : perm) {
+      if (d < 0) d += rank;
+      ok = ok && d >= 0 && d < rank && !seen[d];
+      if (ok) seen[d] = 1;
+    }
+    if (!ok || perm.back() != rank - 1) continue;
+    claimed[t->id()] = 1;
+    out_transposes.emplace_back(i, static_cast<uint32_t>(t->id()), std::move(perm));
+  }
+  for (size_t i = nodes.size(); i-- > 0;) {
+    Node* source = nullptr;
+    std::vector<uint32_t> chain = layout_chain(nodes[i], fixed, probed, position, claimed, source);
+    if (chain.size() >= 2) claim(i, -1, std::move(chain), source);
+  }
   auto add_arg = [&](const Argument& a) {
     if (a.is_none())
       p.args.push_back(kArgNone);
@@ -237,6 +543,10 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
     s.node = n;
     s.id = static_cast<uint32_t>(n->id());
     s.probed = probed[n->id()] != 0;
+    if (fixed[n->id()]) {
+      s.fixed = Fixed::Candidate;
+      p.fixed_pending = true;
+    }
     s.args_begin = s.args_end = static_cast<uint32_t>(p.args.size());
     switch (n->op()) {
       case Opcode::Placeholder:
@@ -277,6 +587,7 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         s.fn = info.fn && *info.fn ? info.fn : nullptr;
         for (const Argument& a : n->args()) add_arg(a);
         s.num_outputs = declared_outputs(*n);
+        if (fixed[n->id()]) break;
         s.qdq = std::move(qdq[i]);
         for (uint32_t id : s.qdq.absorbed) p.steps[position[id]].absorbed = true;
         if (info.reduce_mean) s.layer_norm_div = plan_layer_norm_div(n, s.probed);
@@ -315,8 +626,17 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
       if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
     s.frees_end = static_cast<uint32_t>(p.frees.size());
   }
+  for (auto& [pos, transpose, perm] : out_transposes) {
+    p.steps[pos].out_transpose = transpose;
+    p.steps[pos].out_perm = std::move(perm);
+  }
+  for (auto& [owner, v] : views) {
+    for (size_t k = 0; k + (v.operand < 0 ? 1 : 0) < v.chain.size(); ++k)
+      p.steps[v.chain[k]].deferred = true;
+    p.steps[owner].views.push_back(std::move(v));
+  }
   for (Node* n : nodes) {
-    if (n->op() != Opcode::CallFunction) continue;
+    if (n->op() != Opcode::CallFunction || fixed[n->id()]) continue;
     const std::string& op = n->target().function().qualname();
     if (op == "onnx.Erf") plan_gelu(gm, n, probed, position, p);
     if (op == "onnx.Sigmoid") plan_silu(n, probed, p, position[n->id()]);
@@ -375,17 +695,22 @@ std::shared_ptr<Plan> plan_for(const GraphModule& gm, const std::vector<Value>& 
   PlanCache& cache = plan_cache();
   const uint64_t generation = registry_generation();
   const uint64_t serial = gm.graph().serial();
+  const uint64_t attributes = Module::attribute_generation();
   for (size_t i = 0; i < cache.plans.size(); ++i) {
     std::shared_ptr<Plan>& p = cache.plans[i];
     if (!key_matches(*p, gm, inputs, probes, generation)) continue;
-    if (!constants_unchanged(gm, *p)) {
-      cache.plans.erase(cache.plans.begin() + static_cast<std::ptrdiff_t>(i));
-      break;
+    if (p->attribute_generation != attributes) {
+      if (!constants_unchanged(gm, *p)) {
+        cache.plans.erase(cache.plans.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+      p->attribute_generation = attributes;
     }
     p->last_used = ++cache.tick;
     return p;
   }
   std::shared_ptr<Plan> plan = build_plan(gm, inputs, probes);
+  plan->attribute_generation = attributes;
   plan->last_used = ++cache.tick;
   // Drop the plans no run can use again: of destroyed graphs, of this graph's older versions
   // (versions only grow) and of an older registry.

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,29 @@ struct PlannedConcat {
   int64_t numel = 0;                         // the result's elements
 };
 
+/// A chain of layout ops (Transpose, Reshape, Slice, Identity), each the only reader of the one
+/// before and none probed, read as one strided view of the chain's source (views.cpp): the nodes
+/// before the last are deferred (not run as steps); at the step that owns the view, the layout is
+/// worked out from the values of the source and of the ops' other inputs, and if any op is not a
+/// plain view there, the deferred nodes run then, as they would have.
+struct PlannedView {
+  int operand = -1;             // the MatMul input it stands for; -1: the chain's last node's value
+  uint32_t source = kNoNode;    // the first op's data input (node id)
+  std::vector<uint32_t> chain;  // the ops' step positions, first to last
+  // When the ops' other inputs (Reshape's shape, Slice's starts...) are fixed (Fixed), the layout
+  // depends on the source's shape only: the last one worked out, for that shape.
+  bool params_fixed = false;
+  bool known = false;
+  std::vector<int64_t> known_shape;
+  std::optional<kernels::StridedLayout> known_layout;
+};
+
+/// A node whose value the plan's key fixes (a function of the inputs' dtypes and shapes and of
+/// the module's constants only: Shape and what is computed from it, Identity of a weight...):
+/// computed on the plan's first complete run, then held (Cached) or, when only other such nodes
+/// read it, not computed again (Skipped).
+enum class Fixed : uint8_t { No, Candidate, Cached, Skipped };
+
 /// One node of the graph, in graph order.
 struct Step {
   enum class Kind : uint8_t { Input, Constant, Call, Getitem, Output, NotRunnable, Nothing };
@@ -98,6 +122,7 @@ struct Step {
   uint32_t id = 0;  // node id: the node's value slot
   Kind kind = Kind::Nothing;
   bool probed = false;
+  Fixed fixed = Fixed::No;
   const OpFn* fn = nullptr;  // Call: the implementation (null: fails when reached)
   // The node's positional arguments (Call) or returned values (Output), Plan::args[args_begin,
   // args_end).
@@ -122,12 +147,19 @@ struct Step {
   // op makes (concat_writer); -1 if none.
   int32_t concat = -1, concat_writer = -1;
   uint32_t concat_input = 0;
-  PlannedQdq qdq;          // Conv/MatMul/Gemm: a QDQ pattern run as one integer op
-  bool absorbed = false;   // a DequantizeLinear only a planned QDQ pattern reads: never runs
-  size_t num_outputs = 1;  // OpCall::num_outputs()
-  AttrSlot attrs;          // the op's parsed attributes (node_attrs)
+  PlannedQdq qdq;         // Conv/MatMul/Gemm: a QDQ pattern run as one integer op
+  bool absorbed = false;  // a DequantizeLinear only a planned QDQ pattern reads: never runs
+  bool deferred = false;  // a layout op of a PlannedView: runs only if the view falls through
+  // MatMul: its only reader, a Transpose keeping the last axis last, whose order the op may write
+  // its result in (OpCallPrivate::out_perm); out_perm is the Transpose's perm, normalised.
+  uint32_t out_transpose = kNoNode;
+  std::vector<int64_t> out_perm;
+  std::vector<PlannedView> views;  // owned here: a MatMul's operands, or this node's own value
+  size_t num_outputs = 1;          // OpCall::num_outputs()
+  AttrSlot attrs;                  // the op's parsed attributes (node_attrs)
   // Node ids whose last use is this node (their values are freed after it), Plan::frees.
   uint32_t frees_begin = 0, frees_end = 0;
+  std::vector<Value> cached;  // Fixed::Cached: the node's values
 };
 
 /// A get_attr tensor as the plan saw it. Checked on every run before anything runs: the plan
@@ -158,6 +190,9 @@ struct Plan {
   std::vector<std::string> probes;
   std::weak_ptr<const void> graph_alive;
   uint64_t last_used = 0;  // LRU tick
+  // Module::attribute_generation() when the constants were last found unchanged: while it
+  // stays put, they need no recheck.
+  uint64_t attribute_generation = 0;
 
   uint64_t id_bound = 0;
   std::vector<Step> steps;
@@ -166,7 +201,17 @@ struct Plan {
   std::vector<PlannedConstant> constants;
   std::vector<PlannedConcat> concats;
   int64_t opset = -1;  // module_opset
+  // Steps with Fixed::Candidate, until a complete run has learnt their values (learn_fixed).
+  bool fixed_pending = false;
 };
+
+/// Whether `n` is a layout op a PlannedView may cover.
+bool is_layout_op(const Node& n);
+/// The layout of layout op `n`'s value over the elements its data input is laid out by `in`, its
+/// other inputs being `params` (null: omitted); nullopt when that value is not a plain strided
+/// view of them (the op then runs, and reports what is wrong).
+std::optional<kernels::StridedLayout> view_through(const Node& n, const kernels::StridedLayout& in,
+                                                   const std::vector<const Value*>& params);
 
 /// The plan for running `gm` on inputs like `inputs` with these probes: the cached one when
 /// the graph, its version, the registry, the inputs' dtypes and shapes, the probes and the

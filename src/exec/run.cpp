@@ -17,6 +17,10 @@ namespace {
 // A node's result: one value per output (getitem picks one).
 using Results = std::vector<Value>;
 
+// The most a plan holds of one fixed node's values (beyond a module tensor's bytes): shape
+// tensors and small tables, never a large computed value (new_value's arena starts at 32 KB).
+constexpr size_t kFixedBytes = 16 << 10;
+
 [[noreturn]] void node_error(const Node& n, const std::string& msg) {
   throw Error(ErrorKind::Runtime, "node '" + n.name() + "' (" + n.target().pretty() + "): " + msg,
               n.name());
@@ -70,8 +74,19 @@ class Runner {
 
   RunResult run() {
     st_.concat_dest.assign(plan_.concats.size(), Value());
+    const bool learning = plan_.fixed_pending;
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       Step& s = plan_.steps[i];
+      if (s.fixed >=
+          Fixed::Cached) {  // fixed by the plan's key: held, or read by no step that runs
+        if (s.fixed == Fixed::Cached) env_[s.id] = s.cached;
+        finish(s);
+        continue;
+      }
+      if (s.deferred) {  // a layout op read as a view by a later step (or run there)
+        finish(s);
+        continue;
+      }
       if (st_.skip[s.id] || s.absorbed) {  // done (or not needed) by a fused pattern
         finish(s);
         continue;
@@ -95,12 +110,14 @@ class Runner {
              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                  .count()});
       if (s.concat >= 0) learn_concat(s);
+      if (learning && s.fixed == Fixed::Candidate) capture_fixed(s);
       finish(s);
     }
     if (next_input_ != inputs_.size())
       throw Error(ErrorKind::Value, "run: " + std::to_string(inputs_.size()) +
                                         " inputs given, the graph takes " +
                                         std::to_string(next_input_));
+    if (learning) learn_fixed();
     return std::move(result_);
   }
 
@@ -118,6 +135,46 @@ class Runner {
                               " outputs; select one with operator.getitem");
     }
     return &r[0];
+  }
+
+  // A fixed node's values as computed on the learning run, held when they are small or share a
+  // module tensor's bytes (Identity of a weight); else none (the node then runs on every run).
+  void capture_fixed(Step& s) {
+    s.cached.clear();
+    if (s.kind != Step::Kind::Call && s.kind != Step::Kind::Getitem) return;
+    const Results& r = env_[s.id];
+    size_t bytes = 0;
+    for (const Value& v : r) {
+      if (!v.is_tensor()) return;
+      if (v.packed()) continue;  // the module's packing, shared
+      const void* buffer = v.buffer().get();
+      const bool module_bytes =
+          buffer && std::any_of(plan_.constants.begin(), plan_.constants.end(),
+                                [&](const PlannedConstant& c) { return c.data == buffer; });
+      if (!module_bytes) bytes += v.nbytes();
+    }
+    if (r.empty() || bytes > kFixedBytes) return;
+    s.cached = r;
+  }
+
+  // After the plan's first complete run: which fixed nodes are held (Cached) and which need not
+  // run (Skipped, when every step reading them is Cached or Skipped), from the last user back.
+  void learn_fixed() {
+    std::vector<char> runs(plan_.id_bound, 1);  // whether the step computes, reading its inputs
+    for (size_t i = plan_.steps.size(); i-- > 0;) {
+      Step& s = plan_.steps[i];
+      if (s.fixed != Fixed::Candidate) continue;
+      bool needed = s.probed;
+      for (const Node* u : s.node->users()) needed = needed || runs[u->id()];
+      if (needed && !s.cached.empty()) {
+        s.fixed = Fixed::Cached;
+      } else {
+        s.fixed = needed ? Fixed::No : Fixed::Skipped;
+        s.cached.clear();
+      }
+      runs[s.id] = s.fixed == Fixed::No;
+    }
+    plan_.fixed_pending = false;
   }
 
   // Runs a step whose op makes an input of a planned Concat (PlannedConcat), pointing the op's
@@ -355,7 +412,133 @@ class Runner {
     return true;
   }
 
+  // The layout of a PlannedView's value over its source's elements, worked out from this run's
+  // values; nullopt when an op of the chain is not a plain view of them.
+  std::optional<kernels::StridedLayout> resolve_view(PlannedView& v) const {
+    const Results& src = env_[v.source];
+    if (src.size() != 1 || !src[0].is_tensor() || src[0].packed() ||
+        src[0].dtype() == Dtype::String || !src[0].data<void>())
+      return std::nullopt;
+    if (v.known && v.known_shape == src[0].shape()) return v.known_layout;
+    std::optional<kernels::StridedLayout> l = layout_through(v, src[0]);
+    if (v.params_fixed) {
+      v.known = true;
+      v.known_shape = src[0].shape();
+      v.known_layout = l;
+    }
+    return l;
+  }
+
+  std::optional<kernels::StridedLayout> layout_through(const PlannedView& v,
+                                                       const Value& source) const {
+    kernels::StridedLayout l;
+    l.shape = source.shape();
+    l.strides.assign(l.shape.size(), 1);
+    for (size_t d = l.shape.size(); d-- > 1;) l.strides[d - 1] = l.strides[d] * l.shape[d];
+    std::vector<const Value*> params;
+    for (uint32_t pos : v.chain) {
+      const Step& c = plan_.steps[pos];
+      params.clear();
+      for (uint32_t k = c.args_begin + 1; k < c.args_end; ++k) {
+        const int64_t slot = plan_.args[k];
+        if (slot == kArgNone) {
+          params.push_back(nullptr);
+          continue;
+        }
+        const Results& r = env_[static_cast<size_t>(slot)];
+        if (slot < 0 || r.size() != 1 || !r[0].is_tensor()) return std::nullopt;
+        params.push_back(&r[0]);
+      }
+      std::optional<kernels::StridedLayout> next = view_through(*c.node, l, params);
+      if (!next) return std::nullopt;
+      l = std::move(*next);
+    }
+    return l;
+  }
+
+  // Runs the deferred ops of view `v` as the steps they are (all but the last of a chain whose
+  // last node is the owner, which then runs as usual).
+  void run_deferred(const PlannedView& v) {
+    for (size_t k = 0; k < v.chain.size(); ++k) {
+      Step& c = plan_.steps[v.chain[k]];
+      if (!c.deferred || !env_[c.id].empty()) continue;
+      execute(c);
+    }
+  }
+
+  // The views step `s` owns: its own value copied out once (true: done), or its MatMul operands
+  // read in place (operands_ and layouts_ set for call()); a view that is not one runs its ops
+  // now (all of them before any operand is set: those ops run through call() too).
+  bool prepare_views(Step& s) {
+    std::optional<kernels::StridedLayout> layout[2];
+    for (PlannedView& v : s.views) {
+      std::optional<kernels::StridedLayout> l = resolve_view(v);
+      if (v.operand < 0) {
+        if (!l) {
+          run_deferred(v);
+          continue;
+        }
+        const Value& src = env_[v.source][0];
+        const size_t es = dtype_size(src.dtype());
+        if (kernels::is_contiguous(*l)) {  // reshapes and leading-axis slices: the same bytes
+          env_[s.id].push_back(
+              value_slice(src, static_cast<size_t>(l->offset) * es, src.dtype(), l->shape));
+          return true;
+        }
+        Value out = new_value(src.dtype(), l->shape);
+        kernels::strided_copy(src.data<void>(), es, *l, out.mutable_data<void>());
+        env_[s.id].push_back(std::move(out));
+        return true;
+      }
+      if (!l || l->shape.size() < 2 || env_[v.source][0].dtype() != Dtype::Float32 || s.bias) {
+        run_deferred(v);
+        continue;
+      }
+      layout[v.operand] = std::move(l);
+    }
+    // A strided operand beside one the GEMM cannot take as it is (a packed weight, a vector):
+    // back to the ops.
+    if ((layout[0] && !kernels::is_contiguous(*layout[0])) ||
+        (layout[1] && !kernels::is_contiguous(*layout[1])))
+      for (size_t k = 0; k < 2; ++k) {
+        if (layout[k] || plan_.args[s.args_begin + k] < 0) continue;
+        const Results& r = env_[static_cast<size_t>(plan_.args[s.args_begin + k])];
+        if (r.size() == 1 && r[0].is_tensor() && !r[0].packed() && r[0].shape().size() >= 2)
+          continue;
+        for (const PlannedView& v : s.views) run_deferred(v);
+        return false;
+      }
+    for (const PlannedView& v : s.views) {
+      const auto k = static_cast<size_t>(v.operand);
+      if (v.operand < 0 || !layout[k]) continue;
+      const Value& src = env_[v.source][0];
+      if (kernels::is_contiguous(*layout[k])) {  // reshaped, or sliced on a leading axis: an alias
+        aliases_[k] = value_slice(src, static_cast<size_t>(layout[k]->offset) * sizeof(float),
+                                  Dtype::Float32, layout[k]->shape);
+        operands_[k] = &aliases_[k];
+      } else {
+        layouts_[k] = std::move(*layout[k]);
+        operands_[k] = &src;
+        strided_[k] = true;
+      }
+    }
+    return false;
+  }
+
+  void clear_operands() {
+    for (size_t k = 0; k < 2; ++k) {
+      operands_[k] = nullptr;
+      strided_[k] = false;
+      aliases_[k] = Value();
+    }
+  }
+
   void call(Step& s, Results& out) {
+    struct OperandsScope {
+      Runner& r;
+      ~OperandsScope() { r.clear_operands(); }
+    } operands_scope{*this};
+    if (!s.views.empty() && prepare_views(s)) return;
     Node* n = s.node;
     if (s.unary.x != kNoNode && unary_at(s)) return;
     if (s.layer_norm_div && layer_norm_at(s)) return;
@@ -382,6 +565,12 @@ class Runner {
     call.inputs.clear();
     call.outputs.swap(out);
     for (uint32_t k = s.args_begin; k < s.args_end; ++k) {
+      const size_t i = k - s.args_begin;
+      if (i < 2 && operands_[i]) {  // read as a view (prepare_views)
+        call.inputs.push_back(operands_[i]);
+        if (strided_[i]) internal.operand_layout[i] = &layouts_[i];
+        continue;
+      }
       const Value* v = value_of(s, plan_.args[k]);
       if (v && !v->is_tensor() && !takes_non_tensors(*n))  // a sequence or optional: few ops
         node_error(*n, "input " + std::to_string(k - s.args_begin) + " is " + v->describe() +
@@ -418,6 +607,7 @@ class Runner {
     }
     if (bias) internal.col_bias = reinterpret_cast<const float*>(bias->data->data());
     internal.residual = residual;
+    if (s.out_transpose != kNoNode && !bias && !activation) internal.out_perm = &s.out_perm;
     try {
       (*s.fn)(call);
     } catch (const Error& e) {
@@ -458,6 +648,7 @@ class Runner {
       }
       st_.fused[s.bias_add] = s.id + 1;
     }
+    if (internal.out_permuted) st_.fused[s.out_transpose] = s.id + 1;  // (the Transpose's value)
     if (residual) {
       if (internal.residual_applied)
         st_.fused[s.residual_add] = s.id + 1;
@@ -490,6 +681,12 @@ class Runner {
   const bool profile_;
   RunResult result_;
   size_t next_input_ = 0;
+  // The current step's MatMul operands read as views (prepare_views): the value standing for
+  // input k (the view's source, or an alias of it), and its layout when strided.
+  const Value* operands_[2] = {nullptr, nullptr};
+  bool strided_[2] = {false, false};
+  kernels::StridedLayout layouts_[2];
+  Value aliases_[2];
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "fx/graph_module.h"
 
+#include <atomic>
 #include <string_view>
 #include <unordered_set>
 
@@ -97,7 +98,16 @@ std::string Tensor::describe() const {
 Module::Module(std::string type_name, std::string extra_repr)
     : type_name_(std::move(type_name)), extra_repr_(std::move(extra_repr)) {}
 
-Module::~Module() = default;
+namespace {
+std::atomic<uint64_t> g_attribute_generation{0};
+void attributes_changed() { g_attribute_generation.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+uint64_t Module::attribute_generation() {
+  return g_attribute_generation.load(std::memory_order_relaxed);
+}
+
+Module::~Module() { attributes_changed(); }
 
 void Module::add_module(const std::string& name, std::shared_ptr<Module> module) {
   if (name.empty() || name.find('.') != std::string::npos)
@@ -105,6 +115,7 @@ void Module::add_module(const std::string& name, std::shared_ptr<Module> module)
                 "module name '" + name + "' must be non-empty and contain no '.'");
   if (!module) throw Error(ErrorKind::Value, "add_module('" + name + "'): module is null");
   remove_attr(name);
+  attributes_changed();
   if (auto* slot = find_named(children_, name)) {
     *slot = std::move(module);
   } else {
@@ -116,6 +127,7 @@ void Module::register_parameter(const std::string& name, Tensor t) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw Error(ErrorKind::Value,
                 "parameter name '" + name + "' must be non-empty and contain no '.'");
+  attributes_changed();
   erase_named(buffers_, name);
   erase_named(children_, name);
   if (auto* slot = find_named(params_, name)) {
@@ -129,6 +141,7 @@ void Module::register_buffer(const std::string& name, Tensor t) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw Error(ErrorKind::Value,
                 "buffer name '" + name + "' must be non-empty and contain no '.'");
+  attributes_changed();
   erase_named(params_, name);
   erase_named(children_, name);
   if (auto* slot = find_named(buffers_, name)) {
@@ -144,8 +157,12 @@ std::shared_ptr<Module> Module::child(const std::string& name) const {
 }
 const Tensor* Module::parameter(const std::string& name) const { return find_named(params_, name); }
 const Tensor* Module::buffer(const std::string& name) const { return find_named(buffers_, name); }
-bool Module::remove_child(const std::string& name) { return erase_named(children_, name); }
+bool Module::remove_child(const std::string& name) {
+  attributes_changed();
+  return erase_named(children_, name);
+}
 bool Module::remove_attr(const std::string& name) {
+  attributes_changed();
   // A name is either a parameter or a buffer, never both (set_* erases the other kind first).
   const bool was_param = erase_named(params_, name);
   const bool was_buffer = erase_named(buffers_, name);

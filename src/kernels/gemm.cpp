@@ -35,6 +35,8 @@ constexpr int64_t kParallelMinColumns = 64;
 // interleaved A/B of medians, ViT-B/16 0.971x, ConvNeXt-T 0.949x, BERT-sized 0.983x, ResNet-18
 // 0.981x, MobileNetV2 0.992x, SqueezeNet 0.997-1.010x.
 constexpr int64_t KC = 384;
+// sgemm's direct path for small products (wasm): M, N and K at most this (one K block).
+constexpr int64_t kSmallProduct = 64;
 constexpr int64_t MC = 96;  // an MC x KC block of A (144 KB) stays in L2
 // Rows a block when A is read in place (no packed block to keep in L2; its KC-long row pieces, 384
 // KB for 256 rows, still fit): a transformer's 128-197 rows make one block, so each packed B block
@@ -111,10 +113,37 @@ void pack_a(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int
 }
 
 // Packs rows [k0, k0+kc) x cols [j0, j0+nc) of op(B) into NR-wide panels (panel[k * NR + c]).
+// out[k * ldo + c] = rows[c * ldr + k] for k < kc and c < width (a multiple of 4): `width` rows
+// of kc floats transposed, 4 x 4 blocks at a time in registers.
+void transpose_rows(const float* rows, int64_t ldr, int64_t kc, int64_t width, float* out,
+                    int64_t ldo) {
+  int64_t k = 0;
+  for (; k + 4 <= kc; k += 4)
+    for (int64_t c = 0; c < width; c += 4) {
+      const float* src = rows + c * ldr + k;
+      v4f r0 = load4(src), r1 = load4(src + ldr), r2 = load4(src + 2 * ldr),
+          r3 = load4(src + 3 * ldr);
+      transpose4x4(r0, r1, r2, r3);
+      store4(out + k * ldo + c, r0);
+      store4(out + (k + 1) * ldo + c, r1);
+      store4(out + (k + 2) * ldo + c, r2);
+      store4(out + (k + 3) * ldo + c, r3);
+    }
+  for (; k < kc; ++k)
+    for (int64_t c = 0; c < width; ++c) out[k * ldo + c] = rows[c * ldr + k];
+}
+
 void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
             int64_t width, float* out) {
   for (int64_t p = 0; p < nc; p += width) {
     const int64_t cols = std::min(width, nc - p);
+    if (trans && cols == width && width % 4 == 0) {
+      // op(B)'s columns are B's rows (element by element, packing a head's keys took longer than
+      // attention's K^T product).
+      transpose_rows(B + (j0 + p) * ldb + k0, ldb, kc, width, out, width);
+      out += kc * width;
+      continue;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       if (!trans && cols == width) {
         // Vector copies: a memcpy of this run-time size became `rep movsq`, whose start-up
@@ -446,6 +475,27 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     });
     return;
   }
+#ifdef __wasm__
+  // A product this small (attention's per-head 16 x 16 x 16 and 64 x 64 x 64 and less) spent
+  // more in the blocked loops' set-up than in its multiply-adds: 3-4 us for 4 heads of 16 x 16 x
+  // 16 in the tiny transformer. Computed directly, the same bits (the portable kernel's sums and
+  // store; wasm has no other kernel). A transposed B is transposed first (4 x 4 blocks).
+  if (!trans_a && !packed_a && !packed_b && alpha == 1.0f && beta == 0.0f && !bias && !res &&
+      N % 4 == 0 && M <= kSmallProduct && N <= kSmallProduct && K <= kSmallProduct && B) {
+    const float* b = B;
+    int64_t ldb_small = ldb;
+    if (trans_b) {  // B is N x K: into K x N
+      ScratchBuffer& t = scratch(Scratch::GemmPackedB);
+      t.resize(static_cast<size_t>(K * N));
+      float* bt = t.data();
+      transpose_rows(B, ldb, K, N, bt, N);
+      b = bt;
+      ldb_small = N;
+    }
+    gemm_micro::small_product(M, N, K, A, lda, b, ldb_small, C, ldc, col_bias, clamp, lo, hi);
+    return;
+  }
+#endif
   if (packed_a && (!packed_a->is_left() || packed_a->rows() != M || packed_a->cols() != K))
     packed_a = nullptr;  // not this product's A: pack as usual
   if (packed_b && (packed_b->is_left() || packed_b->rows() != K || packed_b->cols() != N))

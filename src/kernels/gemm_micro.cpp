@@ -589,6 +589,61 @@ FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps,
 
 }  // namespace
 
+namespace {
+
+// Rows [0, R) x vectors [0, NV) of a small_product tile.
+template <int R, int NV>
+inline __attribute__((always_inline)) void small_tile(int64_t K, const float* A, int64_t lda,
+                                                      const float* B, int64_t ldb, float* C,
+                                                      int64_t ldc, const float* col_bias,
+                                                      bool clamp, v4f lo, v4f hi) {
+  v4f acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < NV; ++h) acc[r][h] = splat(0.0f);
+  for (int64_t k = 0; k < K; ++k) {
+    v4f b[NV];
+    for (int h = 0; h < NV; ++h) b[h] = load4(B + k * ldb + 4 * h);
+    for (int r = 0; r < R; ++r) {
+      const v4f a = splat(A[r * lda + k]);
+      for (int h = 0; h < NV; ++h) acc[r][h] = madd4(a, b[h], acc[r][h]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < NV; ++h) {
+      v4f out = acc[r][h];
+      if (col_bias) out += load4(col_bias + 4 * h);
+      if (clamp) out = clamp4(out, lo, hi);
+      store4(C + r * ldc + 4 * h, out);
+    }
+}
+
+template <int R>
+inline __attribute__((always_inline)) void small_rows(int64_t N, int64_t K, const float* A,
+                                                      int64_t lda, const float* B, int64_t ldb,
+                                                      float* C, int64_t ldc, const float* col_bias,
+                                                      bool clamp, v4f lo, v4f hi) {
+  int64_t j = 0;
+  for (; j + 8 <= N; j += 8)
+    small_tile<R, 2>(K, A, lda, B + j, ldb, C + j, ldc, col_bias ? col_bias + j : nullptr, clamp,
+                     lo, hi);
+  for (; j < N; j += 4)
+    small_tile<R, 1>(K, A, lda, B + j, ldb, C + j, ldc, col_bias ? col_bias + j : nullptr, clamp,
+                     lo, hi);
+}
+
+}  // namespace
+
+void small_product(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                   int64_t ldb, float* C, int64_t ldc, const float* col_bias, bool clamp, float lo,
+                   float hi) {
+  const v4f vlo = splat(lo), vhi = splat(hi);
+  int64_t i = 0;
+  for (; i + 4 <= M; i += 4)
+    small_rows<4>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc, col_bias, clamp, vlo, vhi);
+  for (; i < M; ++i)
+    small_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc, col_bias, clamp, vlo, vhi);
+}
+
 MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place, SpanKernel* span) {
   if (a_in_place) *a_in_place = false;
 #ifdef FXWASM_X86_DISPATCH

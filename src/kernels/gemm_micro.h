@@ -57,6 +57,15 @@ using SpanKernel = void (*)(int64_t, const float*, const float*, float*, int64_t
 // The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
 // a row-major A in place (Store::a_stride), which every kernel can; `span`: its entry point
 // for runs of whole tiles.
+/// C = A B (+ col_bias, then clamped to [lo, hi] when `clamp`) for a product small enough that the
+/// blocked loops' set-up outweighs its multiply-adds (attention's per-head 16 x 16 x 16): row-major
+/// A (M x K, rows lda apart) and B (K x N, rows ldb apart) read in place, N a multiple of 4, K at
+/// most one K block. Each element is the portable micro-kernel's sum, the same madd4s in the same
+/// order from zero, and its store: the bits of the blocked path with that kernel (wasm).
+void small_product(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                   int64_t ldb, float* C, int64_t ldc, const float* col_bias, bool clamp, float lo,
+                   float hi);
+
 MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr,
                           SpanKernel* span = nullptr);
 

@@ -76,6 +76,126 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
                });
 }
 
+bool is_contiguous(const StridedLayout& v) {
+  int64_t expect = 1;
+  for (size_t d = v.shape.size(); d-- > 0;) {
+    if (v.shape[d] != 1 && v.strides[d] != expect) return false;
+    expect *= v.shape[d];
+  }
+  return true;
+}
+
+void strided_copy(const void* base, size_t elem_size, const StridedLayout& v, void* out) {
+  const auto* src = static_cast<const unsigned char*>(base);
+  auto* dst = static_cast<unsigned char*>(out);
+  const int64_t n = numel(v.shape);
+  if (n == 0) return;
+  const size_t rank = v.shape.size();
+  if (rank == 0 || is_contiguous(v)) {
+    std::memcpy(dst, src + v.offset * elem_size, static_cast<size_t>(n) * elem_size);
+    return;
+  }
+  const int64_t inner = v.shape[rank - 1], step = v.strides[rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t at = v.offset;
+  for (int64_t o = 0; o < n; o += inner) {
+    if (step == 1) {
+      std::memcpy(dst + o * elem_size, src + at * elem_size,
+                  static_cast<size_t>(inner) * elem_size);
+    } else if (elem_size == 4) {
+      const auto* s4 = reinterpret_cast<const uint32_t*>(src) + at;
+      auto* d4 = reinterpret_cast<uint32_t*>(dst) + o;
+      for (int64_t k = 0; k < inner; ++k) d4[k] = s4[k * step];
+    } else {
+      for (int64_t k = 0; k < inner; ++k)
+        std::memcpy(dst + (o + k) * elem_size, src + (at + k * step) * elem_size, elem_size);
+    }
+    for (size_t d = rank - 1; d-- > 0;) {  // odometer over the outer dims
+      at += v.strides[d];
+      if (++idx[d] < v.shape[d]) break;
+      at -= v.strides[d] * v.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+namespace {
+
+// One operand's last two dims as sgemm reads them: trans when its rows are strided and its
+// columns contiguous in the other direction. False when neither stride is 1.
+bool gemm_operand(const StridedLayout& v, bool& trans, int64_t& ld) {
+  const size_t r = v.shape.size();
+  const int64_t rows = v.shape[r - 2], cols = v.shape[r - 1];
+  const int64_t rs = v.strides[r - 2], cs = v.strides[r - 1];
+  if (cs == 1 || cols == 1) {
+    trans = false;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+    return ld >= cols;
+  }
+  if (rs == 1 || rows == 1) {
+    trans = true;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
+    return ld >= rows;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
+                        const StridedLayout& bv, float* out, const float* col_bias, float lo,
+                        float hi, const StridedLayout* out_layout) {
+  if (av.shape.size() < 2 || bv.shape.size() < 2) return false;
+  bool ta = false, tb = false;
+  int64_t lda = 0, ldb = 0;
+  if (!gemm_operand(av, ta, lda) || !gemm_operand(bv, tb, ldb)) return false;
+  GemmEpilogue ep;
+  ep.col_bias = col_bias;
+  ep.lo = lo;
+  ep.hi = hi;
+  const size_t ra = av.shape.size(), rb = bv.shape.size();
+  const int64_t M = av.shape[ra - 2], K = av.shape[ra - 1], N = bv.shape[rb - 1];
+  const Shape abatch(av.shape.begin(), av.shape.end() - 2);
+  const Shape bbatch(bv.shape.begin(), bv.shape.end() - 2);
+  Shape batch;
+  if (!broadcast_shapes(abatch, bbatch, batch)) return false;
+  const int64_t nbatch = numel(batch);
+  int64_t ldc = N;
+  if (out_layout) {
+    const size_t ro = out_layout->shape.size();
+    if (ro != batch.size() + 2 || out_layout->strides[ro - 1] != 1 ||
+        out_layout->shape[ro - 2] != M || out_layout->shape[ro - 1] != N ||
+        (M > 1 && out_layout->strides[ro - 2] < N))
+      return false;
+    ldc = M > 1 ? out_layout->strides[ro - 2] : N;
+  }
+  // Each output batch item's operand and result offsets (a broadcast dim of size 1 stays put).
+  auto offsets = [&](int64_t i, int64_t& ia, int64_t& ib, int64_t& io) {
+    ia = av.offset;
+    ib = bv.offset;
+    io = out_layout ? out_layout->offset : i * M * N;
+    for (int64_t d = static_cast<int64_t>(batch.size()) - 1, rem = i; d >= 0; --d) {
+      const int64_t coord = rem % batch[d];
+      rem /= batch[d];
+      const int64_t da = d - static_cast<int64_t>(batch.size() - abatch.size());
+      const int64_t db = d - static_cast<int64_t>(batch.size() - bbatch.size());
+      if (da >= 0 && abatch[da] != 1) ia += coord * av.strides[da];
+      if (db >= 0 && bbatch[db] != 1) ib += coord * bv.strides[db];
+      if (out_layout) io += coord * out_layout->strides[d];
+    }
+  };
+  const int64_t flops = std::max<int64_t>(1, 2 * M * N * K);
+  parallel_for(nbatch, std::max<int64_t>(1, (int64_t{1} << 20) / flops),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t i = begin; i < end; ++i) {
+                   int64_t ia, ib, io;
+                   offsets(i, ia, ib, io);
+                   sgemm(ta, tb, M, N, K, 1.0f, a + ia, lda, b + ib, ldb, 0.0f, out + io, ldc, &ep);
+                 }
+               });
+  return true;
+}
+
 Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepdims) {
   std::vector<bool> reduced(in.size(), axes.empty());
   for (int64_t a : axes) reduced[a] = true;

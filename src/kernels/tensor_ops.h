@@ -25,6 +25,28 @@ void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, cons
                 const float* col_bias = nullptr, float lo = -__builtin_inff(),
                 float hi = __builtin_inff());
 
+/// A tensor read in place from another one's elements: element (i0, i1, ...) is
+/// base[offset + i0 * strides[0] + i1 * strides[1] + ...] (in elements; strides >= 0).
+struct StridedLayout {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+/// Whether the layout's elements are base[offset, offset + numel) in row-major order.
+bool is_contiguous(const StridedLayout& v);
+/// Copies the elements of `v` (over `base`, elements of elem_size bytes) into `out`, row-major.
+void strided_copy(const void* base, size_t elem_size, const StridedLayout& v, void* out);
+/// out = a @ b (numpy.matmul broadcasting) for float32 operands of rank >= 2 read in place
+/// through their layouts; `out` is row-major. The bits of matmul_f32 on the operands copied out.
+/// `out_layout` (optional): where each result element goes in `out` (its shape the result's, its
+/// last stride 1); else row-major. Returns false (writing nothing) when the last two dims of an
+/// operand have neither a column stride nor a row stride of 1 (sgemm reads rows or columns
+/// contiguously), or the result's columns are not contiguous.
+bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
+                        const StridedLayout& bv, float* out, const float* col_bias = nullptr,
+                        float lo = -__builtin_inff(), float hi = __builtin_inff(),
+                        const StridedLayout* out_layout = nullptr);
+
 /// LogSum: log of the sum (ReduceLogSum).
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp, LogSum };
 

@@ -651,3 +651,210 @@ TEST(ExecPlan, ConcatInputsAreWrittenInPlaceWhenOnlyTheConcatReadsThem) {
 }
 
 }  // namespace
+
+// ---- values the plan's key fixes: Shape arithmetic, Identity of a weight ----
+
+fx::Tensor tensor_i64(std::vector<int64_t> shape, const std::vector<int64_t>& data) {
+  fx::Tensor t;
+  t.dtype = fx::Dtype::Int64;
+  t.shape = std::move(shape);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(data.size() * sizeof(int64_t));
+  std::memcpy(bytes->data(), data.data(), bytes->size());
+  t.data = bytes;
+  return t;
+}
+
+// x [B, S, 4] -> (Reshape(x @ Identity(w), Concat(Shape(x)[0], -1)), x + Expand(half, Shape(x))).
+std::unique_ptr<fx::GraphModule> shape_arithmetic_module() {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* w = g->get_attr("w");
+  Node* idw = g->call_function(fn("onnx.Identity"), {w});
+  Node* shape = g->call_function(fn("onnx.Shape"), {x});
+  Node* batch = g->call_function(fn("onnx.Gather"), {shape, g->get_attr("i0")}, {{"axis", 0LL}});
+  Node* target = g->call_function(fn("onnx.Concat"), {batch, g->get_attr("m1")}, {{"axis", 0LL}});
+  Node* mm = g->call_function(fn("onnx.MatMul"), {x, idw});
+  Node* r = g->call_function(fn("onnx.Reshape"), {mm, target});
+  Node* halves = g->call_function(fn("onnx.Expand"), {g->get_attr("half"), shape});
+  Node* y = g->call_function(fn("onnx.Add"), {x, halves});
+  g->output(Argument::tuple({r, y}));
+  auto root = std::make_shared<fx::Module>();
+  root->register_parameter("w", tensor_f32({4, 5}, random_floats(20, 7)));
+  root->register_buffer("i0", tensor_i64({1}, {0}));
+  root->register_buffer("m1", tensor_i64({1}, {-1}));
+  root->register_buffer("half", tensor_f32({1}, {0.5f}));
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g));
+}
+
+// What the module computes, written out.
+std::vector<std::vector<float>> shape_arithmetic_expected(const fx::GraphModule& gm,
+                                                          const Value& x) {
+  const fx::Tensor* wt = gm.get_tensor("w");
+  const float* w = reinterpret_cast<const float*>(wt->data->data());
+  const float* xv = x.data<float>();
+  const int64_t rows = x.numel() / 4;
+  std::vector<float> r(static_cast<size_t>(rows * 5)), y(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < 5; ++j) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < 4; ++k) acc += xv[i * 4 + k] * w[k * 5 + j];
+      r[static_cast<size_t>(i * 5 + j)] = acc;
+    }
+  for (int64_t i = 0; i < x.numel(); ++i) y[static_cast<size_t>(i)] = xv[i] + 0.5f;
+  return {r, y};
+}
+
+std::vector<std::string> profiled_nodes(const fx::exec::RunResult& r) {
+  std::vector<std::string> names;
+  for (const fx::exec::OpTime& t : r.profile) names.push_back(t.node);
+  return names;
+}
+
+TEST(ExecPlan, ValuesTheInputShapesFixRunOnceAndAreHeld) {
+  std::unique_ptr<fx::GraphModule> gm = shape_arithmetic_module();
+  fx::exec::RunOptions profile;
+  profile.profile = true;
+  auto check = [&](const Value& x, const fx::exec::RunResult& r, const char* what) {
+    SCOPED_TRACE(what);
+    const auto want = shape_arithmetic_expected(*gm, x);
+    ASSERT_EQ(r.outputs.size(), 2u);
+    EXPECT_EQ(r.outputs[0].shape(),
+              (std::vector<int64_t>{x.shape()[0], x.numel() / x.shape()[0] / 4 * 5}));
+    const std::vector<float> got = r.outputs[0].to_f32();
+    ASSERT_EQ(got.size(), want[0].size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[0][i], 1e-5f) << i;
+    EXPECT_EQ(r.outputs[1].shape(), x.shape());
+    EXPECT_EQ(r.outputs[1].to_f32(), want[1]);
+  };
+  const Value small = Value::from_f32({2, 3, 4}, random_floats(24, 3));
+  const fx::exec::RunResult first = fx::exec::run(*gm, {small}, profile);
+  check(small, first, "first run");
+  const std::vector<std::string> all = {"identity", "shape",   "gather", "concat",
+                                        "mat_mul",  "reshape", "expand", "add"};
+  EXPECT_EQ(profiled_nodes(first), all);
+  // Later runs on the same shapes run only what depends on x's elements.
+  for (int run = 0; run < 2; ++run) {
+    const fx::exec::RunResult later = fx::exec::run(*gm, {small}, profile);
+    check(small, later, "later run");
+    EXPECT_TRUE(same_bits(later.outputs, first.outputs));
+    EXPECT_EQ(profiled_nodes(later), (std::vector<std::string>{"mat_mul", "reshape", "add"}));
+  }
+  // A probe of a held value gets it.
+  fx::exec::RunOptions probe;
+  probe.probe = {"gather"};
+  for (int run = 0; run < 2; ++run) {
+    const fx::exec::RunResult r = fx::exec::run(*gm, {small}, probe);
+    ASSERT_EQ(r.probes.size(), 1u);
+    EXPECT_EQ(r.probes[0].second.to_i64(), std::vector<int64_t>{2});
+  }
+  // Another shape: another plan, its own values.
+  const Value other = Value::from_f32({3, 5, 4}, random_floats(60, 4));
+  check(other, fx::exec::run(*gm, {other}, fx::exec::RunOptions{}), "another shape");
+  check(small, fx::exec::run(*gm, {small}, fx::exec::RunOptions{}), "back to the first");
+  // A replaced weight, read through the held Identity: the new product.
+  replace_tensor(*gm, "w", [](std::vector<float>& v) {
+    for (float& x : v) x = -x;
+  });
+  check(small, fx::exec::run(*gm, {small}, fx::exec::RunOptions{}), "replaced weight");
+  check(small, fx::exec::run(*gm, {small}, fx::exec::RunOptions{}), "replaced weight, again");
+  // A fixed value too large to hold (the Expand: 40 x 40 x 4 floats) is computed on every run,
+  // from the held Shape.
+  const Value large = Value::from_f32({40, 40, 4}, random_floats(6400, 5));
+  check(large, fx::exec::run(*gm, {large}, profile), "large, first run");
+  const fx::exec::RunResult later = fx::exec::run(*gm, {large}, profile);
+  check(large, later, "large, later run");
+  EXPECT_EQ(profiled_nodes(later),
+            (std::vector<std::string>{"mat_mul", "reshape", "expand", "add"}));
+}
+
+TEST(GraphVersion, ModuleAttributeChangesMoveTheAttributeGeneration) {
+  auto root = std::make_shared<fx::Module>();
+  auto child = std::make_shared<fx::Module>();
+  auto moves = [](const char* what, const std::function<void()>& change) {
+    const uint64_t before = fx::Module::attribute_generation();
+    change();
+    EXPECT_GT(fx::Module::attribute_generation(), before) << what;
+  };
+  moves("add_module", [&] { root->add_module("c", child); });
+  moves("register_parameter", [&] { child->register_parameter("w", tensor_f32({1}, {1.0f})); });
+  moves("register_buffer", [&] { child->register_buffer("b", tensor_f32({1}, {1.0f})); });
+  moves("remove_attr", [&] { child->remove_attr("w"); });
+  moves("remove_child", [&] { root->remove_child("c"); });
+  moves("a module destroyed", [&] { child.reset(); });
+  const uint64_t before = fx::Module::attribute_generation();
+  (void)root->get_tensor("c.b");
+  (void)root->named_parameters();
+  EXPECT_EQ(fx::Module::attribute_generation(), before) << "reads";
+}
+
+// ---- layout ops read as views ----
+
+// Attention over a fused QKV projection x [S, 3E] (H heads of D): slices, head splits and the
+// merge back as the exporters write them. `reversed_k`: K's rows reversed by a Slice of step -1
+// first (not a plain view). A second output reads a head split through Relu (a chain that is
+// copied out once).
+std::unique_ptr<fx::GraphModule> attention_module(int64_t S, int64_t H, int64_t D,
+                                                  bool reversed_k) {
+  const int64_t E = H * D;
+  auto g = std::make_unique<fx::Graph>();
+  auto root = std::make_shared<fx::Module>();
+  int constants = 0;
+  auto constant = [&](const std::vector<int64_t>& v) {
+    const std::string name = "c" + std::to_string(constants++);
+    root->register_buffer(name, tensor_i64({static_cast<int64_t>(v.size())}, v));
+    return g->get_attr(name);
+  };
+  Node* x = g->placeholder("x");
+  auto slice = [&](int64_t b, int64_t e) {
+    return g->call_function(fn("onnx.Slice"), {x, constant({b}), constant({e}), constant({1})});
+  };
+  auto heads = [&](Node* part, std::vector<int64_t> perm) {
+    Node* r = g->call_function(fn("onnx.Reshape"), {part, constant({S, H, D})});
+    Argument::Items p;
+    for (int64_t d : perm) p.push_back(Argument(static_cast<long long>(d)));
+    return g->call_function(fn("onnx.Transpose"), {r}, {{"perm", Argument::list(p)}});
+  };
+  Node* q = heads(slice(0, E), {1, 0, 2});
+  Node* k_part = reversed_k ? g->call_function(fn("onnx.Slice"), {slice(E, 2 * E), constant({-1}),
+                                                                  constant({INT64_MIN}),
+                                                                  constant({0}), constant({-1})})
+                            : slice(E, 2 * E);
+  Node* k = heads(k_part, {1, 2, 0});
+  Node* v = heads(slice(2 * E, 3 * E), {1, 0, 2});
+  Node* scores = g->call_function(fn("onnx.MatMul"), {q, k});
+  Node* p = g->call_function(fn("onnx.Softmax"), {scores}, {{"axis", -1LL}});
+  Node* o = g->call_function(fn("onnx.MatMul"), {p, v});
+  Node* merged =
+      g->call_function(fn("onnx.Transpose"), {o},
+                       {{"perm", Argument::list({Argument(1LL), Argument(0LL), Argument(2LL)})}});
+  Node* out = g->call_function(fn("onnx.Reshape"), {merged, constant({S, E})});
+  Node* side = g->call_function(fn("onnx.Relu"), {heads(slice(0, E), {1, 0, 2})});
+  g->output(Argument::tuple({out, side}));
+  return std::make_unique<fx::GraphModule>(root.get(), std::move(g));
+}
+
+TEST(ExecPlan, LayoutChainsAreReadAsViewsWithTheBitsOfTheirOps) {
+  for (bool reversed_k : {false, true}) {
+    SCOPED_TRACE(reversed_k ? "K reversed (not a view)" : "plain");
+    const int64_t S = 7, H = 2, D = 8;
+    std::unique_ptr<fx::GraphModule> gm = attention_module(S, H, D, reversed_k);
+    const Value x = Value::from_f32({S, 3 * H * D}, random_floats(S * 3 * H * D, 9));
+    // Op by op: probing every layout op keeps them out of any view.
+    fx::exec::RunOptions ops;
+    for (Node* n : gm->graph().nodes())
+      if (fx::exec::is_layout_op(*n)) ops.probe.push_back(n->name());
+    const std::vector<Value> want = fx::exec::run(*gm, {x}, ops).outputs;
+    fx::exec::RunOptions profile;
+    profile.profile = true;
+    for (int run = 0; run < 3; ++run) {
+      const fx::exec::RunResult r = fx::exec::run(*gm, {x}, profile);
+      EXPECT_TRUE(same_bits(r.outputs, want)) << "run " << run;
+      if (run == 0) continue;  // (the first run learns the fixed shape constants)
+      // The Q, K and V chains are read in place by the MatMuls, the merge is written by the
+      // second MatMul, the side chain is one copy (at its Transpose) and the final Reshape an
+      // alias. A reversed K is no view: its ops run at the first MatMul, in its time.
+      EXPECT_EQ(profiled_nodes(r), (std::vector<std::string>{"mat_mul", "softmax", "mat_mul_1",
+                                                             "reshape_3", "transpose_4", "relu"}));
+    }
+  }
+}

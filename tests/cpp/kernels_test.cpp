@@ -91,7 +91,13 @@ INSTANTIATE_TEST_SUITE_P(
                       // gathered, or a row of B^T; beta; A^T takes the blocked loops.
                       GemmCase{1152, 1, 48, false, false, 1.0f, 0.0f},
                       GemmCase{48, 1, 1152, false, true, 0.5f, 2.0f},
-                      GemmCase{9, 1, 5, true, false, 1.0f, 0.0f}));
+                      GemmCase{9, 1, 5, true, false, 1.0f, 0.0f},
+                      // Small products (attention's heads; wasm computes them directly): B and
+                      // B^T, a last row group of 1-3 rows, a last column vector of 4.
+                      GemmCase{16, 16, 16, false, false, 1.0f, 0.0f},
+                      GemmCase{16, 16, 16, false, true, 1.0f, 0.0f},
+                      GemmCase{7, 12, 33, false, true, 1.0f, 0.0f},
+                      GemmCase{64, 64, 64, false, false, 1.0f, 0.0f}));
 
 TEST(Sgemm, BetaZeroIgnoresNaNsInC) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -212,6 +218,73 @@ TEST(Sgemm, OneRowOfAPackedWeightGivesTheBitsOfThatRowOfAWholeTile) {
         ASSERT_EQ(row[j], C[i * N + j]) << N << " x " << K << ", row " << i << ", column " << j;
     }
   }
+}
+
+// Products small enough for sgemm's direct path in wasm give the bits of the blocked loops (the
+// same product with B packed ahead of time, which always takes them), with a column bias and a
+// clamp, B and B^T.
+TEST(Sgemm, SmallProductsGiveTheBitsOfTheBlockedLoops) {
+  std::mt19937 rng(33);
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{16, 16, 16},
+                         {7, 12, 33},
+                         {64, 64, 64},
+                         {3, 8, 5},
+                         {1, 4, 64}})
+    for (bool trans_b : {false, true}) {
+      const int64_t ldb = (trans_b ? K : N) + 3;
+      std::vector<float> A(M * K), B((trans_b ? N : K) * ldb), bias(N), C(M * N), P(M * N);
+      fill_uniform(rng, {&A, &B, &bias});
+      fx::kernels::GemmEpilogue ep;
+      ep.col_bias = bias.data();
+      ep.lo = -0.25f;
+      ep.hi = 1.5f;
+      fx::kernels::sgemm(false, trans_b, M, N, K, 1.0f, A.data(), K, B.data(), ldb, 0.0f, C.data(),
+                         N, &ep);
+      const fx::kernels::PackedOperand pb =
+          fx::kernels::PackedOperand::right(trans_b, K, N, B.data(), ldb);
+      fx::kernels::sgemm(false, trans_b, M, N, K, 1.0f, A.data(), K, B.data(), ldb, 0.0f, P.data(),
+                         N, &ep, nullptr, &pb);
+      if (M == 1) continue;  // (a row vector takes its own path, which sums in another order)
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_EQ(std::memcmp(&C[i], &P[i], sizeof(float)), 0)
+            << M << " x " << N << " x " << K << (trans_b ? " B^T" : "") << " at " << i;
+    }
+}
+
+// MatMul of operands read in place through strided layouts (a head's slice of a fused QKV
+// projection, a transposed K) and into a transposed result: the bits of matmul_f32 on the
+// operands copied out, transposed after.
+TEST(MatmulStrided, GivesTheBitsOfTheCopiedOutOperands) {
+  using fx::kernels::StridedLayout;
+  std::mt19937 rng(5);
+  const int64_t S = 9, H = 3, D = 8, E = H * D;
+  std::vector<float> qkv(S * 3 * E);
+  fill_uniform(rng, {&qkv});
+  // Q[h][s][d] = qkv[s][h * D + d]; K^T[h][d][s] = qkv[s][E + h * D + d].
+  const StridedLayout q{{H, S, D}, {D, 3 * E, 1}, 0};
+  const StridedLayout kt{{H, D, S}, {D, 1, 3 * E}, E};
+  std::vector<float> qd(H * S * D), ktd(H * D * S);
+  fx::kernels::strided_copy(qkv.data(), sizeof(float), q, qd.data());
+  fx::kernels::strided_copy(qkv.data(), sizeof(float), kt, ktd.data());
+  std::vector<float> want(H * S * S), got(H * S * S, -1.0f);
+  fx::kernels::matmul_f32({H, S, D}, qd.data(), {H, D, S}, ktd.data(), want.data());
+  ASSERT_TRUE(fx::kernels::matmul_strided_f32(qkv.data(), q, qkv.data(), kt, got.data()));
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+  // Written as [S, H, S] (a Transpose (1, 0, 2) of the result): element (h, i, j) at (i, h, j).
+  std::vector<float> merged(S * H * S, -1.0f);
+  const StridedLayout where{{H, S, S}, {S, H * S, 1}, 0};
+  ASSERT_TRUE(fx::kernels::matmul_strided_f32(qkv.data(), q, qkv.data(), kt, merged.data(), nullptr,
+                                              -INFINITY, INFINITY, &where));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < S; ++j)
+        ASSERT_EQ(merged[(i * H + h) * S + j], want[(h * S + i) * S + j]) << h << i << j;
+  // Neither rows nor columns contiguous: refused, nothing written.
+  const StridedLayout neither{{H, S, D}, {1, 3 * E, 3}, 0};
+  std::vector<float> untouched(H * S * S, -1.0f);
+  EXPECT_FALSE(
+      fx::kernels::matmul_strided_f32(qkv.data(), neither, qkv.data(), kt, untouched.data()));
+  EXPECT_EQ(untouched[0], -1.0f);
 }
 
 // A column bias in the epilogue (a linear layer's x @ W + b), and a residual matrix or a clamp
