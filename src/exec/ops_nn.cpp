@@ -424,6 +424,28 @@ void gemm(OpCall& c) {
   const float alpha = at.alpha, beta = at.beta;
   Value out = new_value(Dtype::Float32, {M, N});
   float* y = out.mutable_data<float>();
+  // A constant B (a layer's weights) is packed once, not on every run.
+  const auto packed = b.packed() ? packed_operand(c, *b.packed(), tb)
+                      : M > 1    ? packed_right_operand(c, 1, tb, K, N, b.shape()[1])
+                                 : nullptr;
+  // A linear layer's bias (alpha = beta = 1, C one row of N) is added as the product is stored,
+  // then a fused Relu/Clip: one pass over Y instead of three (C broadcast into Y, the product
+  // added to it, the clamp). The same values (acc + C; a -0 bias now stays -0 where 0 + C made it
+  // +0 before the product was added).
+  if (c.has_input(2) && alpha == 1.0f && beta == 1.0f) {
+    const Value& cc = c.input(2);
+    const auto& cs = cc.shape();
+    if (cc.is_tensor() && cc.dtype() == Dtype::Float32 && cc.data<float>() && cc.numel() == N &&
+        (cs.size() == 1 || (cs.size() == 2 && cs[0] == 1))) {
+      kernels::GemmEpilogue ep;
+      ep.col_bias = cc.data<float>();
+      fused_clamp(c, ep.lo, ep.hi);
+      kernels::sgemm(ta, tb, M, N, K, 1.0f, a.data<float>(), a.shape()[1], b.data<float>(),
+                     b.shape()[1], 0.0f, y, N, &ep, nullptr, packed.get());
+      c.outputs.push_back(std::move(out));
+      return;
+    }
+  }
   float b_eff = 0.0f;
   if (c.has_input(2) && beta != 0.0f) {
     const Value& cc = c.input(2);
@@ -437,10 +459,6 @@ void gemm(OpCall& c) {
                         cc.data<float>(), y);
     b_eff = beta;
   }
-  // A constant B (a layer's weights) is packed once, not on every run.
-  const auto packed = b.packed() ? packed_operand(c, *b.packed(), tb)
-                      : M > 1    ? packed_right_operand(c, 1, tb, K, N, b.shape()[1])
-                                 : nullptr;
   kernels::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.shape()[1], b.data<float>(),
                  b.shape()[1], b_eff, y, N, nullptr, nullptr, packed.get());
   c.outputs.push_back(std::move(out));
