@@ -467,7 +467,7 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
     v.source = static_cast<uint32_t>(source->id());
     v.params_fixed = true;
     for (uint32_t pos : chain)
-      for (size_t k = 1; k < nodes[pos]->args().size(); ++k) {
+      for (size_t k = 1; is_layout_op(*nodes[pos]) && k < nodes[pos]->args().size(); ++k) {
         const Argument& a = nodes[pos]->args()[k];
         if (a.is_node() && !fixed[a.to_node()->id()]) v.params_fixed = false;
       }
@@ -486,9 +486,36 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         continue;
       Node* end = a.to_node();
       if (probed[end->id()] || end->users().size() != 1) continue;
+      // A Div or Mul of a chain by a fixed scalar (Div: the chain first), read by nothing else.
+      Node* scale = nullptr;
+      Node* scalar = nullptr;
+      if (end->op() == Opcode::CallFunction && !fixed[end->id()] && end->args().size() == 2 &&
+          end->kwargs().empty() && end->args()[0].is_node() && end->args()[1].is_node()) {
+        const std::string& q = end->target().function().qualname();
+        const bool div = q == "onnx.Div", mul = q == "onnx.Mul";
+        for (int side = 0; side < (mul ? 2 : div ? 1 : 0) && !scale; ++side) {
+          Node* x = end->args()[side].to_node();
+          Node* c = end->args()[1 - side].to_node();
+          if (fixed[c->id()] && !fixed[x->id()] && is_layout_op(*x) && !probed[x->id()] &&
+              x->users().size() == 1 && x != c) {
+            scale = end;
+            scalar = c;
+            end = x;
+          }
+        }
+      }
       Node* source = nullptr;
       std::vector<uint32_t> chain = layout_chain(end, fixed, probed, position, claimed, source);
-      if (!chain.empty()) claim(i, k, std::move(chain), source);
+      if (chain.empty()) continue;
+      if (scale) chain.push_back(static_cast<uint32_t>(position[scale->id()]));
+      claim(i, k, std::move(chain), source);
+      if (scale) {
+        PlannedView& v = views.back().second;
+        v.scaled = true;
+        v.divide = scale->target().function().qualname() == "onnx.Div";
+        v.scalar = static_cast<uint32_t>(scalar->id());
+        claimed[scale->id()] = 1;
+      }
     }
   }
   // A MatMul read only by a Transpose that keeps the last axis last (attention's heads merged

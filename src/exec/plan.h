@@ -101,6 +101,11 @@ struct PlannedView {
   int operand = -1;             // the MatMul input it stands for; -1: the chain's last node's value
   uint32_t source = kNoNode;    // the first op's data input (node id)
   std::vector<uint32_t> chain;  // the ops' step positions, first to last
+  // A MatMul operand that is a Div or Mul of the chain by a fixed scalar (attention's query over
+  // sqrt(head size)), the chain's last step: the operand is copied out scaled, in one pass.
+  bool scaled = false;
+  bool divide = false;
+  uint32_t scalar = kNoNode;  // the scalar's node id
   // When the ops' other inputs (Reshape's shape, Slice's starts...) are fixed (Fixed), the layout
   // depends on the source's shape only: the last one worked out, for that shape.
   bool params_fixed = false;

@@ -436,8 +436,8 @@ class Runner {
     l.strides.assign(l.shape.size(), 1);
     for (size_t d = l.shape.size(); d-- > 1;) l.strides[d - 1] = l.strides[d] * l.shape[d];
     std::vector<const Value*> params;
-    for (uint32_t pos : v.chain) {
-      const Step& c = plan_.steps[pos];
+    for (size_t i = 0; i + (v.scaled ? 1 : 0) < v.chain.size(); ++i) {
+      const Step& c = plan_.steps[v.chain[i]];
       params.clear();
       for (uint32_t k = c.args_begin + 1; k < c.args_end; ++k) {
         const int64_t slot = plan_.args[k];
@@ -471,6 +471,7 @@ class Runner {
   // now (all of them before any operand is set: those ops run through call() too).
   bool prepare_views(Step& s) {
     std::optional<kernels::StridedLayout> layout[2];
+    Value dense[2];  // scaled operands, copied out
     for (PlannedView& v : s.views) {
       std::optional<kernels::StridedLayout> l = resolve_view(v);
       if (v.operand < 0) {
@@ -494,6 +495,19 @@ class Runner {
         run_deferred(v);
         continue;
       }
+      if (v.scaled) {  // copied out, divided or multiplied by the scalar as the Div/Mul would
+        const Results& c = env_[v.scalar];
+        if (c.size() != 1 || !c[0].is_tensor() || c[0].dtype() != Dtype::Float32 ||
+            c[0].numel() != 1 || c[0].shape().size() > l->shape.size() || !c[0].data<float>()) {
+          run_deferred(v);
+          continue;
+        }
+        const auto k = static_cast<size_t>(v.operand);
+        dense[k] = new_value(Dtype::Float32, l->shape);
+        kernels::strided_copy_scaled_f32(env_[v.source][0].data<float>(), *l, c[0].data<float>()[0],
+                                         v.divide, dense[k].mutable_data<float>());
+        continue;
+      }
       layout[v.operand] = std::move(l);
     }
     // A strided operand beside one the GEMM cannot take as it is (a packed weight, a vector):
@@ -501,15 +515,24 @@ class Runner {
     if ((layout[0] && !kernels::is_contiguous(*layout[0])) ||
         (layout[1] && !kernels::is_contiguous(*layout[1])))
       for (size_t k = 0; k < 2; ++k) {
-        if (layout[k] || plan_.args[s.args_begin + k] < 0) continue;
+        if (layout[k] || dense[k].defined() || plan_.args[s.args_begin + k] < 0) continue;
         const Results& r = env_[static_cast<size_t>(plan_.args[s.args_begin + k])];
         if (r.size() == 1 && r[0].is_tensor() && !r[0].packed() && r[0].shape().size() >= 2)
           continue;
-        for (const PlannedView& v : s.views) run_deferred(v);
-        return false;
+        for (const PlannedView& v : s.views)
+          if (v.operand >= 0 && layout[v.operand]) {
+            run_deferred(v);
+            layout[v.operand].reset();
+          }
+        break;
       }
     for (const PlannedView& v : s.views) {
       const auto k = static_cast<size_t>(v.operand);
+      if (v.operand >= 0 && dense[k].defined()) {
+        aliases_[k] = std::move(dense[k]);
+        operands_[k] = &aliases_[k];
+        continue;
+      }
       if (v.operand < 0 || !layout[k]) continue;
       const Value& src = env_[v.source][0];
       if (kernels::is_contiguous(*layout[k])) {  // reshaped, or sliced on a leading axis: an alias

@@ -119,6 +119,31 @@ void strided_copy(const void* base, size_t elem_size, const StridedLayout& v, vo
   }
 }
 
+void strided_copy_scaled_f32(const float* base, const StridedLayout& v, float scalar, bool divide,
+                             float* out) {
+  const int64_t n = numel(v.shape);
+  if (n == 0) return;
+  const size_t rank = v.shape.size();
+  const int64_t inner = rank ? v.shape[rank - 1] : 1, step = rank ? v.strides[rank - 1] : 1;
+  std::vector<int64_t> idx(rank, 0);
+  int64_t at = v.offset;
+  for (int64_t o = 0; o < n; o += inner) {
+    const float* src = base + at;
+    float* dst = out + o;
+    if (divide) {
+      for (int64_t k = 0; k < inner; ++k) dst[k] = src[k * step] / scalar;
+    } else {
+      for (int64_t k = 0; k < inner; ++k) dst[k] = src[k * step] * scalar;
+    }
+    for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {  // odometer over the outer dims
+      at += v.strides[d];
+      if (++idx[d] < v.shape[d]) break;
+      at -= v.strides[d] * v.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 namespace {
 
 // One operand's last two dims as sgemm reads them: trans when its rows are strided and its

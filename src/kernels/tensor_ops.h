@@ -36,6 +36,10 @@ struct StridedLayout {
 bool is_contiguous(const StridedLayout& v);
 /// Copies the elements of `v` (over `base`, elements of elem_size bytes) into `out`, row-major.
 void strided_copy(const void* base, size_t elem_size, const StridedLayout& v, void* out);
+/// strided_copy for float32 with each element divided by `scalar` (`divide`) or multiplied by it,
+/// as a Div or Mul by a scalar computes them (x / c, x * c).
+void strided_copy_scaled_f32(const float* base, const StridedLayout& v, float scalar, bool divide,
+                             float* out);
 /// out = a @ b (numpy.matmul broadcasting) for float32 operands of rank >= 2 read in place
 /// through their layouts; `out` is row-major. The bits of matmul_f32 on the operands copied out.
 /// `out_layout` (optional): where each result element goes in `out` (its shape the result's, its

@@ -793,8 +793,8 @@ TEST(GraphVersion, ModuleAttributeChangesMoveTheAttributeGeneration) {
 // merge back as the exporters write them. `reversed_k`: K's rows reversed by a Slice of step -1
 // first (not a plain view). A second output reads a head split through Relu (a chain that is
 // copied out once).
-std::unique_ptr<fx::GraphModule> attention_module(int64_t S, int64_t H, int64_t D,
-                                                  bool reversed_k) {
+std::unique_ptr<fx::GraphModule> attention_module(int64_t S, int64_t H, int64_t D, bool reversed_k,
+                                                  int64_t divisors = 1) {
   const int64_t E = H * D;
   auto g = std::make_unique<fx::Graph>();
   auto root = std::make_shared<fx::Module>();
@@ -814,7 +814,12 @@ std::unique_ptr<fx::GraphModule> attention_module(int64_t S, int64_t H, int64_t 
     for (int64_t d : perm) p.push_back(Argument(static_cast<long long>(d)));
     return g->call_function(fn("onnx.Transpose"), {r}, {{"perm", Argument::list(p)}});
   };
-  Node* q = heads(slice(0, E), {1, 0, 2});
+  // The query over sqrt(D): a scalar (or, not read as a scaled view, D divisors).
+  root->register_buffer(
+      "sqrt_d", tensor_f32({divisors},
+                           std::vector<float>(static_cast<size_t>(divisors), std::sqrt(float(D)))));
+  Node* q =
+      g->call_function(fn("onnx.Div"), {heads(slice(0, E), {1, 0, 2}), g->get_attr("sqrt_d")});
   Node* k_part = reversed_k ? g->call_function(fn("onnx.Slice"), {slice(E, 2 * E), constant({-1}),
                                                                   constant({INT64_MIN}),
                                                                   constant({0}), constant({-1})})
@@ -834,10 +839,11 @@ std::unique_ptr<fx::GraphModule> attention_module(int64_t S, int64_t H, int64_t 
 }
 
 TEST(ExecPlan, LayoutChainsAreReadAsViewsWithTheBitsOfTheirOps) {
-  for (bool reversed_k : {false, true}) {
+  for (auto [reversed_k, divisors] : {std::pair<bool, int64_t>{false, 1}, {true, 1}, {false, 8}}) {
     SCOPED_TRACE(reversed_k ? "K reversed (not a view)" : "plain");
+    SCOPED_TRACE(divisors == 1 ? "Q over a scalar" : "Q over a vector (not a scaled view)");
     const int64_t S = 7, H = 2, D = 8;
-    std::unique_ptr<fx::GraphModule> gm = attention_module(S, H, D, reversed_k);
+    std::unique_ptr<fx::GraphModule> gm = attention_module(S, H, D, reversed_k, divisors);
     const Value x = Value::from_f32({S, 3 * H * D}, random_floats(S * 3 * H * D, 9));
     // Op by op: probing every layout op keeps them out of any view.
     fx::exec::RunOptions ops;
@@ -850,9 +856,10 @@ TEST(ExecPlan, LayoutChainsAreReadAsViewsWithTheBitsOfTheirOps) {
       const fx::exec::RunResult r = fx::exec::run(*gm, {x}, profile);
       EXPECT_TRUE(same_bits(r.outputs, want)) << "run " << run;
       if (run == 0) continue;  // (the first run learns the fixed shape constants)
-      // The Q, K and V chains are read in place by the MatMuls, the merge is written by the
-      // second MatMul, the side chain is one copy (at its Transpose) and the final Reshape an
-      // alias. A reversed K is no view: its ops run at the first MatMul, in its time.
+      // The Q, K and V chains are read in place by the MatMuls (Q copied out over sqrt(D)), the
+      // merge is written by the second MatMul, the side chain is one copy (at its Transpose) and
+      // the final Reshape an alias. A reversed K, or Q over a vector, is no view: their ops run
+      // at the first MatMul, in its time.
       EXPECT_EQ(profiled_nodes(r), (std::vector<std::string>{"mat_mul", "softmax", "mat_mul_1",
                                                              "reshape_3", "transpose_4", "relu"}));
     }
