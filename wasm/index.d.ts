@@ -1287,7 +1287,11 @@ export declare function torchPackage(gm: GraphModule, moduleName?: string): Torc
 /**
  * One op of a profiled run ({@link GraphModule.run} with `profile: true`). A node the executor
  * fused into the op before it (a Relu after a Conv, a bias Add after a MatMul, a residual Add)
- * has no entry: its time is in that op's.
+ * has no entry: its time is in that op's. Nor have, after the first run with given input shapes,
+ * the nodes those shapes fix (Shape and the arithmetic on it, Identity of a weight: computed
+ * once, then held), nor the layout ops a later op reads as a view (a MatMul reads a Slice ->
+ * Reshape -> Transpose chain of its operand in place; other chains are copied once, at their
+ * last node).
  */
 export interface OpTime {
   /** The node whose op ran. */

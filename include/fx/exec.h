@@ -174,7 +174,10 @@ struct OpCall {
 
 using OpFn = std::function<void(OpCall&)>;
 
-/// Registers (or replaces) the implementation of an `onnx.<Op>` target.
+/// Registers (or replaces) the implementation of an `onnx.<Op>` target. Like ONNX's own ops
+/// (but Random*, Bernoulli, Multinomial and Dropout), it must compute its outputs from its inputs
+/// and attributes alone: a run computes a node whose inputs the input shapes fix (constants,
+/// Shape) once per plan and reuses the value.
 void register_op(const std::string& target, OpFn fn);
 /// Whether a target can run.
 bool has_op(const std::string& target);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <tuple>
 #include <unordered_map>
 
 namespace fx::exec {
@@ -381,40 +380,6 @@ std::vector<char> fixed_nodes(const GraphModule& gm, const std::vector<Node*>& n
   return fixed;
 }
 
-// The chain of layout ops ending at `end` that a PlannedView may cover (their step positions,
-// first to last; `source` gets the first one's data input): each reads its data input as its
-// first argument, is neither fixed nor probed nor in another chain, and each before `end` is
-// read by the next one only, once. Empty if `end` itself does not qualify.
-std::vector<uint32_t> layout_chain(Node* end, const std::vector<char>& fixed,
-                                   const std::vector<char>& probed,
-                                   const std::vector<size_t>& position,
-                                   const std::vector<char>& claimed, Node*& source) {
-  auto qualifies = [&](const Node* c) {
-    if (!is_layout_op(*c) || fixed[c->id()] || claimed[c->id()] || c->args().empty() ||
-        !c->args()[0].is_node())
-      return false;
-    for (const Argument& a : c->args())
-      if (!a.is_none() && !a.is_node()) return false;
-    return true;
-  };
-  std::vector<uint32_t> chain;
-  if (!qualifies(end)) return chain;
-  Node* c = end;
-  chain.push_back(static_cast<uint32_t>(position[c->id()]));
-  for (;;) {
-    Node* prev = c->args()[0].to_node();
-    if (!qualifies(prev) || probed[prev->id()] || prev->users().size() != 1) break;
-    int uses = 0;
-    for (const Argument& a : c->args()) uses += a.is_node() && a.to_node() == prev;
-    if (uses != 1) break;
-    chain.push_back(static_cast<uint32_t>(position[prev->id()]));
-    c = prev;
-  }
-  std::reverse(chain.begin(), chain.end());
-  source = c->args()[0].to_node();
-  return chain;
-}
-
 std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>& inputs,
                                  const std::vector<std::string>& probes) {
   const Graph& g = gm.graph();
@@ -449,111 +414,8 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
   for (size_t i = 0; i < nodes.size(); ++i)  // a QDQ pattern reads its DequantizeLinears' inputs
     for (int64_t id : qdq[i].args)
       if (id >= 0) last_use[id] = std::max(last_use[id], i);
-  // Layout chains read as views: a MatMul's operands first, then chains of two ops or more
-  // ending anywhere (from the last node back, so that each chain is whole). The deferred ops and
-  // their inputs live until the owner's step.
-  std::vector<char> claimed(p.id_bound, 0);
-  std::vector<std::pair<size_t, PlannedView>> views;  // (owner's position, view)
-  auto claim = [&](size_t owner, int operand, std::vector<uint32_t> chain, Node* source) {
-    for (uint32_t pos : chain) {
-      Node* c = nodes[pos];
-      claimed[c->id()] = 1;
-      last_use[c->id()] = std::max(last_use[c->id()], owner);
-      for (Node* in : c->all_input_nodes())
-        last_use[in->id()] = std::max(last_use[in->id()], owner);
-    }
-    PlannedView v;
-    v.operand = operand;
-    v.source = static_cast<uint32_t>(source->id());
-    v.params_fixed = true;
-    for (uint32_t pos : chain)
-      for (size_t k = 1; is_layout_op(*nodes[pos]) && k < nodes[pos]->args().size(); ++k) {
-        const Argument& a = nodes[pos]->args()[k];
-        if (a.is_node() && !fixed[a.to_node()->id()]) v.params_fixed = false;
-      }
-    v.chain = std::move(chain);
-    views.emplace_back(owner, std::move(v));
-  };
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    Node* n = nodes[i];
-    if (n->op() != Opcode::CallFunction || fixed[n->id()] || n->args().size() != 2 ||
-        !target_info(n->target().function()).matmul)
-      continue;
-    for (int k = 0; k < 2; ++k) {
-      const Argument& a = n->args()[k];
-      if (!a.is_node() ||
-          (k == 1 && n->args()[0].is_node() && n->args()[0].to_node() == a.to_node()))
-        continue;
-      Node* end = a.to_node();
-      if (probed[end->id()] || end->users().size() != 1) continue;
-      // A Div or Mul of a chain by a fixed scalar (Div: the chain first), read by nothing else.
-      Node* scale = nullptr;
-      Node* scalar = nullptr;
-      if (end->op() == Opcode::CallFunction && !fixed[end->id()] && end->args().size() == 2 &&
-          end->kwargs().empty() && end->args()[0].is_node() && end->args()[1].is_node()) {
-        const std::string& q = end->target().function().qualname();
-        const bool div = q == "onnx.Div", mul = q == "onnx.Mul";
-        for (int side = 0; side < (mul ? 2 : div ? 1 : 0) && !scale; ++side) {
-          Node* x = end->args()[side].to_node();
-          Node* c = end->args()[1 - side].to_node();
-          if (fixed[c->id()] && !fixed[x->id()] && is_layout_op(*x) && !probed[x->id()] &&
-              x->users().size() == 1 && x != c) {
-            scale = end;
-            scalar = c;
-            end = x;
-          }
-        }
-      }
-      Node* source = nullptr;
-      std::vector<uint32_t> chain = layout_chain(end, fixed, probed, position, claimed, source);
-      if (chain.empty()) continue;
-      if (scale) chain.push_back(static_cast<uint32_t>(position[scale->id()]));
-      claim(i, k, std::move(chain), source);
-      if (scale) {
-        PlannedView& v = views.back().second;
-        v.scaled = true;
-        v.divide = scale->target().function().qualname() == "onnx.Div";
-        v.scalar = static_cast<uint32_t>(scalar->id());
-        claimed[scale->id()] = 1;
-      }
-    }
-  }
-  // A MatMul read only by a Transpose that keeps the last axis last (attention's heads merged
-  // back): written in the Transpose's order.
-  std::vector<std::tuple<size_t, uint32_t, std::vector<int64_t>>> out_transposes;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    Node* n = nodes[i];
-    if (n->op() != Opcode::CallFunction || fixed[n->id()] || probed[n->id()] ||
-        n->users().size() != 1 || !target_info(n->target().function()).matmul)
-      continue;
-    Node* t = *n->users().begin();
-    if (t->op() != Opcode::CallFunction || t->target().function().qualname() != "onnx.Transpose" ||
-        fixed[t->id()] || claimed[t->id()] || t->args().size() != 1 || !t->args()[0].is_node() ||
-        t->args()[0].to_node() != n)
-      continue;
-    const Argument* p_arg = t->kwargs().find("perm");
-    if (!p_arg || !p_arg->is_sequence()) continue;
-    std::vector<int64_t> perm;
-    for (const Argument& e : p_arg->elements())
-      if (e.kind() == Argument::Kind::Int) perm.push_back(e.to_int());
-    const auto rank = static_cast<int64_t>(perm.size());
-    if (rank < 2 || rank != static_cast<int64_t>(p_arg->elements().size())) continue;
-    std::vector<char> seen(perm.size(), 0);
-    bool ok = true;
-    for (int64_t& d : perm) {
-      if (d < 0) d += rank;
-      ok = ok && d >= 0 && d < rank && !seen[d];
-      if (ok) seen[d] = 1;
-    }
-    if (!ok || perm.back() != rank - 1) continue;
-    claimed[t->id()] = 1;
-    out_transposes.emplace_back(i, static_cast<uint32_t>(t->id()), std::move(perm));
-  }
-  for (size_t i = nodes.size(); i-- > 0;) {
-    Node* source = nullptr;
-    std::vector<uint32_t> chain = layout_chain(nodes[i], fixed, probed, position, claimed, source);
-    if (chain.size() >= 2) claim(i, -1, std::move(chain), source);
-  }
+  // Layout chains read as views (their ops' inputs now live until the owner's step).
+  ViewPlan view_plan = plan_views(nodes, fixed, probed, position, last_use);
   auto add_arg = [&](const Argument& a) {
     if (a.is_none())
       p.args.push_back(kArgNone);
@@ -653,11 +515,11 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
       if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
     s.frees_end = static_cast<uint32_t>(p.frees.size());
   }
-  for (auto& [pos, transpose, perm] : out_transposes) {
+  for (auto& [pos, transpose, perm] : view_plan.out_transposes) {
     p.steps[pos].out_transpose = transpose;
     p.steps[pos].out_perm = std::move(perm);
   }
-  for (auto& [owner, v] : views) {
+  for (auto& [owner, v] : view_plan.views) {
     for (size_t k = 0; k + (v.operand < 0 ? 1 : 0) < v.chain.size(); ++k)
       p.steps[v.chain[k]].deferred = true;
     p.steps[owner].views.push_back(std::move(v));

@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "exec/ops.h"
@@ -212,6 +214,21 @@ struct Plan {
 
 /// Whether `n` is a layout op a PlannedView may cover.
 bool is_layout_op(const Node& n);
+
+/// What build_plan reads layout ops as (views.cpp).
+struct ViewPlan {
+  std::vector<std::pair<size_t, PlannedView>> views;  // (the owner step's position, the view)
+  // (a MatMul's position, the Transpose whose order it writes in, that Transpose's perm)
+  std::vector<std::tuple<size_t, uint32_t, std::vector<int64_t>>> out_transposes;
+};
+/// The views of a graph's nodes (in graph order, with their ids' `fixed` and `probed` flags and
+/// positions): a MatMul's operands first (a head split, over a scalar or not), a MatMul's merging
+/// Transpose, then chains of two ops or more ending anywhere (from the last node back, so that
+/// each chain is whole). The deferred ops and their inputs live until the owner's step:
+/// `last_use` is moved there.
+ViewPlan plan_views(const std::vector<Node*>& nodes, const std::vector<char>& fixed,
+                    const std::vector<char>& probed, const std::vector<size_t>& position,
+                    std::vector<size_t>& last_use);
 /// The layout of layout op `n`'s value over the elements its data input is laid out by `in`, its
 /// other inputs being `params` (null: omitted); nullopt when that value is not a plain strided
 /// view of them (the op then runs, and reports what is wrong).

@@ -1,11 +1,12 @@
-// Layout ops read as strided views (plan.h PlannedView): a chain of Transpose, Reshape, Slice and
-// Identity nodes, each the only reader of the one before, describes its result as a layout of
-// the chain's source elements. A MatMul then reads its operand in place (sgemm takes a row or
-// column stride), and any other chain is copied out once instead of once per op (attention's
-// Slice -> Reshape -> Transpose of the fused QKV projection). Only the plain cases are views:
-// anything else (a negative step, a reshape across strided dims, an error the op would report)
-// leaves the ops to run as nodes.
+// Layout ops read as strided views (plan.h PlannedView), planned (plan_views) and worked out
+// (view_through): a chain of Transpose, Reshape, Slice and Identity nodes, each the only reader
+// of the one before, describes its result as a layout of the chain's source elements. A MatMul then
+// reads its operand in place (sgemm takes a row or column stride), and any other chain is copied
+// out once instead of once per op (attention's Slice -> Reshape -> Transpose of the fused QKV
+// projection). Only the plain cases are views: anything else (a negative step, a reshape across
+// strided dims, an error the op would report) leaves the ops to run as nodes.
 #include <algorithm>
+#include <tuple>
 
 #include "exec/plan.h"
 
@@ -156,6 +157,40 @@ std::optional<StridedLayout> slice_view(const StridedLayout& in,
   return out;
 }
 
+// The chain of layout ops ending at `end` that a PlannedView may cover (their step positions,
+// first to last; `source` gets the first one's data input): each reads its data input as its
+// first argument, is neither fixed nor probed nor in another chain, and each before `end` is
+// read by the next one only, once. Empty if `end` itself does not qualify.
+std::vector<uint32_t> layout_chain(Node* end, const std::vector<char>& fixed,
+                                   const std::vector<char>& probed,
+                                   const std::vector<size_t>& position,
+                                   const std::vector<char>& claimed, Node*& source) {
+  auto qualifies = [&](const Node* c) {
+    if (!is_layout_op(*c) || fixed[c->id()] || claimed[c->id()] || c->args().empty() ||
+        !c->args()[0].is_node())
+      return false;
+    for (const Argument& a : c->args())
+      if (!a.is_none() && !a.is_node()) return false;
+    return true;
+  };
+  std::vector<uint32_t> chain;
+  if (!qualifies(end)) return chain;
+  Node* c = end;
+  chain.push_back(static_cast<uint32_t>(position[c->id()]));
+  for (;;) {
+    Node* prev = c->args()[0].to_node();
+    if (!qualifies(prev) || probed[prev->id()] || prev->users().size() != 1) break;
+    int uses = 0;
+    for (const Argument& a : c->args()) uses += a.is_node() && a.to_node() == prev;
+    if (uses != 1) break;
+    chain.push_back(static_cast<uint32_t>(position[prev->id()]));
+    c = prev;
+  }
+  std::reverse(chain.begin(), chain.end());
+  source = c->args()[0].to_node();
+  return chain;
+}
+
 }  // namespace
 
 bool is_layout_op(const Node& n) {
@@ -173,6 +208,114 @@ std::optional<StridedLayout> view_through(const Node& n, const StridedLayout& in
     return params.size() == 1 ? reshape_view(n, in, params[0]) : std::nullopt;
   if (q == "onnx.Slice") return slice_view(in, params);
   return std::nullopt;
+}
+
+ViewPlan plan_views(const std::vector<Node*>& nodes, const std::vector<char>& fixed,
+                    const std::vector<char>& probed, const std::vector<size_t>& position,
+                    std::vector<size_t>& last_use) {
+  ViewPlan plan;
+  std::vector<char> claimed(fixed.size(), 0);
+  auto& views = plan.views;
+  auto claim = [&](size_t owner, int operand, std::vector<uint32_t> chain, Node* source) {
+    for (uint32_t pos : chain) {
+      Node* c = nodes[pos];
+      claimed[c->id()] = 1;
+      last_use[c->id()] = std::max(last_use[c->id()], owner);
+      for (Node* in : c->all_input_nodes())
+        last_use[in->id()] = std::max(last_use[in->id()], owner);
+    }
+    PlannedView v;
+    v.operand = operand;
+    v.source = static_cast<uint32_t>(source->id());
+    v.params_fixed = true;
+    for (uint32_t pos : chain)
+      for (size_t k = 1; is_layout_op(*nodes[pos]) && k < nodes[pos]->args().size(); ++k) {
+        const Argument& a = nodes[pos]->args()[k];
+        if (a.is_node() && !fixed[a.to_node()->id()]) v.params_fixed = false;
+      }
+    v.chain = std::move(chain);
+    views.emplace_back(owner, std::move(v));
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    if (n->op() != Opcode::CallFunction || fixed[n->id()] || n->args().size() != 2 ||
+        !target_info(n->target().function()).matmul)
+      continue;
+    for (int k = 0; k < 2; ++k) {
+      const Argument& a = n->args()[k];
+      if (!a.is_node() ||
+          (k == 1 && n->args()[0].is_node() && n->args()[0].to_node() == a.to_node()))
+        continue;
+      Node* end = a.to_node();
+      if (probed[end->id()] || end->users().size() != 1) continue;
+      // A Div or Mul of a chain by a fixed scalar (Div: the chain first), read by nothing else.
+      Node* scale = nullptr;
+      Node* scalar = nullptr;
+      if (end->op() == Opcode::CallFunction && !fixed[end->id()] && end->args().size() == 2 &&
+          end->kwargs().empty() && end->args()[0].is_node() && end->args()[1].is_node()) {
+        const std::string& q = end->target().function().qualname();
+        const bool div = q == "onnx.Div", mul = q == "onnx.Mul";
+        for (int side = 0; side < (mul ? 2 : div ? 1 : 0) && !scale; ++side) {
+          Node* x = end->args()[side].to_node();
+          Node* c = end->args()[1 - side].to_node();
+          if (fixed[c->id()] && !fixed[x->id()] && is_layout_op(*x) && !probed[x->id()] &&
+              x->users().size() == 1 && x != c) {
+            scale = end;
+            scalar = c;
+            end = x;
+          }
+        }
+      }
+      Node* source = nullptr;
+      std::vector<uint32_t> chain = layout_chain(end, fixed, probed, position, claimed, source);
+      if (chain.empty()) continue;
+      if (scale) chain.push_back(static_cast<uint32_t>(position[scale->id()]));
+      claim(i, k, std::move(chain), source);
+      if (scale) {
+        PlannedView& v = views.back().second;
+        v.scaled = true;
+        v.divide = scale->target().function().qualname() == "onnx.Div";
+        v.scalar = static_cast<uint32_t>(scalar->id());
+        claimed[scale->id()] = 1;
+      }
+    }
+  }
+  // A MatMul read only by a Transpose that keeps the last axis last (attention's heads merged
+  // back): written in the Transpose's order.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    if (n->op() != Opcode::CallFunction || fixed[n->id()] || probed[n->id()] ||
+        n->users().size() != 1 || !target_info(n->target().function()).matmul)
+      continue;
+    Node* t = *n->users().begin();
+    if (t->op() != Opcode::CallFunction || t->target().function().qualname() != "onnx.Transpose" ||
+        fixed[t->id()] || claimed[t->id()] || t->args().size() != 1 || !t->args()[0].is_node() ||
+        t->args()[0].to_node() != n)
+      continue;
+    const Argument* p_arg = t->kwargs().find("perm");
+    if (!p_arg || !p_arg->is_sequence()) continue;
+    std::vector<int64_t> perm;
+    for (const Argument& e : p_arg->elements())
+      if (e.kind() == Argument::Kind::Int) perm.push_back(e.to_int());
+    const auto rank = static_cast<int64_t>(perm.size());
+    if (rank < 2 || rank != static_cast<int64_t>(p_arg->elements().size())) continue;
+    std::vector<char> seen(perm.size(), 0);
+    bool ok = true;
+    for (int64_t& d : perm) {
+      if (d < 0) d += rank;
+      ok = ok && d >= 0 && d < rank && !seen[d];
+      if (ok) seen[d] = 1;
+    }
+    if (!ok || perm.back() != rank - 1) continue;
+    claimed[t->id()] = 1;
+    plan.out_transposes.emplace_back(i, static_cast<uint32_t>(t->id()), std::move(perm));
+  }
+  for (size_t i = nodes.size(); i-- > 0;) {
+    Node* source = nullptr;
+    std::vector<uint32_t> chain = layout_chain(nodes[i], fixed, probed, position, claimed, source);
+    if (chain.size() >= 2) claim(i, -1, std::move(chain), source);
+  }
+  return plan;
 }
 
 }  // namespace fx::exec
