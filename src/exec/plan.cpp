@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 
 namespace fx::exec {
@@ -199,112 +200,20 @@ void plan_concat(Node* n, const std::vector<char>& probed, const std::vector<siz
 const std::unordered_map<std::string, uint32_t>& shape_value_inputs() {
   static const std::unordered_map<std::string, uint32_t> table = [] {
     std::unordered_map<std::string, uint32_t> t;
-    for (const char* op : {"Abs",
-                           "Acos",
-                           "Acosh",
-                           "Add",
-                           "And",
-                           "Asin",
-                           "Asinh",
-                           "Atan",
-                           "Atanh",
-                           "BitShift",
-                           "BitwiseAnd",
-                           "BitwiseNot",
-                           "BitwiseOr",
-                           "BitwiseXor",
-                           "Cast",
-                           "CastLike",
-                           "Ceil",
-                           "Celu",
-                           "Clip",
-                           "Cos",
-                           "Cosh",
-                           "Div",
-                           "Elu",
-                           "Equal",
-                           "Erf",
-                           "Exp",
-                           "Floor",
-                           "Gelu",
-                           "Greater",
-                           "GreaterOrEqual",
-                           "HardSigmoid",
-                           "HardSwish",
-                           "Hardmax",
-                           "Identity",
-                           "IsInf",
-                           "IsNaN",
-                           "LeakyRelu",
-                           "Less",
-                           "LessOrEqual",
-                           "Log",
-                           "LogSoftmax",
-                           "Max",
-                           "Mean",
-                           "Min",
-                           "Mish",
-                           "Mod",
-                           "Mul",
-                           "Neg",
-                           "Not",
-                           "Or",
-                           "PRelu",
-                           "Pow",
-                           "Reciprocal",
-                           "Relu",
-                           "Round",
-                           "Selu",
-                           "Shrink",
-                           "Sigmoid",
-                           "Sign",
-                           "Sin",
-                           "Sinh",
-                           "Softmax",
-                           "Softplus",
-                           "Softsign",
-                           "Sqrt",
-                           "Sub",
-                           "Sum",
-                           "Tan",
-                           "Tanh",
-                           "ThresholdedRelu",
-                           "Where",
-                           "Xor",
-                           "ArgMax",
-                           "ArgMin",
-                           "AveragePool",
-                           "BatchNormalization",
-                           "Concat",
-                           "Conv",
-                           "ConvTranspose",
-                           "CumSum",
-                           "DepthToSpace",
-                           "DequantizeLinear",
-                           "Einsum",
-                           "Flatten",
-                           "Gather",
-                           "GatherElements",
-                           "GatherND",
-                           "Gemm",
-                           "GlobalAveragePool",
-                           "GlobalLpPool",
-                           "GlobalMaxPool",
-                           "InstanceNormalization",
-                           "LayerNormalization",
-                           "LpNormalization",
-                           "LpPool",
-                           "LRN",
-                           "MatMul",
-                           "MaxPool",
-                           "MeanVarianceNormalization",
-                           "QuantizeLinear",
-                           "ScatterElements",
-                           "ScatterND",
-                           "SpaceToDepth",
-                           "Transpose",
-                           "Trilu"})
-      t[op] = 0;
+    // Only shapes: elementwise ops, products, convolutions, pools, normalisations, layout.
+    std::istringstream only_shapes(
+        "Abs Acos Acosh Add And Asin Asinh Atan Atanh BitShift BitwiseAnd BitwiseNot "
+        "BitwiseOr BitwiseXor Cast CastLike Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
+        "Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Hardmax Identity IsInf IsNaN "
+        "LeakyRelu Less LessOrEqual Log LogSoftmax Max Mean Min Mish Mod Mul Neg Not Or PRelu "
+        "Pow Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin Sinh Softmax Softplus "
+        "Softsign Sqrt Sub Sum Tan Tanh ThresholdedRelu Where Xor ArgMax ArgMin AveragePool "
+        "BatchNormalization Concat Conv ConvTranspose CumSum DepthToSpace DequantizeLinear "
+        "Einsum Flatten Gather GatherElements GatherND Gemm GlobalAveragePool GlobalLpPool "
+        "GlobalMaxPool InstanceNormalization LayerNormalization LpNormalization LpPool LRN "
+        "MatMul MaxPool MeanVarianceNormalization QuantizeLinear ScatterElements ScatterND "
+        "SpaceToDepth Transpose Trilu");
+    for (std::string op; only_shapes >> op;) t[op] = 0;
     for (const char* op :
          {"Reshape", "Squeeze", "Unsqueeze", "Expand", "Tile", "Split", "TopK", "OneHot",
           "Upsample", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
@@ -363,9 +272,11 @@ std::vector<char> fixed_nodes(const GraphModule& gm, const std::vector<Node*>& n
           args.size() == 1 && args[0].is_node() && shaped[args[0].to_node()->id()];
       continue;
     }
-    const bool random = op.rfind("Random", 0) == 0 || op == "Bernoulli" || op == "Multinomial" ||
-                        op == "Dropout" || op == "If" || op == "Loop" || op == "Scan";
-    fixed[id] = all_fixed && !random;
+    // Not functions of their inputs (Random*, Bernoulli, Multinomial, Dropout), or running
+    // subgraphs (If, Loop, Scan): never fixed.
+    const bool excluded = op.rfind("Random", 0) == 0 || op == "Bernoulli" || op == "Multinomial" ||
+                          op == "Dropout" || op == "If" || op == "Loop" || op == "Scan";
+    fixed[id] = all_fixed && !excluded;
     shaped[id] = fixed[id];
     const auto rule = shape_value_inputs().find(op);
     if (!shaped[id] && all_shaped && rule != shape_value_inputs().end()) {

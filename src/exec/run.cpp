@@ -77,8 +77,8 @@ class Runner {
     const bool learning = plan_.fixed_pending;
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       Step& s = plan_.steps[i];
-      if (s.fixed >=
-          Fixed::Cached) {  // fixed by the plan's key: held, or read by no step that runs
+      // Fixed by the plan's key: held, or read by no step that runs.
+      if (s.fixed >= Fixed::Cached) {
         if (s.fixed == Fixed::Cached) env_[s.id] = s.cached;
         finish(s);
         continue;
@@ -445,8 +445,9 @@ class Runner {
           params.push_back(nullptr);
           continue;
         }
+        if (slot < 0) return std::nullopt;
         const Results& r = env_[static_cast<size_t>(slot)];
-        if (slot < 0 || r.size() != 1 || !r[0].is_tensor()) return std::nullopt;
+        if (r.size() != 1 || !r[0].is_tensor()) return std::nullopt;
         params.push_back(&r[0]);
       }
       std::optional<kernels::StridedLayout> next = view_through(*c.node, l, params);
