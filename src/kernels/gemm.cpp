@@ -30,11 +30,24 @@ using gemm_micro::Store;
 constexpr double kParallelMinFlops = 1e6;
 constexpr int64_t kParallelMinColumns = 64;
 
-// K slices of 384: C is reloaded and stored once a slice, and a KC x 32 panel of B (48 KB) streams
-// from L2 across the row tiles. 256 (a 32 KB panel, this Zen 4's whole L1d) was 1-5 % slower:
-// interleaved A/B of medians, ViT-B/16 0.971x, ConvNeXt-T 0.949x, BERT-sized 0.983x, ResNet-18
-// 0.981x, MobileNetV2 0.992x, SqueezeNet 0.997-1.010x.
-constexpr int64_t KC = 384;
+// The depth of K slices: C is reloaded and stored once a slice, and a slice x 32 panel of B streams
+// from L2 (or L1) across the row tiles. Where 512-bit operations run whole (an Intel core: two
+// FMA ports take a 32-wide panel's k step in a cycle; its L1d holds 48 KB), slices of 256 (a 32 KB
+// panel, read from L1 by the row tiles after the first) were faster where the weights stream from
+// memory. One process per setting alternating, medians, 384 -> 256: BERT-sized 183.0 -> 175.6 ms
+// (0.96x; 0.98x at two threads), ViT-B/16 0.987x, ConvNeXt-T 0.99x, ResNet-18, MobileNetV2,
+// SqueezeNet and EfficientNet-B0 1.00x; a chain of 40 BERT-sized MatMuls (377 MB) 0.96x. Slices of
+// 192 matched 256 on the chain and swung between 0.95x and 1.00x on BERT-sized from build to build.
+// On a Zen 4 (32 KB L1d, 512-bit operations in two halves) 256 was 1-5 % slower than 384 (ViT-B/16
+// 0.971x, ConvNeXt-T 0.949x, BERT-sized 0.983x, ResNet-18 0.981x): 384 elsewhere.
+int64_t k_slice() {
+#ifdef FXWASM_X86_DISPATCH
+  static const int64_t kc = cpu_has_full_width_avx512() ? 256 : 384;
+  return kc;
+#else
+  return 384;
+#endif
+}
 // sgemm's direct path for small products (wasm): M, N and K at most this (one K block).
 constexpr int64_t kSmallProduct = 64;
 constexpr int64_t MC = 96;  // an MC x KC block of A (144 KB) stays in L2
@@ -250,6 +263,7 @@ PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const floa
   p.padded_ = (M + MR - 1) / MR * MR;
   p.data_ = aligned_floats(p.buf_, p.padded_ * K);
   // The slice at k0 holds the whole height: the MC blocks sgemm walks are consecutive in it.
+  const int64_t KC = k_slice();
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     const int64_t kc = std::min(KC, K - k0);
     pack_a(A, lda, trans_a, 0, M, k0, kc, p.data_ + k0 * p.padded_);
@@ -350,6 +364,7 @@ PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const flo
                                    int64_t ldb) {
   PackedOperand p = right_over(K, N, nullptr);
   p.data_ = aligned_floats(p.buf_, p.padded_ * K);
+  const int64_t KC = k_slice();
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     const int64_t kc = std::min(KC, K - k0);
     pack_b(B, ldb, trans_b, k0, kc, 0, N, p.width_, p.data_ + k0 * p.padded_);
@@ -376,6 +391,7 @@ PackedOperand PackedOperand::right_over(int64_t K, int64_t N, float* data) {
 
 float* PackedOperand::right_at(int64_t k, int64_t j) const {
   // (block(k0, kc, j - j % width_), then row k - k0 of that panel)
+  const int64_t KC = k_slice();
   const int64_t k0 = k / KC * KC, kc = std::min(KC, rows_ - k0);
   return data_ + k0 * padded_ + (j - j % width_) * kc + (k - k0) * width_ + j % width_;
 }
@@ -383,6 +399,7 @@ float* PackedOperand::right_at(int64_t k, int64_t j) const {
 void PackedOperand::unpack_right(bool trans_b, float* B, int64_t ldb) const {
   if (left_) throw std::logic_error("PackedOperand::unpack_right: a left operand");
   // The inverse of pack_b's loops: panels of width_ columns per KC-deep slice.
+  const int64_t KC = k_slice();
   for (int64_t k0 = 0; k0 < rows_; k0 += KC) {
     const int64_t kc = std::min(KC, rows_ - k0);
     const float* panel = data_ + k0 * padded_;
@@ -523,6 +540,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                        int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
                        const PackedOperand* packed_a, const PackedOperand* packed_b) {
   const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
+  const int64_t KC = k_slice();
   int64_t nr_width = NR;
   bool a_in_place = false;
   gemm_micro::SpanKernel span_kernel = nullptr;
