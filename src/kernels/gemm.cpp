@@ -273,9 +273,10 @@ PackedOperand PackedOperand::left(bool trans_a, int64_t M, int64_t K, const floa
 
 namespace {
 
-// Rows [r0, r1) of store_transposed (r0 a multiple of 4).
-void store_transposed_rows(const float* T, int64_t M, int64_t N, float* C, int64_t ldc, float beta,
-                           const GemmEpilogue& ep, bool clamp, int64_t r0, int64_t r1) {
+// Rows [r0, r1) and columns [c0, c1) of store_transposed (r0 a multiple of 4).
+void store_transposed_rows(const float* T, int64_t M, float* C, int64_t ldc, float beta,
+                           const GemmEpilogue& ep, bool clamp, int64_t r0, int64_t r1, int64_t c0,
+                           int64_t c1) {
   const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
   const float lo = ep.lo, hi = ep.hi;
   const int64_t ldr = ep.ldr;
@@ -293,10 +294,10 @@ void store_transposed_rows(const float* T, int64_t M, int64_t N, float* C, int64
   auto blocks = [&](auto kBeta, auto kBias, auto kColBias, auto kRes, auto kClamp)
       __attribute__((always_inline)) {
     for (int64_t i = r0; i + 4 <= r1; i += 4) {
-      int64_t j = 0;
+      int64_t j = c0;
       v4f vbias[4];
       for (int k = 0; k < 4; ++k) vbias[k] = splat(kBias ? bias[i + k] : 0.0f);
-      for (; j + 4 <= N; j += 4) {
+      for (; j + 4 <= c1; j += 4) {
         v4f col[4] = {load4(T + j * M + i), load4(T + (j + 1) * M + i), load4(T + (j + 2) * M + i),
                       load4(T + (j + 3) * M + i)};
         transpose4x4(col[0], col[1], col[2], col[3]);
@@ -314,7 +315,7 @@ void store_transposed_rows(const float* T, int64_t M, int64_t N, float* C, int64
           store4(c, v);
         }
       }
-      for (; j < N; ++j)
+      for (; j < c1; ++j)
         for (int64_t k = i; k < i + 4; ++k)
           C[k * ldc + j] = finish(T[j * M + k], k, j, C[k * ldc + j]);
     }
@@ -333,7 +334,7 @@ void store_transposed_rows(const float* T, int64_t M, int64_t N, float* C, int64
     clamp ? blocks(No{}, No{}, No{}, No{}, Yes{}) : blocks(No{}, No{}, No{}, No{}, No{});
   }
   for (int64_t i = std::max(r0, r1 - (r1 - r0) % 4); i < r1; ++i)
-    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = finish(T[j * M + i], i, j, C[i * ldc + j]);
+    for (int64_t j = c0; j < c1; ++j) C[i * ldc + j] = finish(T[j * M + i], i, j, C[i * ldc + j]);
 }
 
 // C[i, j] = T[j, i] (+ beta * C[i, j]) + bias[i] + col_bias[j] + residual[i, j], clamped: T is
@@ -347,17 +348,25 @@ void store_transposed(const float* T, int64_t M, int64_t N, float* C, int64_t ld
   const int64_t groups = (M + 3) / 4;
   parallel_for_inline(
       groups, std::max<int64_t>(1, 4096 / std::max<int64_t>(N, 1)), [&](int64_t g0, int64_t g1) {
-        store_transposed_rows(T, M, N, C, ldc, beta, ep, clamp, 4 * g0, std::min(M, 4 * g1));
+        store_transposed_rows(T, M, C, ldc, beta, ep, clamp, 4 * g0, std::min(M, 4 * g1), 0, N);
       });
 }
 
 }  // namespace
 
+// Called by GemmCore::blocked on the thread that computed C's columns [jb, je) and rows [ib, ie)
+// (all of C when the product was not split), once that block is final.
+struct BlockDone {
+  void (*fn)(const void* ctx, int64_t jb, int64_t je, int64_t ib, int64_t ie);
+  const void* ctx;
+};
+
 struct GemmCore {
   static void blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                       int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
-                      const PackedOperand* packed_a, const PackedOperand* packed_b);
+                      const PackedOperand* packed_a, const PackedOperand* packed_b,
+                      const BlockDone* done = nullptr);
 };
 
 PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
@@ -522,12 +531,32 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   if (packed_a && packed_a->transposed_) {
     // C^T = op(B)^T op(A)^T (N x M) into a buffer, with op(A)^T the packed right operand; then
     // C from its transpose, with beta, the bias and the clamp.
+    // Each thread stores the part of C it computed as soon as it has (rows of C are T's columns):
+    // after the product, the store alone ran on one thread where its 4 x 4 groups were fewer than
+    // two chunks (576 -> 96 at 14x14, 960 -> 320 at 7x7), and the other waited.
     ScratchBuffer& t_buf = scratch(Scratch::GemmTranspose);
     t_buf.resize(static_cast<size_t>(N * M));
     float* T = t_buf.data();
+    struct Ctx {
+      const float* T;
+      int64_t M, N;
+      float* C;
+      int64_t ldc;
+      float beta;
+      const GemmEpilogue* e;
+      bool clamp;
+    } ctx{T, M, N, C, ldc, beta, &e, clamp};
+    const BlockDone done{[](const void* p, int64_t jb, int64_t je, int64_t ib, int64_t ie) {
+                           const Ctx& c = *static_cast<const Ctx*>(p);
+                           if (jb == 0 && je == c.M && ib == 0 && ie == c.N)
+                             store_transposed(c.T, c.M, c.N, c.C, c.ldc, c.beta, *c.e, c.clamp);
+                           else
+                             store_transposed_rows(c.T, c.M, c.C, c.ldc, c.beta, *c.e, c.clamp, jb,
+                                                   je, ib, ie);
+                         },
+                         &ctx};
     GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, none, false,
-                      nullptr, packed_a);
-    store_transposed(T, M, N, C, ldc, beta, e, clamp);
+                      nullptr, packed_a, &done);
     return;
   }
   GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, e, clamp,
@@ -538,7 +567,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                        int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
-                       const PackedOperand* packed_a, const PackedOperand* packed_b) {
+                       const PackedOperand* packed_a, const PackedOperand* packed_b,
+                       const BlockDone* done) {
   const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
   const int64_t KC = k_slice();
   int64_t nr_width = NR;
@@ -703,17 +733,20 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     if (panels < 4 * threads && row_tiles >= 4 * threads) {
       parallel_for(row_tiles, 2, [&](int64_t t0, int64_t t1) {
         block_of_c(0, N, t0 * MR, std::min(M, t1 * MR));
+        if (done) done->fn(done->ctx, 0, N, t0 * MR, std::min(M, t1 * MR));
       });
       return;
     }
     if (panels > 1) {
       parallel_for(panels, grain, [&](int64_t p0, int64_t p1) {
         block_of_c(p0 * nr_width, std::min(N, p1 * nr_width), 0, M);
+        if (done) done->fn(done->ctx, p0 * nr_width, std::min(N, p1 * nr_width), 0, M);
       });
       return;
     }
   }
   block_of_c(0, N, 0, M);
+  if (done) done->fn(done->ctx, 0, N, 0, M);
 }
 
 void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
