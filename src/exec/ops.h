@@ -207,9 +207,10 @@ struct OpCallPrivate {
   /// it stores its output (fused_col_bias); otherwise the executor adds it after.
   const float* col_bias = nullptr;
   bool col_bias_applied = false;
-  /// A Conv's fused residual Add (conv(x) + r, r computed earlier; fused_residual): the op may add
-  /// r to its output as it stores it, and then applies the fused clamp (the Relu/Clip after the
-  /// Add); otherwise the Add and its Relu/Clip run as nodes of their own.
+  /// A Conv's or MatMul's fused residual Add (conv(x) + r, x @ W + b + r, r computed earlier;
+  /// fused_residual): the op may add r to its output as it stores it (after a fused bias, which it
+  /// must then have taken too), and then applies the fused clamp (the Relu/Clip after the Add);
+  /// otherwise the Add and its Relu/Clip run as nodes of their own.
   const Value* residual = nullptr;
   bool residual_applied = false;
   /// OpCall::num_outputs() and opset() as the plan computed them (0 / -2: not known).
@@ -249,9 +250,9 @@ inline const float* fused_col_bias(OpCall& c) {
   return c.internal->col_bias;
 }
 
-/// The residual planned into c's Conv node, when it is a float32 tensor of the output's `shape`
-/// (else null): the op promises to add it to its output, element by element, after the bias and
-/// before the fused clamp (whose bounds it then asks for with fused_clamp).
+/// The residual planned into c's Conv or MatMul node, when it is a float32 tensor of the output's
+/// `shape` (else null): the op promises to add it to its output, element by element, after the
+/// bias and before the fused clamp (whose bounds it then asks for with fused_clamp).
 inline const float* fused_residual(OpCall& c, const std::vector<int64_t>& shape) {
   if (!c.internal || !c.internal->residual) return nullptr;
   const Value& r = *c.internal->residual;

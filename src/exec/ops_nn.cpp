@@ -391,13 +391,14 @@ void matmul(OpCall& c) {
       : b.shape().size() == 2 && rows > 1
           ? packed_right_operand(c, 1, false, b.shape()[0], b.shape()[1], b.shape()[1])
           : nullptr;
-  // A fused bias Add and Relu/Clip go into the GEMM's store (one pass over the output, not
-  // three: the tiny transformer's feed-forward Relu was a pass of its own).
+  // A fused bias Add, residual Add and Relu/Clip go into the GEMM's store (one pass over the
+  // output, not three: the tiny transformer's feed-forward Relu was a pass of its own).
   const float* bias = fused_col_bias(c);
+  const float* residual = fused_residual(c, os);
   float lo, hi;
   fused_clamp(c, lo, hi);
   kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                      out.mutable_data<float>(), packed.get(), bias, lo, hi);
+                      out.mutable_data<float>(), packed.get(), bias, lo, hi, residual);
   c.outputs.push_back(std::move(out));
 }
 

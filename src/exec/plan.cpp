@@ -79,15 +79,17 @@ const Tensor* plan_bias(const GraphModule& gm, const Node* n, const std::vector<
   return t;
 }
 
-// The residual Add that may run inside Conv `n`: its only user, an Add of n and a value computed
-// before n (`residual`), neither probed. Returns the Add's id, or kNoNode. Of a ResNet block's two
-// convolutions both read by the Add (the downsampling one), the later one takes it.
-uint32_t plan_residual(const Node* n, const std::vector<char>& probed,
+// The residual Add that may run inside Conv or MatMul `n`: the only user of `last` (n, or the bias
+// Add planned into the MatMul), an Add of it and a value computed before n (`residual`), neither
+// probed. Returns the Add's id, or kNoNode. Of a ResNet block's two convolutions both read by the
+// Add (the downsampling one), the later one takes it.
+uint32_t plan_residual(const Node* n, const Node* last, const std::vector<char>& probed,
                        const std::vector<size_t>& position, uint32_t& residual) {
   const Argument* other = nullptr;
-  if (!target_info(n->target().function()).conv) return kNoNode;
-  const Node* u = sole_add_user(n, probed, other);
-  if (!u || !other->is_node() || other->to_node() == n ||
+  const TargetInfo& info = target_info(n->target().function());
+  if (!info.conv && !info.matmul) return kNoNode;
+  const Node* u = sole_add_user(last, probed, other);
+  if (!u || !other->is_node() || other->to_node() == last ||
       position[other->to_node()->id()] >= position[n->id()])
     return kNoNode;
   residual = static_cast<uint32_t>(other->to_node()->id());
@@ -396,7 +398,8 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         if (s.bias)
           s.bias_activation =
               plan_activation(gm, g.node_by_id(s.bias_add), probed[s.bias_add] != 0, position);
-        s.residual_add = plan_residual(n, probed, position, s.residual);
+        s.residual_add =
+            plan_residual(n, s.bias ? g.node_by_id(s.bias_add) : n, probed, position, s.residual);
         if (s.residual_add != kNoNode)
           s.residual_activation = plan_activation(gm, g.node_by_id(s.residual_add),
                                                   probed[s.residual_add] != 0, position);

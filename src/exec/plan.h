@@ -31,7 +31,7 @@ struct TargetInfo {
   bool clamp_producer = false;  // may take a following Relu/Clip into its output
   bool relu = false, clip = false;
   bool matmul = false, add = false, div = false, reduce_mean = false;
-  bool conv = false;  // onnx.Conv: may take a following residual Add into its output
+  bool conv = false;  // onnx.Conv: may take a following residual Add into its output (as MatMul)
 };
 
 /// The facts about `f` (cached per thread until the next registration).
@@ -142,8 +142,9 @@ struct Step {
   const Tensor* bias = nullptr;
   PlannedActivation activation;       // into this node, without a fused bias
   PlannedActivation bias_activation;  // into the fused bias Add
-  // Conv: an Add of this node's output and a value `residual` computed before it (its only user),
-  // applied to its output as it is stored (ops.h fused_residual), with the Relu/Clip after the Add.
+  // Conv, MatMul: an Add of this node's output (a MatMul's after its fused bias) and a value
+  // `residual` computed before it (its only user), applied to its output as it is stored (ops.h
+  // fused_residual), with the Relu/Clip after the Add.
   uint32_t residual_add = kNoNode, residual = kNoNode;
   PlannedActivation residual_activation;
   // ReduceMean: the Div of a possible LayerNormalization pattern starting here.

@@ -612,18 +612,18 @@ class Runner {
           b->shape().size() < 2 || b->shape().back() != bias->shape[0])
         bias = nullptr;
     }
-    // A planned residual Add (Conv): offered to the op, which takes it if it has the output's
-    // float32 shape (fused_residual).
+    // A planned residual Add (Conv, MatMul): offered to the op, which takes it if it has the
+    // output's float32 shape (fused_residual), after the bias.
     const Value* residual = nullptr;
-    if (s.residual_add != kNoNode) {
+    if (s.residual_add != kNoNode && (bias || !s.bias)) {  // (after the bias Add, if it runs here)
       const Results& r = env_[s.residual];
       if (r.size() == 1 && r[0].is_tensor() && r[0].dtype() == Dtype::Float32) residual = &r[0];
     }
     float lo = 0.0f, hi = 0.0f;
     // With a fused bias or residual, a Relu/Clip after the Add is applied here, after the Add.
-    const PlannedActivation& planned = bias       ? s.bias_activation
-                                       : residual ? s.residual_activation
-                                                  : s.activation;
+    const PlannedActivation& planned = residual ? s.residual_activation
+                                       : bias   ? s.bias_activation
+                                                : s.activation;
     bool activation = activation_bounds(planned, lo, hi);
     if (activation) {  // (after a fused bias only for an op that adds it: see fused_clamp)
       internal.clamp_lo = lo;
@@ -675,7 +675,7 @@ class Runner {
     if (internal.out_permuted) st_.fused[s.out_transpose] = s.id + 1;  // (the Transpose's value)
     if (residual) {
       if (internal.residual_applied)
-        st_.fused[s.residual_add] = s.id + 1;
+        st_.fused[s.residual_add] = (bias ? s.bias_add : s.id) + 1;  // (the value before it)
       else
         activation = false;  // (the Add, and its Relu/Clip, run as nodes of their own)
     }
@@ -686,7 +686,7 @@ class Runner {
                            v.numel(), lo, hi);
       }
       // (the Add's value: the producer's is freed after the Add, its last use)
-      st_.fused[planned.node] = (bias ? s.bias_add : residual ? s.residual_add : s.id) + 1;
+      st_.fused[planned.node] = (residual ? s.residual_add : bias ? s.bias_add : s.id) + 1;
     } else if (activation && internal.clamp_applied) {
       node_error(*n, "internal error: a fused activation was applied to a non-float output");
     }

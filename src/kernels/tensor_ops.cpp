@@ -29,7 +29,8 @@ bool matmul_shape(const Shape& a0, const Shape& b0, Shape& out) {
 }
 
 void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out,
-                const PackedOperand* packed_b, const float* col_bias, float lo, float hi) {
+                const PackedOperand* packed_b, const float* col_bias, float lo, float hi,
+                const float* residual) {
   GemmEpilogue ep;
   ep.col_bias = col_bias;
   ep.lo = lo;
@@ -38,6 +39,8 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
   const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  ep.residual = residual;
+  ep.ldr = N;
   const Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
   Shape batch;
   broadcast_shapes(abatch, bbatch, batch);
@@ -70,8 +73,10 @@ void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
                        sb *= bbatch[db];
                      }
                    }
+                   GemmEpilogue item = ep;
+                   if (residual) item.residual = residual + i * M * N;
                    sgemm(false, false, M, N, K, 1.0f, a + ia * M * K, K, b + ib * K * N, N, 0.0f,
-                         out + i * M * N, N, &ep);
+                         out + i * M * N, N, &item);
                  }
                });
 }

@@ -18,12 +18,13 @@ bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 /// ahead of time (PackedOperand::right); b may then be null (a weight kept only packed).
 /// `col_bias` (optional): b's column count of values added
 /// to every output row as the GEMM stores it (x @ W + bias), the bits of adding them after.
-/// [lo, hi]: a clamp applied after the bias as the GEMM stores (a fused Relu or Clip; a NaN stays
-/// a NaN).
+/// `residual` (optional): a tensor of the output's shape (row-major, not overlapping `out`) added
+/// after the bias (x @ W + bias + r, the bits of the two Adds after). [lo, hi]: a clamp applied
+/// last as the GEMM stores (a fused Relu or Clip; a NaN stays a NaN).
 void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
                 float* out, const PackedOperand* packed_b = nullptr,
                 const float* col_bias = nullptr, float lo = -__builtin_inff(),
-                float hi = __builtin_inff());
+                float hi = __builtin_inff(), const float* residual = nullptr);
 
 /// A tensor read in place from another one's elements: element (i0, i1, ...) is
 /// base[offset + i0 * strides[0] + i1 * strides[1] + ...] (in elements; strides >= 0).

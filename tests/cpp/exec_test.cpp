@@ -920,6 +920,96 @@ TEST(Exec, ConvResidualAddFusedRunsNoAddOp) {
   EXPECT_EQ(fused, plain);
 }
 
+// MatMul -> [Add(bias)] -> Add(r, .) -> [Relu], r computed before the MatMul (a transformer's
+// feed-forward output and its skip connection): the executor adds the bias and r, and clamps, as
+// the GEMM stores. The fused run gives the bits of the unfused one (each node probed in turn) and
+// calls no Add op; with a weight shared by every row or per-batch products (the general case's
+// own residual offsets), the Add's operands in either order, a residual that is an input or
+// computed, and a residual that broadcasts (the Add then runs as a node).
+TEST(Exec, MatMulResidualAddFusedGivesTheUnfusedBits) {
+  struct RestoreBuiltins {
+    ~RestoreBuiltins() { fx::exec::register_elementwise_ops(); }
+  } restore;
+  int adds = 0;
+  fx::exec::register_op("onnx.Add", [&adds](fx::exec::OpCall& c) {
+    ++adds;
+    const Value& a = c.input(0);
+    const Value& b = c.input(1);
+    std::vector<int64_t> shape;
+    if (!fx::kernels::broadcast_shapes(a.shape(), b.shape(), shape)) c.fail("shapes");
+    std::vector<float> sum(static_cast<size_t>(fx::kernels::numel(shape)));
+    fx::kernels::binary_f32(fx::kernels::BinaryOp::Add, a.shape(), a.data<float>(), b.shape(),
+                            b.data<float>(), sum.data());
+    c.outputs.push_back(Value::from_f32(shape, sum));
+  });
+  struct Case {
+    const char* what;
+    bool bias, residual_first, computed, batched_b, broadcast, relu;
+  };
+  for (const Case& c : {Case{"bias, residual input", true, false, false, false, false, false},
+                        Case{"bias, Add(r, .), Relu", true, true, false, false, false, true},
+                        Case{"bias, computed residual", true, false, true, false, false, false},
+                        Case{"no bias, Relu", false, false, false, false, false, true},
+                        Case{"per-batch products", false, true, false, true, false, false},
+                        Case{"bias, residual broadcast", true, false, false, false, true, false}}) {
+    const int64_t B = 2, M = 37, K = 48, N = 40;
+    auto g = std::make_unique<fx::Graph>();
+    Node* x = g->placeholder("x");
+    Node* r = g->placeholder("r");
+    Node* res = c.computed ? g->call_function(fn("onnx.Tanh"), {r}) : r;
+    Node* y = c.batched_b ? g->placeholder("y") : g->get_attr("w");
+    Node* mm = g->call_function(fn("onnx.MatMul"), {x, y});
+    Node* last = c.bias ? g->call_function(fn("onnx.Add"), {mm, g->get_attr("b")}) : mm;
+    Node* add =
+        g->call_function(fn("onnx.Add"), c.residual_first ? std::vector<Argument>{res, last}
+                                                          : std::vector<Argument>{last, res});
+    g->output(c.relu ? g->call_function(fn("onnx.Relu"), {add}) : add);
+    fx::Module root;
+    root.register_parameter("w", tensor_f32({K, N}, random_floats(K * N, 51)));
+    root.register_parameter("b", tensor_f32({N}, random_floats(N, 52)));
+    fx::GraphModule gm(&root, std::move(g));
+    const Value xv = Value::from_f32({B, M, K}, random_floats(B * M * K, 53));
+    const std::vector<int64_t> r_shape =
+        c.broadcast ? std::vector<int64_t>{N} : std::vector<int64_t>{B, M, N};
+    const Value rv = Value::from_f32(
+        r_shape, random_floats(static_cast<size_t>(c.broadcast ? N : B * M * N), 54));
+    const Value yv = Value::from_f32({B, K, N}, random_floats(B * K * N, 55));
+    const std::vector<Value> inputs =
+        c.batched_b ? std::vector<Value>{xv, rv, yv} : std::vector<Value>{xv, rv};
+    adds = 0;
+    const std::vector<float> fused = run_with(gm, inputs).outputs[0].to_f32();
+    ASSERT_EQ(fused.size(), static_cast<size_t>(B * M * N)) << c.what;
+    if (c.broadcast)
+      EXPECT_EQ(adds, 1) << c.what << ": the residual Add runs as a node";
+    else
+      EXPECT_EQ(adds, 0) << c.what << ": an Add ran as a node";
+    for (Node* probe : {mm, last, add}) {
+      const fx::exec::RunResult plain = run_with(gm, inputs, {probe->name()});
+      ASSERT_EQ(fused, plain.outputs[0].to_f32()) << c.what << ", probed " << probe->name();
+    }
+    // The sum by hand, from the probed MatMul: (mm + b) + r, then the Relu.
+    const fx::exec::RunResult probed = run_with(gm, inputs, {mm->name()});
+    const std::vector<float> mm_v = probed.probes[0].second.to_f32();
+    const std::vector<float> rvals = rv.to_f32();
+    const std::vector<float> b_vals = random_floats(N, 52);
+    for (int64_t i = 0; i < B * M * N; ++i) {
+      float v = mm_v[i];
+      if (c.bias) v += b_vals[i % N];
+      float rr = c.broadcast ? rvals[i % N] : rvals[i];
+      if (c.computed) rr = std::tanh(rr);
+      v = c.residual_first ? rr + v : v + rr;
+      if (c.relu) v = std::max(v, 0.0f);
+      if (c.computed) {
+        ASSERT_NEAR(fused[i], v, 1e-6f) << c.what << " at " << i;  // (libm's tanh, not ours)
+      } else {
+        ASSERT_EQ(fused[i], v) << c.what << " at " << i;
+      }
+    }
+    // Repeated runs (the plan kept, the residual offered again) give the same bits.
+    ASSERT_EQ(run_with(gm, inputs).outputs[0].to_f32(), fused) << c.what << ", second run";
+  }
+}
+
 }  // namespace
 
 namespace {
