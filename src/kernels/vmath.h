@@ -21,6 +21,16 @@
 
 #include "kernels/simd.h"
 
+// GCC expands vscalefps' builtin in whichever AVX-512F function the template is inlined into;
+// Clang checks the target where the call is written, so it keeps the two-step scaling (the same
+// bits).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__EMSCRIPTEN__)
+#define FX_VMATH_SCALEF 1
+#include <immintrin.h>  // (declares the builtin)
+#else
+#define FX_VMATH_SCALEF 0
+#endif
+
 #if defined(__GNUC__)  // (GCC and Clang)
 // GCC notes that 8-lane values passed by value change the ABI without -mavx; these functions
 // are inlined into their AVX2-compiled callers (elementwise.cpp).
@@ -90,6 +100,17 @@ template <class V>
 FX_VMATH_INLINE V exp_in_range(V xc) {
   mask_t<V> n;
   const V y = exp_reduced(xc, n);
+#if FX_VMATH_SCALEF
+  if constexpr (sizeof(V) == 64) {
+    // Sixteen lanes are AVX-512F's (callers carry its target attribute): vscalefps computes
+    // y * 2^n exactly and rounds once, as the two steps below do (the first is exact: y * 2^h
+    // stays normal), so the same bits (every float checked), one instruction for seven. ViT-B/16
+    // node by node: Softmax 4.39 -> 4.03 ms, GELU 6.49 -> 5.41.
+    const V nf = __builtin_convertvector(n, V);
+    return __builtin_ia32_scalefps512_mask(y, nf, y, static_cast<__mmask16>(0xffff),
+                                           _MM_FROUND_CUR_DIRECTION);
+  }
+#endif
   const mask_t<V> h = n >> 1;  // n in [-150, 128]: both halves within pow2i's range
   return y * pow2i<V>(h) * pow2i<V>(n - h);
 }
@@ -210,6 +231,7 @@ FX_VMATH_INLINE void map(const float* in, float* out, int64_t n, F f) {
 }  // namespace fx::kernels::vmath
 
 #undef FX_VMATH_INLINE
+#undef FX_VMATH_SCALEF
 
 #if defined(__GNUC__)  // (GCC and Clang)
 #pragma GCC diagnostic pop

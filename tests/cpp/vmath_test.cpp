@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -239,6 +240,39 @@ TEST(Vmath, EightLanesGiveTheSameBitsAsFour) {
   fx::kernels::unary_f32(fx::kernels::UnaryOp::Gelu, xs.data(), b.data(), n, 0.0f, 0.0f);
   same("unary_f32 Gelu");
 }
+
+#ifdef FXWASM_X86_DISPATCH
+typedef float v16f __attribute__((vector_size(64)));
+// exp, erf and GELU over n floats with sixteen lanes (AVX-512F, which scales by 2^n with
+// vscalefps where fewer lanes build 2^n in two halves), no fused multiply-adds.
+__attribute__((target("avx512f"))) void map16(int which, const float* in, float* out, int64_t n) {
+  if (which == 0)
+    vmath::map<v16f>(
+        in, out, n, [](v16f x) __attribute__((always_inline)) { return vmath::exp(x); });
+  if (which == 1)
+    vmath::map<v16f>(
+        in, out, n, [](v16f x) __attribute__((always_inline)) { return vmath::erf(x); });
+  if (which == 2)
+    vmath::map<v16f>(
+        in, out, n, [](v16f x) __attribute__((always_inline)) { return vmath::gelu(x); });
+}
+
+// vscalefps rounds y * 2^n once, as the two halves' products do (the first exact): sixteen lanes
+// give the four-lane bits, denormal results and overflow included.
+TEST(Vmath, SixteenLanesGiveTheSameBitsAsFour) {
+  if (!fx::kernels::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512F";
+  const std::vector<float>& xs = sweep_inputs();
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> a(xs.size()), b(xs.size());
+  const std::pair<const char*, std::function<v4f(v4f)>> fns[] = {
+      {"exp", exp4}, {"erf", erf4}, {"gelu", gelu4}};
+  for (int which = 0; which < 3; ++which) {
+    map4(xs.data(), a.data(), n, fns[which].second);
+    map16(which, xs.data(), b.data(), n);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << fns[which].first;
+  }
+}
+#endif
 
 TEST(Vmath, KernelsUsingThemMatchTheScalarFormulas) {
   using fx::kernels::UnaryOp;
