@@ -4,7 +4,8 @@
 //
 // Written once over GCC/Clang vector extensions, for any lane count V (v4f: SSE natively and
 // simd128 in wasm; 8- and 16-lane types under AVX2 / AVX-512F target attributes, see
-// elementwise.cpp). Only +, -, *, / and lane selects are used. Without contraction into FMA
+// elementwise.cpp). Only +, -, *, / and lane selects are used (and, for sixteen lanes under GCC,
+// vscalefps in exp_in_range, with the same bits). Without contraction into FMA
 // (the build is ISO C++) every width gives the same bits; the dispatch functions that enable
 // FMA (fp-contract=fast) change the last bits, within the same tested bounds. Callers run a tail
 // through the vector path too: an element's result does not depend on its position or the
