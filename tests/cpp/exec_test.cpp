@@ -883,25 +883,34 @@ TEST(Exec, ConvResidualAddFusedGivesTheUnfusedBits) {
   }
 }
 
+// Registers, in the builtin's place until it goes out of scope, an Add of float32 tensors that
+// counts its calls in `adds` (a fused Add is never called).
+class CountingAdd {
+ public:
+  explicit CountingAdd(int& adds) {
+    fx::exec::register_op("onnx.Add", [&adds](fx::exec::OpCall& c) {
+      ++adds;
+      const Value& a = c.input(0);
+      const Value& b = c.input(1);
+      std::vector<int64_t> shape;
+      if (!fx::kernels::broadcast_shapes(a.shape(), b.shape(), shape)) c.fail("shapes");
+      std::vector<float> sum(static_cast<size_t>(fx::kernels::numel(shape)));
+      fx::kernels::binary_f32(fx::kernels::BinaryOp::Add, a.shape(), a.data<float>(), b.shape(),
+                              b.data<float>(), sum.data());
+      c.outputs.push_back(Value::from_f32(shape, sum));
+    });
+  }
+  ~CountingAdd() { fx::exec::register_elementwise_ops(); }
+  CountingAdd(const CountingAdd&) = delete;
+  CountingAdd& operator=(const CountingAdd&) = delete;
+};
+
 // The fusion takes place: with a counting Add registered in the builtin's place, a fused run of
 // Conv -> Add -> Relu calls no Add op, and a run with the Conv probed calls it once, with the same
 // bits.
 TEST(Exec, ConvResidualAddFusedRunsNoAddOp) {
-  struct RestoreBuiltins {
-    ~RestoreBuiltins() { fx::exec::register_elementwise_ops(); }
-  } restore;
   int adds = 0;
-  fx::exec::register_op("onnx.Add", [&adds](fx::exec::OpCall& c) {
-    ++adds;
-    const Value& a = c.input(0);
-    const Value& b = c.input(1);
-    std::vector<int64_t> shape;
-    if (!fx::kernels::broadcast_shapes(a.shape(), b.shape(), shape)) c.fail("shapes");
-    std::vector<float> sum(static_cast<size_t>(fx::kernels::numel(shape)));
-    fx::kernels::binary_f32(fx::kernels::BinaryOp::Add, a.shape(), a.data<float>(), b.shape(),
-                            b.data<float>(), sum.data());
-    c.outputs.push_back(Value::from_f32(shape, sum));
-  });
+  const CountingAdd counting(adds);
   auto g = std::make_unique<fx::Graph>();
   Node* x = g->placeholder("x");
   Node* conv = g->call_function(fn("onnx.Conv"), {x, g->get_attr("w"), g->get_attr("b")},
@@ -927,21 +936,8 @@ TEST(Exec, ConvResidualAddFusedRunsNoAddOp) {
 // own residual offsets), the Add's operands in either order, a residual that is an input or
 // computed, and a residual that broadcasts (the Add then runs as a node).
 TEST(Exec, MatMulResidualAddFusedGivesTheUnfusedBits) {
-  struct RestoreBuiltins {
-    ~RestoreBuiltins() { fx::exec::register_elementwise_ops(); }
-  } restore;
   int adds = 0;
-  fx::exec::register_op("onnx.Add", [&adds](fx::exec::OpCall& c) {
-    ++adds;
-    const Value& a = c.input(0);
-    const Value& b = c.input(1);
-    std::vector<int64_t> shape;
-    if (!fx::kernels::broadcast_shapes(a.shape(), b.shape(), shape)) c.fail("shapes");
-    std::vector<float> sum(static_cast<size_t>(fx::kernels::numel(shape)));
-    fx::kernels::binary_f32(fx::kernels::BinaryOp::Add, a.shape(), a.data<float>(), b.shape(),
-                            b.data<float>(), sum.data());
-    c.outputs.push_back(Value::from_f32(shape, sum));
-  });
+  const CountingAdd counting(adds);
   struct Case {
     const char* what;
     bool bias, residual_first, computed, batched_b, broadcast, relu;
