@@ -330,9 +330,16 @@ DepthwiseKernel depthwise3x3_kernel(const Conv2dParams& p) {
   // fewer than five outputs most lanes idle (8x8 x 256 5.5 -> 7.0 us), and from 96 wide the
   // phase planes' flat loop wins (112x112 x 96 201 against 205). In wasm, with four lanes, it
   // tied the row path (MobileNetV2 1.000x), so wasm keeps that.
-  if (s2_even_3x3(p) && p.W >= 10 && p.W < 96 && cpu_has_avx2_fma())
+  // From 28 wide (14 outputs a row, one vector) sixteen lanes where the core runs 512-bit
+  // operations whole: the same lanes as two eight-lane vectors in half the instructions (the
+  // same bits). Min of 300, alone, Intel Xeon: 56x56 x 144 98 -> 82 us, 28x28 x 192 31.4 ->
+  // 26.2, 56x56 x 58 38.9 -> 31.1, 28x28 x 240 36.7 -> 32.6; 40x40 x 64 (20 outputs: two
+  // vectors either way) 18.9 both.
+  if (s2_even_3x3(p) && p.W >= 10 && p.W < 96 && cpu_has_avx2_fma()) {
+    if (p.W >= 28 && cpu_has_full_width_avx512()) return {depthwise3x3_s2_even_avx512_16, 1};
     return {p.W >= 28 && cpu_has_avx512() ? depthwise3x3_s2_even_avx512 : depthwise3x3_s2_even_avx2,
             1};
+  }
   // Other widths: at stride 2 the phase planes pay on rows of 48 and more (min of 2000, eight
   // lanes, against the channel-interleaved path: 56x56 x 144 0.128 -> 0.093 ms, 112x112 x 96 0.264
   // -> 0.207); on shorter rows their de-interleaving is mostly scalar tails and the interleaved

@@ -49,10 +49,13 @@ void depthwise3x3_flat_s2_avx2(const Conv2dParams& p, const float* in, const flo
                                const float* bias, float* out);
 void depthwise3x3_flat_s2_avx512(const Conv2dParams& p, const float* in, const float* weight,
                                  const float* bias, float* out);
-/// s2_even_3x3 on each plane split flat into its even and odd elements, eight lanes; the split
-/// with AVX-512F's two-source permutes (the _avx512 one) or AVX2 shuffles, the same bits.
+/// s2_even_3x3 on each plane split flat into its even and odd elements, eight lanes (sixteen:
+/// _avx512_16); the split with AVX-512F's two-source permutes (the _avx512 ones) or AVX2
+/// shuffles, the same bits.
 void depthwise3x3_s2_even_avx512(const Conv2dParams& p, const float* in, const float* weight,
                                  const float* bias, float* out);
+void depthwise3x3_s2_even_avx512_16(const Conv2dParams& p, const float* in, const float* weight,
+                                    const float* bias, float* out);
 void depthwise3x3_s2_even_avx2(const Conv2dParams& p, const float* in, const float* weight,
                                const float* bias, float* out);
 #endif

@@ -13,6 +13,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/cpu.h"
+#include "kernels/depthwise_flat.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/tensor_ops.h"
@@ -742,6 +743,7 @@ TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
                                   {17, 1},
                                   {10, 2},
                                   {14, 2},
+                                  {28, 2},
                                   {50, 2},
                                   {51, 2},
                                   {112, 2}}) {
@@ -773,6 +775,38 @@ TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
     }
   }
 }
+
+#ifdef FXWASM_X86_DISPATCH
+// The stride-2 even-width kernel on sixteen lanes (Intel AVX-512 hosts, from 28 wide) sums each
+// output's taps as the eight-lane one does: the same bits, on rows of one vector running on into
+// the next rows and the next plane, rows of several, odd heights, two images, a clamp, no bias.
+TEST(Conv2dDepthwise, StrideTwoEvenWidthsOnSixteenLanesGiveTheEightLaneBits) {
+  if (!fx::kernels::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512F on this host";
+  struct Case {
+    int64_t N, C, H, W;
+    bool clamp, bias;
+  };
+  for (const Case& k : {Case{1, 5, 28, 28, true, true}, Case{2, 3, 9, 32, false, true},
+                        Case{1, 4, 56, 56, true, false}, Case{1, 3, 7, 94, false, true},
+                        Case{1, 2, 1, 40, true, true}, Case{2, 3, 6, 60, false, false}}) {
+    Conv2dParams p = conv(k.N, k.C, k.H, k.W, k.C, 3, 2, 1, k.C);
+    if (k.clamp) p.clamp_lo = -0.25f, p.clamp_hi = 0.5f;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(k.N * k.C * k.H * k.W)), w(k.C * 9), b(k.C);
+    for (std::vector<float>* v : {&x, &w, &b})
+      for (float& f : *v) f = dist(rng);
+    const size_t out_size = static_cast<size_t>(k.N * k.C * p.out_h() * p.out_w());
+    std::vector<float> eight(out_size, -7.0f), sixteen(out_size, 7.0f);
+    const float* bias = k.bias ? b.data() : nullptr;
+    fx::kernels::depthwise3x3_s2_even_avx512(p, x.data(), w.data(), bias, eight.data());
+    fx::kernels::depthwise3x3_s2_even_avx512_16(p, x.data(), w.data(), bias, sixteen.data());
+    for (size_t i = 0; i < out_size; ++i)
+      ASSERT_EQ(sixteen[i], eight[i])
+          << k.N << "x" << k.C << "x" << k.H << "x" << k.W << " at " << i;
+  }
+}
+#endif
 
 TEST(Pool2d, MaxAndAverageOnAHandComputedPlane) {
   // 1x1x3x3 plane 1..9, 2x2 windows, stride 1, padding 1 at the bottom/right.
