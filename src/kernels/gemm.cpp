@@ -63,12 +63,13 @@ constexpr int64_t kTransposedMinK = 160;          // see sgemm_prefers_transpose
 constexpr int64_t kTransposedMinKPortable = 256;  // (wasm, and x86 without AVX2: not remeasured)
 constexpr int64_t kShortKBlockFloats = 64 * NC;   // see the tile order in GemmCore::blocked
 constexpr int64_t kCopiedPanelMinK = 96;          // see direct_b in GemmCore::blocked
-// The most lines of the next prepacked B panel fetched before one row tile (see the panel-by-panel
-// loop in GemmCore::blocked): products of up to four row tiles (24 rows) fetch none. Alternating
-// processes: MobileNetV2's 1 x 1280 x 1000 Gemm in the model 241 -> 204 us; BERT-sized at 4 tokens
-// (every product one row tile, 340 MB of weights from memory) 35.7 -> 32.2 ms at one thread and
-// 18.1 -> 16.4 at two; at 12 and 24 tokens (two and four tiles) within noise.
-constexpr int64_t kMaxPrefetchLinesPerTile = 64;
+// The fewest row tiles a block needs for the panel-by-panel loop to fetch the next prepacked B
+// panel a share before each tile (see GemmCore::blocked); with fewer (up to 24 rows) a share is a
+// burst of 128-512 lines. Alternating processes: MobileNetV2's 1 x 1280 x 1000 Gemm in the model
+// 241 -> 204 us; BERT-sized at 4 tokens (every product one row tile, 340 MB of weights from
+// memory) 35.7 -> 32.2 ms at one thread and 18.1 -> 16.4 at two; at 12 and 24 tokens (two and
+// four tiles) within noise. From 5 tiles on (7x7 products: 9) the loop fetches as before.
+constexpr int64_t kMinTilesToFetchNextPanel = 5;
 
 // sum_k a[k] * b[k], eight at a time in two chains, then the tail.
 inline float dot(const float* a, const float* b, int64_t K) {
@@ -701,7 +702,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
             // panels are read in address order, which the hardware prefetcher streams.
             const int64_t panel = kc * nr_width, lines = (panel + 15) / 16;
             const int64_t tiles = (mc + MR - 1) / MR, per_tile = (lines + tiles - 1) / tiles;
-            const bool fetch_next = packed_b && per_tile <= kMaxPrefetchLinesPerTile;
+            const bool fetch_next = packed_b && tiles >= kMinTilesToFetchNextPanel;
             for (int64_t jr = 0; jr < nc; jr += nr_width) {
               const float* next =
                   fetch_next && jr + nr_width < nc ? b_block + (jr + nr_width) * kc : nullptr;
