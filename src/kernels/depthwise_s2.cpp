@@ -22,6 +22,26 @@ namespace {
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 
+// One step of de-interleaving: the U-wide vectors src[0, 2 lanes) -> even elements to e[0, lanes),
+// odd ones to o[0, lanes) (a two-source shuffle each; 8 or 16 lanes).
+template <class U>
+__attribute__((always_inline)) inline void split_step(const float* src, float* e, float* o) {
+  U a, b;
+  std::memcpy(&a, src, sizeof a);
+  std::memcpy(&b, src + sizeof(U) / sizeof(float), sizeof b);
+  U ev, od;
+  if constexpr (sizeof(U) == 32) {
+    ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+  } else {
+    static_assert(sizeof(U) == 64, "eight or sixteen lanes");
+    ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  }
+  std::memcpy(e, &ev, sizeof ev);
+  std::memcpy(o, &od, sizeof od);
+}
+
 // Splits src[0, 2 n) into its even elements (to e[0, n)) and odd ones (to o[0, n)), sixteen
 // output pairs at a time with AVX-512F's two-source permute (one vpermt2ps each for the even and
 // the odd elements of 32 floats); returns how many pairs it did (a multiple of 16), leaving the
@@ -37,17 +57,7 @@ __attribute__((always_inline)) inline int64_t split_pairs16(const float* src, fl
     return 0;
   } else {
     int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      v16f a, b;
-      std::memcpy(&a, src + 2 * j, sizeof a);
-      std::memcpy(&b, src + 2 * j + 16, sizeof b);
-      const v16f ev =
-          __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-      const v16f od =
-          __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-      std::memcpy(e + j, &ev, sizeof ev);
-      std::memcpy(o + j, &od, sizeof od);
-    }
+    for (; j + 16 <= n; j += 16) split_step<v16f>(src + 2 * j, e + j, o + j);
     return j;
   }
 }
@@ -102,34 +112,14 @@ __attribute__((always_inline)) inline void depthwise3x3_flat_s2_impl(
         float* e = ph[(ih & 1) * 2] + (ih >> 1) * OW;
         float* o = ph[(ih & 1) * 2 + 1] + (ih >> 1) * OW;
         int64_t j = 0;
-        for (; j + L <= pairs; j += L) {
-          const V a = load(row + 2 * j), b = load(row + 2 * j + L);
-          V ev, od;
-          if constexpr (L == 8) {
-            ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-            od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-          } else {
-            ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                         28, 30);
-            od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
-                                         29, 31);
-          }
-          std::memcpy(e + j, &ev, sizeof ev);
-          std::memcpy(o + j, &od, sizeof od);
-        }
+        for (; j + L <= pairs; j += L) split_step<V>(row + 2 * j, e + j, o + j);
         // Eight pairs more on eight lanes: a 112-wide row is 56 pairs, and its last 8 went
         // through the scalar loop, about as many instructions as the rest of the plane's split.
         // (Min of 300, alone, Intel Xeon: 112x112 x 96 332 -> 316 us, x 16 50 -> 47; 150 wide x
         // 24 153 -> 144.)
         if constexpr (L == 16) {
           if (j + 8 <= pairs) {
-            v8f a, b;
-            std::memcpy(&a, row + 2 * j, sizeof a);
-            std::memcpy(&b, row + 2 * j + 8, sizeof b);
-            const v8f ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-            const v8f od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-            std::memcpy(e + j, &ev, sizeof ev);
-            std::memcpy(o + j, &od, sizeof od);
+            split_step<v8f>(row + 2 * j, e + j, o + j);
             j += 8;
           }
         }
