@@ -426,6 +426,16 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
     c##r##0 = FMADD(ar, b0, c##r##0);   \
     c##r##1 = FMADD(ar, b1, c##r##1);   \
   } while (false)
+// All MR = 6 rows.
+#define FXWASM_X86_ROWS6(BCAST, FMADD) \
+  do {                                 \
+    FXWASM_X86_ROW(0, BCAST, FMADD);   \
+    FXWASM_X86_ROW(1, BCAST, FMADD);   \
+    FXWASM_X86_ROW(2, BCAST, FMADD);   \
+    FXWASM_X86_ROW(3, BCAST, FMADD);   \
+    FXWASM_X86_ROW(4, BCAST, FMADD);   \
+    FXWASM_X86_ROW(5, BCAST, FMADD);   \
+  } while (false)
 
 // The x86 kernels: MR x (2 vectors) accumulators kept in named locals (an accumulator array would
 // be spilled to the stack on every k step, because the edge path takes its address), FMA, then
@@ -455,7 +465,20 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
     const int64_t pf_b = b_step == 2 * LANES ? kPrefetchB : 0;                                     \
     /* A last panel at most LANES wide (N = 169: 9 columns) computes one vector column: half */    \
     /* the work, the same bits. */                                                                 \
-    if (nr <= LANES) {                                                                             \
+    if (st.b_copy) {                                                                               \
+      /* The first tile of a panel read in place: its loads are also the panel's copy. */          \
+      float* out = st.b_copy;                                                                      \
+      for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
+        const VEC b0 = LOADU(b), b1 = LOADU(b + LANES);                                            \
+        __builtin_prefetch(b + 8 * b_step);                                                        \
+        __builtin_prefetch(b + 8 * b_step + 2 * LANES - 1);                                        \
+        STOREU(out, b0);                                                                           \
+        STOREU(out + LANES, b1);                                                                   \
+        out += 2 * LANES;                                                                          \
+        FXWASM_X86_ROWS6(BCAST, FMADD);                                                            \
+        b += b_step;                                                                               \
+      }                                                                                            \
+    } else if (nr <= LANES) {                                                                      \
       for (int64_t k = 0, ka = 0; k < kc; ++k, ka += ks) {                                         \
         const VEC b0 = LOADU(b);                                                                   \
         __builtin_prefetch(a0 + ka + pf_a);                                                        \
@@ -495,12 +518,7 @@ __attribute__((target("avx512f"), always_inline)) inline void store_part(
         __builtin_prefetch(a0 + ka + pf_a);                                                        \
         __builtin_prefetch(b + pf_b);                                                              \
         if (LANES == 16) __builtin_prefetch(b + pf_b + LANES); /* a step is two lines */           \
-        FXWASM_X86_ROW(0, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(1, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(2, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(3, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(4, BCAST, FMADD);                                                           \
-        FXWASM_X86_ROW(5, BCAST, FMADD);                                                           \
+        FXWASM_X86_ROWS6(BCAST, FMADD);                                                            \
         b += b_step;                                                                               \
       }                                                                                            \
     }                                                                                              \
@@ -580,6 +598,7 @@ FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps,
                   _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps,
                   _mm512_set1_ps, max512, min512)
 #undef FXWASM_X86_KERNEL
+#undef FXWASM_X86_ROWS6
 #undef FXWASM_X86_ROW
 
 #endif

@@ -38,6 +38,10 @@ struct Store {
   // 0: `a` is a packed MR-high panel. Otherwise `a` is op(A)'s row i0 + ir at column k0 in place,
   // rows a_stride apart (see direct_a in GemmCore::blocked).
   int64_t a_stride = 0;
+  // Non-null for a whole MR x (two vectors) tile reading a row-major B in place (b_step its row
+  // stride) that also stores each k row of the panel it loads, packed (b_copy[k * width + c]),
+  // for the row tiles after it. Only the x86 kernels copy (see copies_b in GemmCore::blocked).
+  float* b_copy = nullptr;
 };
 
 using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
