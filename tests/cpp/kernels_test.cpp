@@ -635,6 +635,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"pointwise 7x7, transposed product", conv(1, 192, 7, 7, 64, 1, 1, 0), true},
         ConvCase{"depthwise 3x3", conv(2, 8, 12, 12, 8, 3, 1, 1, 8), true},
         ConvCase{"depthwise 5x5/2", conv(1, 6, 15, 14, 6, 5, 2, 2, 6), false},
+        // (Whole blocks of interleaved channels and a partial one, the 5x5 taps unrolled.)
+        ConvCase{"depthwise 5x5, 20 channels", conv(1, 20, 14, 13, 20, 5, 1, 2, 20), true},
+        ConvCase{"depthwise 5x5/2, 33 channels", conv(2, 33, 15, 16, 33, 5, 2, 2, 33), false},
         ConvCase{"depthwise 3x3/2", conv(1, 8, 17, 23, 8, 3, 2, 1, 8), true},
         ConvCase{"depthwise 3x3/2 even", conv(2, 3, 16, 32, 3, 3, 2, 1, 3), true},
         ConvCase{"depthwise 3x3 wide", conv(1, 4, 5, 37, 4, 3, 1, 1, 4), true},
