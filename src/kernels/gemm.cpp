@@ -582,11 +582,6 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   bool a_in_place = false;
   gemm_micro::SpanKernel span_kernel = nullptr;
   const MicroKernel kernel = select_kernel(nr_width, &a_in_place, &span_kernel);
-#ifdef FXWASM_X86_DISPATCH
-  const bool copies_b = nr_width != NR;
-#else
-  const bool copies_b = false;
-#endif
   // A row-major A that was not packed ahead of time (activations) is read in place: packing it
   // on every call cost 4 % of ConvNeXt-T's time (M = 3136 rows, K = 96), and six row streams
   // prefetch as well as one panel does.
@@ -720,7 +715,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                 // 183 us, 192 x 784 x 32 80.5 -> 72.9, 384 x 196 x 64 74.5 -> 70.9; in
                 // MobileNetV2 and EfficientNet-B0 ~1 % of the summed node times (the products
                 // with K > 96 and M <= 64, 5-15 % each).
-                if (copies_b && mc > MR) {
+                if (mc > MR) {
                   Store s = store_of(0, jr);
                   s.b_copy = copied_panel;
                   kernel(kc, direct_a ? A + i0 * lda + k0 : a_block, b_panel(jr),

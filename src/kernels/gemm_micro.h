@@ -40,7 +40,7 @@ struct Store {
   int64_t a_stride = 0;
   // Non-null for a whole MR x (two vectors) tile reading a row-major B in place (b_step its row
   // stride) that also stores each k row of the panel it loads, packed (b_copy[k * width + c]),
-  // for the row tiles after it. Only the x86 kernels copy (see copies_b in GemmCore::blocked).
+  // for the row tiles after it (see direct_b in GemmCore::blocked).
   float* b_copy = nullptr;
 };
 

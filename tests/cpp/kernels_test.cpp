@@ -346,9 +346,10 @@ TEST(Sgemm, EpilogueColumnBiasGivesTheBitsOfAddingItAfter) {
 }
 
 // With few rows and K past the in-place depth, each full B panel is copied by the first row
-// tile as it computes (x86) and read from the copy by the others: every row gives the bits it
-// gives in a product of one row tile (the panel copied before it), with beta, a bias and a clamp;
-// K in one and in two slices, a second tile of 3 rows and one of 4.
+// tile as it computes and read from the copy by the others: every row gives the bits it gives in
+// a product of one row tile (the panel copied before it), with beta, a bias and a clamp; K in
+// one and in two slices, a second tile of 3 rows and one of 4; A packed ahead (a 1x1
+// convolution's weights) and read in place.
 TEST(Sgemm, RowTilesAfterTheCopyingTileGiveTheBitsOfRowsAlone) {
   std::mt19937 rng(17);
   for (auto [M, N, K] :
@@ -356,18 +357,23 @@ TEST(Sgemm, RowTilesAfterTheCopyingTileGiveTheBitsOfRowsAlone) {
     std::vector<float> A(M * K), B(K * N), bias(M), C0(M * N);
     fill_uniform(rng, {&A, &B, &bias, &C0});
     const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -2.0f, 2.0f);
-    std::vector<float> whole = C0, rows = C0;
-    fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.5f, whole.data(), N,
-                       &ep);
-    for (int64_t i = 0; i < M; i += 6) {
-      const int64_t m = std::min<int64_t>(6, M - i);
-      const std::vector<float> tile_bias(bias.begin() + i, bias.begin() + i + m);
-      const fx::kernels::GemmEpilogue tile_ep = bias_and_clamp(tile_bias, -2.0f, 2.0f);
-      fx::kernels::sgemm(false, false, m, N, K, 1.0f, A.data() + i * K, K, B.data(), N, 0.5f,
-                         rows.data() + i * N, N, &tile_ep);
+    const fx::kernels::PackedOperand pa =
+        fx::kernels::PackedOperand::left(false, M, K, A.data(), K);
+    for (bool packed : {false, true}) {
+      std::vector<float> whole = C0, rows = C0;
+      fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.5f, whole.data(),
+                         N, &ep, packed ? &pa : nullptr);
+      for (int64_t i = 0; i < M; i += 6) {
+        const int64_t m = std::min<int64_t>(6, M - i);
+        const std::vector<float> tile_bias(bias.begin() + i, bias.begin() + i + m);
+        const fx::kernels::GemmEpilogue tile_ep = bias_and_clamp(tile_bias, -2.0f, 2.0f);
+        fx::kernels::sgemm(false, false, m, N, K, 1.0f, A.data() + i * K, K, B.data(), N, 0.5f,
+                           rows.data() + i * N, N, &tile_ep);
+      }
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_EQ(whole[i], rows[i]) << M << "x" << N << "x" << K << (packed ? " packed" : "")
+                                     << " at " << i / N << "," << i % N;
     }
-    for (int64_t i = 0; i < M * N; ++i)
-      ASSERT_EQ(whole[i], rows[i]) << M << "x" << N << "x" << K << " at " << i / N << "," << i % N;
   }
 }
 
