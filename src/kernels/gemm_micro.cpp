@@ -83,11 +83,6 @@ inline __attribute__((always_inline)) void micro_kernel_impl(int64_t kc, const f
   v4f c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
 #endif
   if (st.a_stride) {
-    if (st.b_copy)  // (the panel's copy made first: the in-place loops below do not store it)
-      for (int64_t k = 0; k < kc; ++k) {
-        store4(st.b_copy + k * NR, load4(b + k * b_step));
-        store4(st.b_copy + k * NR + 4, load4(b + k * b_step + 4));
-      }
     // A read in place: row r's k-th value at a[r * a_stride + k] (rows past mr repeat the last,
     // whose results are not stored), the same products in the same order as from a packed
     // panel. In wasm a small transformer's activations (16 x 64 times 64 x 192) were packed on
@@ -122,8 +117,8 @@ inline __attribute__((always_inline)) void micro_kernel_impl(int64_t kc, const f
 #endif
       }
     } else {
-      for (int64_t k = 0; k < kc; ++k, b += b_step) {
-        const v4f b0 = load4(b), b1 = load4(b + 4);
+      // One k step of a whole tile: row r's chains += a_r[k] (x) b0, b1.
+      auto step = [&](int64_t k, v4f b0, v4f b1) __attribute__((always_inline)) {
         v4f ar = splat(a0[k]);
         c00 = madd4(ar, b0, c00);
         c01 = madd4(ar, b1, c01);
@@ -144,6 +139,17 @@ inline __attribute__((always_inline)) void micro_kernel_impl(int64_t kc, const f
         c50 = madd4(ar, b0, c50);
         c51 = madd4(ar, b1, c51);
 #endif
+      };
+      if (st.b_copy) {  // (as with a packed A below)
+        float* out = st.b_copy;
+        for (int64_t k = 0; k < kc; ++k, b += b_step, out += NR) {
+          const v4f b0 = load4(b), b1 = load4(b + 4);
+          store4(out, b0);
+          store4(out + 4, b1);
+          step(k, b0, b1);
+        }
+      } else {
+        for (int64_t k = 0; k < kc; ++k, b += b_step) step(k, load4(b), load4(b + 4));
       }
     }
   } else if (mr == 1) {
