@@ -658,10 +658,17 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                          in_place ? ldb : nr_width,
                          direct_a ? lda : 0};
           };
-          auto tile = [&](int64_t ir, int64_t jr) __attribute__((always_inline)) {
-            const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
-            kernel(kc, ap, b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta,
-                   store_of(ir, jr), std::min(MR, mc - ir), std::min(nr_width, nc - jr));
+          // Row tile ir's A: in place, or its panel of the packed block.
+          auto a_panel = [&](int64_t ir) __attribute__((always_inline)) {
+            return direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
+          };
+          // Tile (ir, jr); `b_copy`: where it also stores the B panel it reads in place.
+          auto tile = [&](int64_t ir, int64_t jr, float* b_copy = nullptr)
+              __attribute__((always_inline)) {
+            Store s = store_of(ir, jr);
+            s.b_copy = b_copy;
+            kernel(kc, a_panel(ir), b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta, s,
+                   std::min(MR, mc - ir), std::min(nr_width, nc - jr));
           };
           // Runs of whole tiles go to the kernel in one call (span_kernel): along a row of tiles,
           // panels [0, whole) whose B is read the same way (in place, or packed in the block), or
@@ -683,8 +690,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                                               0,
                                               nr_width,
                                               nr_width};
-                const float* ap = direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc;
-                span_kernel(kc, ap, b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
+                span_kernel(kc, a_panel(ir), b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
                             store_of(ir, 0), sp);
                 jr = whole_panels;
               }
@@ -716,10 +722,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                 // MobileNetV2, 0.817 -> 0.722 ms, 0.308 -> 0.271, 0.280 -> 0.262. (A block of one
                 // row tile still copies first, with pack_panel, as before: not remeasured.)
                 if (mc > MR) {
-                  Store s = store_of(0, jr);
-                  s.b_copy = copied_panel;
-                  kernel(kc, direct_a ? A + i0 * lda + k0 : a_block, b_panel(jr),
-                         C + i0 * ldc + j0 + jr, ldc, alpha, beta, s, MR, nr_width);
+                  tile(0, jr, copied_panel);
                   ir = MR;
                 } else {
                   pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel);
@@ -729,9 +732,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
               if (!next && nc - jr >= nr_width && mc - ir >= 2 * MR) {
                 const gemm_micro::TileSpan sp{
                     (mc - ir) / MR, direct_a ? MR * lda : MR * kc, 0, MR * ldc, MR, 0, MR * ep.ldr};
-                span_kernel(kc, direct_a ? A + (i0 + ir) * lda + k0 : a_block + ir * kc,
-                            b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc, alpha, beta,
-                            store_of(ir, jr), sp);
+                span_kernel(kc, a_panel(ir), b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc, alpha,
+                            beta, store_of(ir, jr), sp);
                 ir = mc / MR * MR;
               }
               for (; ir < mc; ir += MR, ++t) {
