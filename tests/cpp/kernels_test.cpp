@@ -1172,6 +1172,40 @@ TEST(TensorOps, TransposeTiledPathsMatchIndexArithmetic) {
 
 namespace {
 
+// max_pool2d by definition, window by window: a NaN in a window wins.
+std::vector<float> max_pool_reference(const Pool2dParams& p, const std::vector<float>& x) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  std::vector<float> out(p.N * p.C * OH * OW);
+  for (int64_t nc = 0; nc < p.N * p.C; ++nc)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float want = -INFINITY;
+        for (int64_t kh = 0; kh < p.KH; ++kh)
+          for (int64_t kw = 0; kw < p.KW; ++kw) {
+            const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+            if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+            const float v = x[(nc * p.H + ih) * p.W + iw];
+            if (v > want || v != v) want = v;
+            if (want != want) break;
+          }
+        out[(nc * OH + oh) * OW + ow] = want;
+      }
+  return out;
+}
+
+// Whether got matches want, NaN for NaN; the first mismatch if not.
+::testing::AssertionResult same_pool(const std::vector<float>& got,
+                                     const std::vector<float>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool ok = want[i] != want[i] ? got[i] != got[i] : got[i] == want[i];
+    if (!ok)
+      return ::testing::AssertionFailure()
+             << "at " << i << ": got " << got[i] << ", want " << want[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // max_pool2d's row paths (stride 1, the 4-wide stride-2 path, other strides) against a window-
 // by-window reference, with NaNs that must win, padding, dilation and ceil_mode; rows up to 80 wide
 // (the sixteen-output AVX-512 path for 3-wide windows at stride 2 does groups of sixteen).
@@ -1201,30 +1235,43 @@ TEST(Pool2d, MaxPoolMatchesWindowByWindowReference) {
       x[i] = INFINITY;
       x[i + 1] = -INFINITY;
     }
-    const int64_t OH = p.out_h(), OW = p.out_w();
-    std::vector<float> got(p.N * p.C * OH * OW, 7.0f);
+    std::vector<float> got(p.N * p.C * p.out_h() * p.out_w(), 7.0f);
     fx::kernels::max_pool2d(p, x.data(), got.data());
-    for (int64_t nc = 0; nc < p.N * p.C; ++nc)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          float want = -INFINITY;
-          for (int64_t kh = 0; kh < p.KH; ++kh)
-            for (int64_t kw = 0; kw < p.KW; ++kw) {
-              const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-              const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-              if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
-              const float v = x[(nc * p.H + ih) * p.W + iw];
-              if (v > want || v != v) want = v;
-              if (want != want) break;
-            }
-          const float g = got[(nc * OH + oh) * OW + ow];
-          if (want != want) {
-            EXPECT_TRUE(g != g) << "trial " << trial << " at " << nc << "," << oh << "," << ow;
-          } else {
-            EXPECT_EQ(g, want) << "trial " << trial << " at " << nc << "," << oh << "," << ow;
-          }
-        }
+    EXPECT_TRUE(same_pool(got, max_pool_reference(p, x))) << "trial " << trial;
   }
+}
+
+// 3-wide windows at stride 2 along rows (the AVX-512 kernel checks the values its windows read for
+// NaN as it loads them: a window's last two rows there, rows above them on their own): a NaN at
+// every position of the plane in turn, under windows of 1-3 rows at row strides 1-3, row dilations
+// 1-2, top padding and ceil_mode, rows one to three groups of sixteen outputs wide.
+TEST(Pool2d, MaxPoolThreeWideStrideTwoFindsANaNAnywhereInAWindow) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t kh = 1; kh <= 3; ++kh)
+    for (int64_t sh = 1; sh <= 3; ++sh)
+      for (int64_t dh = 1; dh <= 2; ++dh)
+        for (int64_t pad = 0; pad < kh; ++pad)
+          for (int64_t w : {9, 40, 67})
+            for (bool ceil : {false, true}) {
+              Pool2dParams p;
+              p.C = 2, p.H = 8, p.W = w;
+              p.KH = kh, p.KW = 3, p.stride_h = sh, p.stride_w = 2, p.dilation_h = dh;
+              p.pad_top = pad, p.pad_left = 1, p.ceil_mode = ceil;
+              if (p.out_h() <= 0) continue;
+              std::vector<float> x(p.C * p.H * p.W);
+              for (float& v : x) v = dist(rng);
+              std::vector<float> got(p.C * p.out_h() * p.out_w());
+              for (size_t at = 0; at < x.size(); at += at < 2 * static_cast<size_t>(w) ? 1 : 3) {
+                const float keep = x[at];
+                x[at] = NAN;
+                fx::kernels::max_pool2d(p, x.data(), got.data());
+                ASSERT_TRUE(same_pool(got, max_pool_reference(p, x)))
+                    << "KH " << kh << " stride " << sh << " dilation " << dh << " pad " << pad
+                    << " W " << w << " ceil " << ceil << ", NaN at " << at;
+                x[at] = keep;
+              }
+            }
 }
 
 }  // namespace
