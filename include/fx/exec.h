@@ -206,7 +206,9 @@ struct RunOptions {
 /// that op's. Nor have, after a plan's first run, the nodes whose values the input shapes fix
 /// (Shape and the size arithmetic on it, Identity of a weight: computed once and held), nor the
 /// layout ops a later op reads as a view (a MatMul reads a Slice -> Reshape -> Transpose chain of
-/// its operand in place; a chain ending elsewhere is copied once, at its last node).
+/// its operand in place; a chain ending elsewhere is copied once, at its last node), nor a Mul of
+/// x by a per-channel scale that a Conv reads (a squeeze-and-excitation block's: the Conv scales
+/// x as it reads it).
 struct OpTime {
   std::string node;
   std::string op;

@@ -213,6 +213,11 @@ struct OpCallPrivate {
   /// otherwise the Add and its Relu/Clip run as nodes of their own.
   const Value* residual = nullptr;
   bool residual_applied = false;
+  /// A Conv's input scale (plan.h Step::in_scale_step): input 0 is x of a Mul the Conv must read
+  /// as x[n, c, ...] * in_scale[n * in_scale_stride + c] (float32, C values per image or one set
+  /// for all, in_scale_stride 0). Null: none.
+  const float* in_scale = nullptr;
+  int64_t in_scale_stride = 0;
   /// OpCall::num_outputs() and opset() as the plan computed them (0 / -2: not known).
   size_t num_outputs = 0;
   int64_t opset = -2;

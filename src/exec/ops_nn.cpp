@@ -131,6 +131,10 @@ void conv(OpCall& c) {
   // results are stored.
   p.residual = fused_residual(c, out.shape());
   fused_clamp(c, p.clamp_lo, p.clamp_hi);
+  if (c.internal && c.internal->in_scale) {  // a per-channel Mul before it, planned into it
+    p.in_scale = c.internal->in_scale;
+    p.in_scale_stride = c.internal->in_scale_stride;
+  }
   // The im2col buffer is reused across calls (grown, never value-initialised again).
   kernels::ScratchBuffer& scratch = kernels::scratch(kernels::Scratch::Exec);
   const size_t need = static_cast<size_t>(kernels::conv2d_scratch_size(p));

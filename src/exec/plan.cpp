@@ -130,6 +130,25 @@ void plan_gelu(const GraphModule& gm, Node* erf, const std::vector<char>& probed
   g.constant_rank = m->constant_rank;
 }
 
+// The Mul feeding Conv `conv`'s data input that the Conv may take as a per-channel scale of x
+// (Step::in_scale_step): a Mul of two computed values that only the Conv reads, and only there;
+// null if none. Whether one operand is x and the other a scale is known when the Conv runs.
+const Node* input_scale_mul(const Node* conv, const std::vector<char>& probed,
+                            const std::vector<char>& fixed) {
+  if (conv->op() != Opcode::CallFunction || conv->target().function().qualname() != "onnx.Conv" ||
+      fixed[conv->id()] || conv->args().empty() || !conv->args()[0].is_node())
+    return nullptr;
+  const Node* mul = conv->args()[0].to_node();
+  if (mul->op() != Opcode::CallFunction || mul->target().function().qualname() != "onnx.Mul" ||
+      probed[mul->id()] || fixed[mul->id()] || mul->users().size() != 1 ||
+      mul->args().size() != 2 || !mul->kwargs().empty() || !mul->args()[0].is_node() ||
+      !mul->args()[1].is_node())
+    return nullptr;
+  for (size_t k = 1; k < conv->args().size(); ++k)  // (read as the weight or bias too)
+    if (conv->args()[k].is_node() && conv->args()[k].to_node() == mul) return nullptr;
+  return mul;
+}
+
 // x * Sigmoid(x) (Mul of the Sigmoid and its own input, either order) at Sigmoid node `sig`,
 // planned at the Sigmoid's step when the Mul is its only user and neither is probed: one pass of
 // the SiLU kernel instead of two (EfficientNet-B0: 3.6 + 3.1 ms of its 20 natively). The same
@@ -329,6 +348,11 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
       if (id >= 0) last_use[id] = std::max(last_use[id], i);
   // Layout chains read as views (their ops' inputs now live until the owner's step).
   ViewPlan view_plan = plan_views(nodes, fixed, probed, position, last_use);
+  // Per-channel Muls a Conv may take: (Conv position, Mul position).
+  std::vector<std::pair<size_t, size_t>> in_scales;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (const Node* mul = input_scale_mul(nodes[i], probed, fixed))
+      in_scales.emplace_back(i, position[mul->id()]);
   auto add_arg = [&](const Argument& a) {
     if (a.is_none())
       p.args.push_back(kArgNone);
@@ -424,10 +448,6 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         break;
     }
     s.args_end = static_cast<uint32_t>(p.args.size());
-    s.frees_begin = static_cast<uint32_t>(p.frees.size());
-    for (Node* in : n->all_input_nodes())
-      if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
-    s.frees_end = static_cast<uint32_t>(p.frees.size());
   }
   for (auto& [pos, transpose, perm] : view_plan.out_transposes) {
     p.steps[pos].out_transpose = transpose;
@@ -445,6 +465,32 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
     if (op == "onnx.Sigmoid") plan_silu(n, probed, p, position[n->id()]);
     if (op == "onnx.Concat" && p.steps[position[n->id()]].kind == Step::Kind::Call)
       plan_concat(n, probed, position, p);
+  }
+  // A Mul another pattern computes or skips (the last Mul of a GELU or SiLU) runs as planned. (A
+  // LayerNormalization is matched on its first run: a Mul it computed is found computed.)
+  std::vector<char> in_pattern(p.id_bound, 0);
+  for (const Step& s : p.steps) {
+    if (s.unary.x != kNoNode) {
+      in_pattern[s.unary.result] = 1;
+      for (uint32_t id : s.unary.covered) in_pattern[id] = 1;
+    }
+  }
+  // (The Mul's operands now live until the Conv's step.)
+  for (const auto& [conv, mul] : in_scales) {
+    Step& m = p.steps[mul];
+    if (in_pattern[m.id] || m.deferred || m.kind != Step::Kind::Call) continue;
+    m.deferred = true;
+    p.steps[conv].in_scale_step = static_cast<uint32_t>(mul);
+    for (Node* in : m.node->all_input_nodes())
+      last_use[in->id()] = std::max(last_use[in->id()], conv);
+  }
+  // The values each step reads last, freed after it.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Step& s = p.steps[i];
+    s.frees_begin = static_cast<uint32_t>(p.frees.size());
+    for (Node* in : nodes[i]->all_input_nodes())
+      if (last_use[in->id()] == i) p.frees.push_back(static_cast<uint32_t>(in->id()));
+    s.frees_end = static_cast<uint32_t>(p.frees.size());
   }
   return plan;
 }

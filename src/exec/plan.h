@@ -44,6 +44,7 @@ size_t declared_outputs(const Node& node);
 int64_t module_opset(const GraphModule* gm);
 
 constexpr uint32_t kNoNode = UINT32_MAX;
+constexpr uint32_t kNoStep = UINT32_MAX;  // (a step position: none)
 
 /// A Relu/Clip that may run inside the node before it (see run()).
 struct PlannedActivation {
@@ -157,7 +158,14 @@ struct Step {
   uint32_t concat_input = 0;
   PlannedQdq qdq;         // Conv/MatMul/Gemm: a QDQ pattern run as one integer op
   bool absorbed = false;  // a DequantizeLinear only a planned QDQ pattern reads: never runs
-  bool deferred = false;  // a layout op of a PlannedView: runs only if the view falls through
+  // A layout op of a PlannedView, or a Mul a Conv reads as a per-channel scale of its input
+  // (in_scale_step): runs only if the view falls through, or the Conv cannot take the scale.
+  bool deferred = false;
+  // Conv: its data input is a Mul (that Mul's only use) of x by a per-channel scale, a squeeze-and-
+  // excitation block's; the Mul's step (kNoStep if none). Where the operands' shapes are those of
+  // x and a scale ([N or 1, C, 1, ...]) the Conv reads x and applies the scale itself
+  // (OpCallPrivate::in_scale); otherwise the Mul runs just before it.
+  uint32_t in_scale_step = kNoStep;
   // MatMul: its only reader, a Transpose keeping the last axis last, whose order the op may write
   // its result in (OpCallPrivate::out_perm); out_perm is the Transpose's perm, normalised.
   uint32_t out_transpose = kNoNode;

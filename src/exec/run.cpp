@@ -96,19 +96,8 @@ class Runner {
         finish(s);
         continue;
       }
-      const bool timed = profile_ && s.node->op() == Opcode::CallFunction;
-      const auto t0 =
-          timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-      if (s.concat_writer >= 0) {
-        execute_into_concat(s);
-      } else {
-        execute(s);
-      }
-      if (timed)
-        result_.profile.push_back(
-            {s.node->name(), s.node->target().pretty(),
-             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                 .count()});
+      if (s.in_scale_step != kNoStep) take_in_scale(s);
+      execute_timed(s);
       if (s.concat >= 0) learn_concat(s);
       if (learning && s.fixed == Fixed::Candidate) capture_fixed(s);
       finish(s);
@@ -557,6 +546,60 @@ class Runner {
     }
   }
 
+  // Step `s` (a profiled run: timed).
+  void execute_timed(Step& s) {
+    const bool timed = profile_ && s.node->op() == Opcode::CallFunction;
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    if (s.concat_writer >= 0) {
+      execute_into_concat(s);
+    } else {
+      execute(s);
+    }
+    if (timed)
+      result_.profile.push_back(
+          {s.node->name(), s.node->target().pretty(),
+           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+               .count()});
+  }
+
+  // Before Conv step `s` with a planned input scale: in_scale_ set when its Mul's operands are x
+  // and a per-channel scale of it (float32 tensors, the scale shaped [N or 1, C, 1, ...] against
+  // x's [N, C, ...]), for call() to hand the Conv; otherwise the Mul runs now, as it would have
+  // (unless another pattern computed it).
+  void take_in_scale(const Step& s) {
+    in_scale_ = InScale();
+    Step& mul = plan_.steps[s.in_scale_step];
+    if (!env_[mul.id].empty()) return;
+    if (!(in_scale_ = in_scale_of(mul)).x) execute_timed(mul);
+  }
+  struct InScale {
+    const Value* x = nullptr;  // null: none
+    const float* scale = nullptr;
+    int64_t stride = 0;
+  };
+  InScale in_scale_of(const Step& mul) const {
+    const Value* v[2] = {value_of(mul, plan_.args[mul.args_begin]),
+                         value_of(mul, plan_.args[mul.args_begin + 1])};
+    for (int k = 0; k < 2; ++k) {
+      const Value* a = v[k];
+      const Value* b = v[1 - k];
+      if (!a || !b || !a->is_tensor() || !b->is_tensor() || a->packed() || b->packed() ||
+          a->dtype() != Dtype::Float32 || b->dtype() != Dtype::Float32)
+        return InScale();
+      const std::vector<int64_t>& xs = a->shape();
+      const std::vector<int64_t>& ss = b->shape();
+      if (xs.size() < 3 || ss.size() != xs.size() || ss[1] != xs[1] ||
+          (ss[0] != xs[0] && ss[0] != 1))
+        continue;
+      bool ones = true;
+      for (size_t d = 2; d < ss.size(); ++d) ones = ones && ss[d] == 1;
+      if (!ones) continue;
+      return InScale{a, b->data<float>(), ss[0] == xs[0] ? xs[1] : 0};
+    }
+    return InScale();
+  }
+
   void call(Step& s, Results& out) {
     struct OperandsScope {
       Runner& r;
@@ -580,7 +623,12 @@ class Runner {
                   "node '" + n->name() + "': no implementation of " +
                       n->target().function().qualname() + " (check coverage() before running)",
                   n->name());
+    // A Conv's planned input scale (take_in_scale): x and the scale instead of the Mul's value.
+    const InScale in_scale = s.in_scale_step != kNoStep ? in_scale_ : InScale();
+    in_scale_ = InScale();
     OpCallPrivate internal;
+    internal.in_scale = in_scale.scale;
+    internal.in_scale_stride = in_scale.stride;
     internal.num_outputs = s.num_outputs;
     internal.opset = plan_.opset;
     internal.attrs = &s.attrs;
@@ -593,6 +641,10 @@ class Runner {
       if (i < 2 && operands_[i]) {  // read as a view (prepare_views)
         call.inputs.push_back(operands_[i]);
         if (strided_[i]) internal.operand_layout[i] = &layouts_[i];
+        continue;
+      }
+      if (i == 0 && in_scale.x) {  // x, which the op scales as it reads it
+        call.inputs.push_back(in_scale.x);
         continue;
       }
       const Value* v = value_of(s, plan_.args[k]);
@@ -711,6 +763,7 @@ class Runner {
   bool strided_[2] = {false, false};
   kernels::StridedLayout layouts_[2];
   Value aliases_[2];
+  InScale in_scale_;  // take_in_scale's, for the next call()
 };
 
 }  // namespace

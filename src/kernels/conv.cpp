@@ -153,6 +153,24 @@ bool conv2d_packs_transposed(const Conv2dParams& p) {
 
 void conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
             float* out, float* scratch, const std::vector<PackedOperand>* packed) {
+  // A fused per-channel scale goes into the GEMM's packing where that keeps the bits; elsewhere
+  // the input is scaled first, then convolved as without the scale.
+  if (p.in_scale &&
+      !(is_pointwise(p) &&
+        sgemm_row_scale_keeps_bits(p.M / p.group, p.out_h() * p.out_w(), p.C / p.group))) {
+    const int64_t plane = p.H * p.W;
+    std::vector<float> scaled(static_cast<size_t>(p.N * p.C * plane));
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t c = 0; c < p.C; ++c) {
+        const float s = p.in_scale[n * p.in_scale_stride + c];
+        const float* src = in + (n * p.C + c) * plane;
+        float* dst = scaled.data() + (n * p.C + c) * plane;
+        for (int64_t i = 0; i < plane; ++i) dst[i] = src[i] * s;
+      }
+    Conv2dParams q = p;
+    q.in_scale = nullptr;
+    return conv2d(q, scaled.data(), weight, bias, out, scratch, packed);
+  }
   if (is_depthwise(p)) {
     if (!p.residual) return depthwise_conv2d(p, in, weight, bias, out);
     // (no network adds a residual to a depthwise convolution's output: one pass after it)
@@ -192,7 +210,9 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
           packed && static_cast<int64_t>(packed->size()) == p.group ? &(*packed)[g] : nullptr;
       // (a packed operand of another shape is ignored by sgemm)
       if (is_pointwise(p)) {  // 1x1, stride 1, no padding: the input already is the matrix
-        sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, x, OHW, 0.0f, y, OHW, &ep, pw);
+        const float* scale = p.in_scale ? p.in_scale + n * p.in_scale_stride + g * cg : nullptr;
+        sgemm(false, false, mg, OHW, kdim, 1.0f, w, kdim, x, OHW, 0.0f, y, OHW, &ep, pw, nullptr,
+              scale);
         continue;
       }
       // Unfolded and multiplied a band of output pixels at a time, so that the band's columns

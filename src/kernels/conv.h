@@ -20,6 +20,12 @@ struct Conv2dParams {
   /// A residual Add fused into the store: out += residual, element by element (a tensor of the
   /// output's shape that does not overlap it), after the bias and before the clamp. Null: none.
   const float* residual = nullptr;
+  /// A per-channel Mul fused before the convolution (a squeeze-and-excitation block's scale): the
+  /// input is read as in[n, c, h, w] * in_scale[n * in_scale_stride + c], each product rounded as
+  /// the Mul would round it. 1x1 stride-1 convolutions scale the GEMM's packed panels; the others
+  /// scale a copy of the input first. Null: none.
+  const float* in_scale = nullptr;
+  int64_t in_scale_stride = 0;  ///< C (a scale per image), or 0 (one for every image)
   /// Activation fused into the store: out = min(max(out, clamp_lo), clamp_hi) (Relu: 0, inf).
   float clamp_lo = -__builtin_inff(), clamp_hi = __builtin_inff();
   /// The tiling of a convolution conv2d runs as Winograd (winograd_output_tile): 0 (and any value

@@ -93,10 +93,34 @@ inline float at_b(const float* B, int64_t ldb, bool trans, int64_t k, int64_t j)
   return trans ? B[j * ldb + k] : B[k * ldb + j];
 }
 
+// pack_a (below) with a column scale: the same panels, each element times scale[k] (rare: a
+// per-channel Mul fused before a 1x1 convolution read as the transposed product's left operand).
+void pack_a_scaled(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int64_t k0,
+                   int64_t kc, float* out, const float* scale) {
+  for (int64_t p = 0; p < mc; p += MR, out += kc * MR) {
+    const int64_t rows = std::min(MR, mc - p);
+    if (trans && rows == MR) {  // MR consecutive floats of A's row k0 + k
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = A + (k0 + k) * lda + i0 + p;
+        float* o = out + k * MR;
+        int64_t r = 0;
+        for (; r + 4 <= MR; r += 4) store4(o + r, load4(src + r) * splat(scale[k]));
+        for (; r < MR; ++r) o[r] = src[r] * scale[k];
+      }
+      continue;
+    }
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t r = 0; r < MR; ++r)
+        out[k * MR + r] = r < rows ? at_a(A, lda, trans, i0 + p + r, k0 + k) * scale[k] : 0.0f;
+  }
+}
+
 // Packs rows [i0, i0+mc) x cols [k0, k0+kc) of op(A) into MR-high panels, k-major inside a
-// panel (panel[k * MR + r]); rows past mc are zero.
+// panel (panel[k * MR + r]); rows past mc are zero. `scale` (optional): column k is taken times
+// scale[k] (scale[0] for column k0), one rounded multiply an element.
 void pack_a(const float* A, int64_t lda, bool trans, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
-            float* out) {
+            float* out, const float* scale = nullptr) {
+  if (scale) return pack_a_scaled(A, lda, trans, i0, mc, k0, kc, out, scale);
   for (int64_t p = 0; p < mc; p += MR) {
     const int64_t rows = std::min(MR, mc - p);
     if (!trans && rows == MR) {
@@ -153,10 +177,27 @@ void transpose_rows(const float* rows, int64_t ldr, int64_t kc, int64_t width, f
     for (int64_t c = 0; c < width; ++c) out[k * ldo + c] = rows[c * ldr + k];
 }
 
+// `scale` (optional): row k is taken times scale[k] (scale[0] for row k0), one rounded multiply an
+// element.
 void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-            int64_t width, float* out) {
+            int64_t width, float* out, const float* scale = nullptr) {
   for (int64_t p = 0; p < nc; p += width) {
     const int64_t cols = std::min(width, nc - p);
+    if (scale) {  // (rare: a per-channel Mul fused before a 1x1 convolution)
+      for (int64_t k = 0; k < kc; ++k) {
+        const float s = scale[k];
+        float* dst = out + k * width;
+        if (!trans && cols == width) {
+          const float* src = B + (k0 + k) * ldb + j0 + p;
+          for (int64_t c = 0; c < width; c += 4) store4(dst + c, load4(src + c) * splat(s));
+          continue;
+        }
+        for (int64_t c = 0; c < width; ++c)
+          dst[c] = c < cols ? at_b(B, ldb, trans, k0 + k, j0 + p + c) * s : 0.0f;
+      }
+      out += kc * width;
+      continue;
+    }
     if (trans && cols == width && width % 4 == 0) {
       // op(B)'s columns are B's rows (element by element, packing a head's keys took longer than
       // attention's K^T product).
@@ -184,9 +225,11 @@ void pack_b(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int
 // out[k * width + c], just before its row tiles use it: with the rows prefetched a few ahead and
 // whole-register copies. The micro-kernel then reads it from L1 as one stream instead of two
 // cache lines from each of kc rows (see direct_b in GemmCore::blocked).
+// `scale` (optional): row k times scale[k], one rounded multiply an element.
 template <class V>
 inline __attribute__((always_inline)) void pack_panel_rows(const float* B, int64_t ldb, int64_t kc,
-                                                           int64_t width, float* out) {
+                                                           int64_t width, float* out,
+                                                           const float* scale) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   for (int64_t k = 0; k < kc; ++k) {
     const float* src = B + k * ldb;
@@ -195,6 +238,7 @@ inline __attribute__((always_inline)) void pack_panel_rows(const float* B, int64
     for (int64_t c = 0; c < width; c += L) {
       V v;
       std::memcpy(&v, src + c, sizeof v);
+      if (scale) v *= scale[k];
       std::memcpy(out + k * width + c, &v, sizeof v);
     }
   }
@@ -203,23 +247,31 @@ inline __attribute__((always_inline)) void pack_panel_rows(const float* B, int64
 typedef float v8f_ __attribute__((vector_size(32)));
 typedef float v16f_ __attribute__((vector_size(64)));
 __attribute__((target("avx2"))) void pack_panel_avx2(const float* B, int64_t ldb, int64_t kc,
-                                                     int64_t width, float* out) {
-  pack_panel_rows<v8f_>(B, ldb, kc, width, out);
+                                                     int64_t width, float* out,
+                                                     const float* scale) {
+  pack_panel_rows<v8f_>(B, ldb, kc, width, out, scale);
 }
 __attribute__((target("avx512f"))) void pack_panel_avx512(const float* B, int64_t ldb, int64_t kc,
-                                                          int64_t width, float* out) {
-  pack_panel_rows<v16f_>(B, ldb, kc, width, out);
+                                                          int64_t width, float* out,
+                                                          const float* scale) {
+  pack_panel_rows<v16f_>(B, ldb, kc, width, out, scale);
 }
 #endif
-void pack_panel(const float* B, int64_t ldb, int64_t kc, int64_t width, float* out) {
+void pack_panel(const float* B, int64_t ldb, int64_t kc, int64_t width, float* out,
+                const float* scale = nullptr) {
 #ifdef FXWASM_X86_DISPATCH
-  if (width % 16 == 0 && cpu_has_avx512()) return pack_panel_avx512(B, ldb, kc, width, out);
-  if (width % 8 == 0 && cpu_has_avx2()) return pack_panel_avx2(B, ldb, kc, width, out);
+  if (width % 16 == 0 && cpu_has_avx512()) return pack_panel_avx512(B, ldb, kc, width, out, scale);
+  if (width % 8 == 0 && cpu_has_avx2()) return pack_panel_avx2(B, ldb, kc, width, out, scale);
 #endif
-  pack_panel_rows<v4f>(B, ldb, kc, width, out);  // (every kernel's panel width is a multiple of 8)
+  // (every kernel's panel width is a multiple of 8)
+  pack_panel_rows<v4f>(B, ldb, kc, width, out, scale);
 }
 
 }  // namespace
+
+bool sgemm_row_scale_keeps_bits(int64_t M, int64_t N, int64_t K) {
+  return M > 1 && N > 1 && (M > kSmallProduct || N > kSmallProduct || K > kSmallProduct);
+}
 
 bool sgemm_prefers_transposed(int64_t M, int64_t N, int64_t K) {
   // Transposing the result costs about as much as the better fill gains when K is short, and
@@ -373,7 +425,8 @@ struct GemmCore {
                       const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                       int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
                       const PackedOperand* packed_a, const PackedOperand* packed_b,
-                      const BlockDone* done = nullptr);
+                      const BlockDone* done = nullptr, const float* a_col_scale = nullptr,
+                      const float* b_row_scale = nullptr);
 };
 
 PackedOperand PackedOperand::right(bool trans_b, int64_t K, int64_t N, const float* B,
@@ -432,7 +485,8 @@ void PackedOperand::unpack_right(bool trans_b, float* B, int64_t ldb) const {
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           const GemmEpilogue* ep, const PackedOperand* packed_a, const PackedOperand* packed_b) {
+           const GemmEpilogue* ep, const PackedOperand* packed_a, const PackedOperand* packed_b,
+           const float* b_row_scale) {
   if (M <= 0 || N <= 0) return;
   const GemmEpilogue none;
   const GemmEpilogue& e = ep ? *ep : none;
@@ -453,7 +507,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       }
     return;
   }
-  if (M == 1 && !trans_a && B) {
+  // (A scaled B takes the blocked path, which scales its panels as it packs them.)
+  if (M == 1 && !trans_a && B && !b_row_scale) {
     // A row vector times B: no packing (which would cost as much as the product itself).
     // C[j] = alpha * sum_k A[k] * op(B)[k, j] (+ beta * C[j] + bias[0], clamped).
     ScratchBuffer& acc = scratch(Scratch::GemmAcc);
@@ -478,7 +533,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     }
     return;
   }
-  if (N == 1 && !trans_a && A && B && !packed_a) {
+  if (N == 1 && !trans_a && A && B && !packed_a && !b_row_scale) {
     // A matrix times a column vector (a 1x1 convolution on a 1x1 image: EfficientNet's
     // squeeze-and-excitation layers, a classifier convolution after global pooling): one dot
     // product per output along A's contiguous rows, rows split across threads, no packing.
@@ -513,8 +568,9 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   // more in the blocked loops' set-up than in its multiply-adds: 3-4 us for 4 heads of 16 x 16 x
   // 16 in the tiny transformer. Computed directly, the same bits (the portable kernel's sums and
   // store; wasm has no other kernel). A transposed B is transposed first (4 x 4 blocks).
-  if (!trans_a && !packed_a && !packed_b && alpha == 1.0f && beta == 0.0f && !bias && !res &&
-      N % 4 == 0 && M <= kSmallProduct && N <= kSmallProduct && K <= kSmallProduct && B) {
+  if (!trans_a && !packed_a && !packed_b && !b_row_scale && alpha == 1.0f && beta == 0.0f &&
+      !bias && !res && N % 4 == 0 && M <= kSmallProduct && N <= kSmallProduct &&
+      K <= kSmallProduct && B) {
     const float* b = B;
     int64_t ldb_small = ldb;
     if (trans_b) {  // B is N x K: into K x N
@@ -531,7 +587,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 #endif
   if (packed_a && (!packed_a->is_left() || packed_a->rows() != M || packed_a->cols() != K))
     packed_a = nullptr;  // not this product's A: pack as usual
-  if (packed_b && (packed_b->is_left() || packed_b->rows() != K || packed_b->cols() != N))
+  if (packed_b &&
+      (packed_b->is_left() || packed_b->rows() != K || packed_b->cols() != N || b_row_scale))
     packed_b = nullptr;
   if (!B && (!packed_b || (packed_a && packed_a->transposed_)))
     throw std::logic_error("sgemm: B is null and packed_b is not this product's B");
@@ -563,11 +620,11 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
                          },
                          &ctx};
     GemmCore::blocked(!trans_b, !trans_a, N, M, K, alpha, B, ldb, A, lda, T, M, 0.0f, none, false,
-                      nullptr, packed_a, &done);
+                      nullptr, packed_a, &done, b_row_scale);
     return;
   }
   GemmCore::blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc, beta, e, clamp,
-                    packed_a, packed_b);
+                    packed_a, packed_b, nullptr, nullptr, b_row_scale);
 }
 
 // The blocked loops of sgemm (the operands' packings checked by the caller).
@@ -575,7 +632,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                        const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                        int64_t ldc, float beta, const GemmEpilogue& ep, bool clamp,
                        const PackedOperand* packed_a, const PackedOperand* packed_b,
-                       const BlockDone* done) {
+                       const BlockDone* done, const float* a_col_scale, const float* b_row_scale) {
   const float *bias = ep.row_bias, *col_bias = ep.col_bias, *res = ep.residual;
   const int64_t KC = k_slice();
   int64_t nr_width = NR;
@@ -585,7 +642,10 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   // A row-major A that was not packed ahead of time (activations) is read in place: packing it
   // on every call cost 4 % of ConvNeXt-T's time (M = 3136 rows, K = 96), and six row streams
   // prefetch as well as one panel does.
-  const bool direct_a = a_in_place && !packed_a && !trans_a;
+  // (A scaled operand is scaled as it is packed: never read in place, nor packed ahead.)
+  if (a_col_scale) packed_a = nullptr;
+  if (b_row_scale) packed_b = nullptr;
+  const bool direct_a = a_in_place && !packed_a && !trans_a && !a_col_scale;
   // Columns [jb, je) of C, on this thread: threads split C by whole panels of nr_width columns,
   // and every element keeps its K order, so any split gives the bits one thread gives.
   // Columns [jb, je) and rows [ib, ie) of C (ib a multiple of MR: the tiles one thread computes).
@@ -618,18 +678,23 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
         // 169 x 512 0.84x, 64 x 1544 x 147 0.85x, 64 x 784 x 192 0.89x, 16 x 3025 x 128 0.92x.
         const bool direct_b = !packed_b && !trans_b && M <= kDirectBMaxRows;
         const int64_t full = direct_b ? nc / nr_width * nr_width : 0;
+        const float* b_scale = b_row_scale ? b_row_scale + k0 : nullptr;  // (this slice's rows)
+        // (A scaled direct B is always copied, panel by panel, as it is scaled.)
         const bool row_tile_order =
-            kc * nc <= kShortKBlockFloats && !(direct_b && kc > kCopiedPanelMinK);
+            kc * nc <= kShortKBlockFloats && !(direct_b && (kc > kCopiedPanelMinK || b_scale));
         float* copied_panel = direct_b ? b_buf + nr_width * KC : nullptr;
         const float* b_block = packed_b ? packed_b->block(k0, kc, j0) : b_buf;
-        if (!packed_b && !direct_b) pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf);
+        if (!packed_b && !direct_b)
+          pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf, b_scale);
         if (direct_b && full < nc)
-          pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf);
+          pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf, b_scale);
         const int64_t mc_step = direct_a ? MC_DIRECT_A : MC;
         for (int64_t i0 = ib; i0 < ie; i0 += mc_step) {
           const int64_t mc = std::min(mc_step, ie - i0);
           const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;
-          if (!packed_a && !direct_a) pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf);
+          if (!packed_a && !direct_a)
+            pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf,
+                   a_col_scale ? a_col_scale + k0 : nullptr);
           // A full panel of a direct B copied by the panel-by-panel loop below (else null).
           const float* panel_copy = nullptr;
           // (Inlined into both tile orders: with the residual's two Store fields clang stopped
@@ -721,11 +786,11 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                 // 192 x 784 x 32 80.5 -> 72.9, 384 x 196 x 64 74.5 -> 70.9; in wasm, in
                 // MobileNetV2, 0.817 -> 0.722 ms, 0.308 -> 0.271, 0.280 -> 0.262. (A block of one
                 // row tile still copies first, with pack_panel, as before: not remeasured.)
-                if (mc > MR) {
+                if (mc > MR && !b_scale) {
                   tile(0, jr, copied_panel);
                   ir = MR;
                 } else {
-                  pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel);
+                  pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel, b_scale);
                 }
                 panel_copy = copied_panel;
               }

@@ -61,7 +61,7 @@ class PackedOperand {
  private:
   friend void sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                     const float*, int64_t, float, float*, int64_t, const GemmEpilogue*,
-                    const PackedOperand*, const PackedOperand*);
+                    const PackedOperand*, const PackedOperand*, const float*);
   friend struct GemmCore;
   // The panels of the KC-deep slice starting at k0, from row (left) / column (right) `at`.
   const float* block(int64_t k0, int64_t kc, int64_t at) const {
@@ -84,11 +84,18 @@ class PackedOperand {
 /// right with the same M, N, K); sgemm then reads their panels instead of packing A / B (which
 /// must still be given: small products read them directly). The one exception: B may be null
 /// when packed_b is this product's op(B) (a weight kept only packed); a row vector times it then
-/// takes the blocked path.
+/// takes the blocked path. `b_row_scale` (optional, K values): op(B)'s row k is taken multiplied
+/// by b_row_scale[k], each element rounded as a separate multiply would round it (a per-channel
+/// Mul before a 1x1 convolution, applied as B is packed; never with packed_b, which is ignored).
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* epilogue = nullptr, const PackedOperand* packed_a = nullptr,
-           const PackedOperand* packed_b = nullptr);
+           const PackedOperand* packed_b = nullptr, const float* b_row_scale = nullptr);
+
+/// Whether sgemm with a b_row_scale gives the bits of the same product of the scaled B: where the
+/// unscaled product takes the blocked loops too (not a row or column vector, nor wasm's small
+/// products, which sum in other orders).
+bool sgemm_row_scale_keeps_bits(int64_t M, int64_t N, int64_t K);
 
 /// Whether an M x N x K product runs clearly faster transposed (N x M): N short of a whole
 /// number of column panels, M a multiple of the panel width (a 7x7 layer's 49 output pixels fill

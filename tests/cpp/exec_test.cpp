@@ -929,6 +929,68 @@ TEST(Exec, ConvResidualAddFusedRunsNoAddOp) {
   EXPECT_EQ(fused, plain);
 }
 
+// A squeeze-and-excitation block's Mul(x, scale) -> Conv, scale [N, C, 1, 1] computed from x (or
+// an input [1, C, 1, 1] for every image): the Conv reads x and the scale, the Mul never runs (no
+// profile entry), and the result has the bits of the Mul run as a node (probed). Every Conv path:
+// 1x1 products on B in place, packed and transposed (the scale applied as the GEMM packs), a 1x1
+// too small for that, 3x3 and depthwise (the input scaled first); the Mul's operands in either
+// order. Operands that are not x and a per-channel scale (two full tensors, a scale of rank 3)
+// run the Mul as a node.
+TEST(Exec, ConvInputScaleFusedGivesTheBitsOfTheMul) {
+  struct Case {
+    const char* what;
+    int64_t C, M, side, k, group;
+  };
+  for (const Case& c :
+       {Case{"1x1, B in place", 24, 16, 20, 1, 1}, Case{"1x1, B packed", 96, 80, 14, 1, 1},
+        Case{"1x1, transposed", 192, 96, 7, 1, 1}, Case{"1x1, small", 8, 4, 5, 1, 1},
+        Case{"3x3", 16, 16, 12, 3, 1}, Case{"depthwise 3x3", 16, 16, 12, 3, 16}}) {
+    for (int form = 0; form < 5; ++form) {
+      // 0: Mul(x, s), s from x; 1: Mul(s, x); 2: s an input [1, C, 1, 1]; 3: Mul(x, y), y a full
+      // tensor; 4: s an input [C, 1, 1].
+      auto g = std::make_unique<fx::Graph>();
+      Node* x = g->placeholder("x");
+      Node* y = form >= 2 ? g->placeholder("y") : nullptr;
+      Node* scale = y ? y
+                      : g->call_function(fn("onnx.Sigmoid"),
+                                         {g->call_function(fn("onnx.GlobalAveragePool"), {x})});
+      Node* mul = g->call_function(fn("onnx.Mul"), form == 1 ? std::vector<Argument>{scale, x}
+                                                             : std::vector<Argument>{x, scale});
+      const int64_t pad = c.k / 2;
+      Node* conv = g->call_function(fn("onnx.Conv"), {mul, g->get_attr("w"), g->get_attr("b")},
+                                    {{"kernel_shape", ints({c.k, c.k})},
+                                     {"pads", ints({pad, pad, pad, pad})},
+                                     {"group", Argument(static_cast<long long>(c.group))}});
+      g->output(g->call_function(fn("onnx.Relu"), {conv}));
+      fx::Module root;
+      root.register_parameter(
+          "w", tensor_f32({c.M, c.C / c.group, c.k, c.k},
+                          random_floats(static_cast<size_t>(c.M * c.C / c.group * c.k * c.k), 31)));
+      root.register_parameter("b", tensor_f32({c.M}, random_floats(static_cast<size_t>(c.M), 32)));
+      fx::GraphModule gm(&root, std::move(g));
+      const int64_t n = 2, plane = c.side * c.side;
+      std::vector<Value> in = {Value::from_f32(
+          {n, c.C, c.side, c.side}, random_floats(static_cast<size_t>(n * c.C * plane), 33))};
+      if (form == 2) in.push_back(Value::from_f32({1, c.C, 1, 1}, random_floats(c.C, 34)));
+      if (form == 3)
+        in.push_back(Value::from_f32({n, c.C, c.side, c.side},
+                                     random_floats(static_cast<size_t>(n * c.C * plane), 35)));
+      if (form == 4) in.push_back(Value::from_f32({c.C, 1, 1}, random_floats(c.C, 36)));
+      const std::string what = std::string(c.what) + ", form " + std::to_string(form);
+      fx::exec::RunOptions profiled;
+      profiled.profile = true;
+      const fx::exec::RunResult fused = fx::exec::run(gm, in, profiled);
+      bool mul_ran = false;
+      for (const fx::exec::OpTime& t : fused.profile) mul_ran = mul_ran || t.node == mul->name();
+      EXPECT_EQ(mul_ran, form >= 3) << what;
+      const fx::exec::RunResult plain = run_with(gm, in, {mul->name()});
+      ASSERT_EQ(fused.outputs[0].to_f32(), plain.outputs[0].to_f32()) << what;
+      // The plan kept: the same bits again.
+      ASSERT_EQ(run_with(gm, in).outputs[0].to_f32(), plain.outputs[0].to_f32()) << what;
+    }
+  }
+}
+
 // MatMul -> [Add(bias)] -> Add(r, .) -> [Relu], r computed before the MatMul (a transformer's
 // feed-forward output and its skip connection): the executor adds the bias and r, and clamps, as
 // the GEMM stores. The fused run gives the bits of the unfused one (each node probed in turn) and

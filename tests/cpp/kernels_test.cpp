@@ -377,6 +377,51 @@ TEST(Sgemm, RowTilesAfterTheCopyingTileGiveTheBitsOfRowsAlone) {
   }
 }
 
+// op(B)'s rows scaled as they are packed (a per-channel Mul fused before a 1x1 convolution): the
+// bits of the product of the scaled B, through in-place B (few rows), packed blocks, K slices and
+// the transposed product of a packed weight, on one and two threads; a row vector and a column
+// vector times it (whose own paths do not scale) through the blocked loops, to the reference.
+TEST(Sgemm, RowScaleOfBGivesTheBitsOfTheScaledB) {
+  std::mt19937 rng(23);
+  const int threads = fx::kernels::num_threads();
+  for (auto [M, N, K, packed] : {std::tuple<int64_t, int64_t, int64_t, bool>{16, 300, 32, false},
+                                 {40, 75, 150, true},
+                                 {64, 70, 40, false},
+                                 {96, 100, 600, true},
+                                 {96, 49, 300, true},
+                                 {1, 50, 40, false},
+                                 {50, 1, 40, false}}) {
+    std::vector<float> A(M * K), B(K * N), scale(K), bias(M);
+    fill_uniform(rng, {&A, &B, &scale, &bias});
+    std::vector<float> scaled = B;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) scaled[k * N + j] = B[k * N + j] * scale[k];
+    const fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -2.0f, 2.0f);
+    const fx::kernels::PackedOperand pa =
+        fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
+    std::vector<float> want(M * N);
+    fx::kernels::sgemm_reference(false, false, M, N, K, 1.0f, A.data(), K, scaled.data(), N, 0.0f,
+                                 want.data(), N);
+    for (int t : {1, 2}) {
+      fx::kernels::set_num_threads(t);
+      std::vector<float> got(M * N, 7.0f), plain(M * N, 7.0f);
+      fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, got.data(), N,
+                         &ep, packed ? &pa : nullptr, nullptr, scale.data());
+      fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, scaled.data(), N, 0.0f,
+                         plain.data(), N, &ep, packed ? &pa : nullptr);
+      for (int64_t i = 0; i < M * N; ++i) {
+        const float w = std::min(std::max(want[i] + bias[i / N], -2.0f), 2.0f);
+        ASSERT_NEAR(got[i], w, 1e-4f) << M << "x" << N << "x" << K << " at " << i;
+        if (M > 1 && N > 1) {
+          ASSERT_EQ(got[i], plain[i])
+              << M << "x" << N << "x" << K << ", " << t << " threads, at " << i / N << "," << i % N;
+        }
+      }
+    }
+    fx::kernels::set_num_threads(threads);
+  }
+}
+
 TEST(Sgemm, EpilogueAddsRowBiasAndClampsOnTheLastBlock) {
   std::mt19937 rng(11);
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{7, 19, 5},
@@ -842,6 +887,47 @@ TEST(Conv2dDepthwise, StrideTwoEvenWidthsOnSixteenLanesGiveTheEightLaneBits) {
   }
 }
 #endif
+
+// A per-channel scale fused before a convolution (Conv2dParams::in_scale): the bits of the
+// convolution of the input scaled first, per image or one scale for every image, for 1x1
+// convolutions large enough to scale the GEMM's panels and small ones, a 3x3 and a depthwise one
+// (which scale a copy of the input).
+TEST(Conv2d, InputScaleGivesTheBitsOfTheScaledInput) {
+  std::mt19937 rng(29);
+  struct Case {
+    int64_t N, C, M, H, K, group;
+  };
+  for (const Case& k :
+       {Case{2, 24, 16, 20, 1, 1}, Case{1, 96, 80, 14, 1, 1}, Case{1, 8, 4, 5, 1, 1},
+        Case{2, 12, 20, 9, 3, 1}, Case{1, 32, 32, 12, 3, 32}}) {
+    for (int64_t stride : {k.C, int64_t{0}}) {
+      Conv2dParams p;
+      p.N = k.N, p.C = k.C, p.M = k.M, p.H = p.W = k.H, p.KH = p.KW = k.K, p.group = k.group;
+      p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k.K / 2;
+      p.clamp_lo = 0.0f;
+      std::vector<float> x(p.N * p.C * p.H * p.W), w(p.M * (p.C / p.group) * k.K * k.K), b(p.M),
+          s(p.N * p.C);
+      fill_uniform(rng, {&x, &w, &b, &s});
+      std::vector<float> scaled = x;
+      for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t c = 0; c < p.C; ++c)
+          for (int64_t i = 0; i < p.H * p.W; ++i)
+            scaled[(n * p.C + c) * p.H * p.W + i] *= s[n * stride + c];
+      const auto packed = fx::kernels::conv2d_pack_weights(p, w.data());
+      std::vector<float> scratch(fx::kernels::conv2d_scratch_size(p) + 16);
+      const size_t out_size = static_cast<size_t>(p.N * p.M * p.out_h() * p.out_w());
+      std::vector<float> want(out_size), got(out_size);
+      fx::kernels::conv2d(p, scaled.data(), w.data(), b.data(), want.data(), scratch.data(),
+                          &packed);
+      p.in_scale = s.data();
+      p.in_scale_stride = stride;
+      fx::kernels::conv2d(p, x.data(), w.data(), b.data(), got.data(), scratch.data(), &packed);
+      for (size_t i = 0; i < out_size; ++i)
+        ASSERT_EQ(got[i], want[i]) << p.C << "->" << p.M << " " << k.K << "x" << k.K << " at "
+                                   << p.H << "x" << p.W << ", stride " << stride << ", at " << i;
+    }
+  }
+}
 
 TEST(Pool2d, MaxAndAverageOnAHandComputedPlane) {
   // 1x1x3x3 plane 1..9, 2x2 windows, stride 1, padding 1 at the bottom/right.
