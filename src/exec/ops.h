@@ -218,6 +218,9 @@ struct OpCallPrivate {
   /// for all, in_scale_stride 0). Null: none.
   const float* in_scale = nullptr;
   int64_t in_scale_stride = 0;
+  /// Set by an op that applied in_scale; otherwise (an op registered in the builtin's place) the
+  /// executor runs the Mul and then the op again on its value.
+  bool in_scale_applied = false;
   /// OpCall::num_outputs() and opset() as the plan computed them (0 / -2: not known).
   size_t num_outputs = 0;
   int64_t opset = -2;

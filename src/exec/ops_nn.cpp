@@ -134,6 +134,7 @@ void conv(OpCall& c) {
   if (c.internal && c.internal->in_scale) {  // a per-channel Mul before it, planned into it
     p.in_scale = c.internal->in_scale;
     p.in_scale_stride = c.internal->in_scale_stride;
+    c.internal->in_scale_applied = true;
   }
   // The im2col buffer is reused across calls (grown, never value-initialised again).
   kernels::ScratchBuffer& scratch = kernels::scratch(kernels::Scratch::Exec);

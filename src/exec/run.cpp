@@ -685,7 +685,18 @@ class Runner {
     internal.residual = residual;
     if (s.out_transpose != kNoNode && !bias && !activation) internal.out_perm = &s.out_perm;
     try {
+      const OpCallPrivate offered = internal;
       (*s.fn)(call);
+      if (in_scale.x && !internal.in_scale_applied) {
+        // An op that does not take the scale (registered in the builtin's place) computed the
+        // Conv of x: the Mul runs, then the op again on its value.
+        call.outputs.clear();
+        execute_timed(plan_.steps[s.in_scale_step]);
+        call.inputs[0] = &env_[plan_.steps[s.in_scale_step].id][0];
+        internal = offered;
+        internal.in_scale = nullptr;
+        (*s.fn)(call);
+      }
     } catch (const Error& e) {
       // A size check deep in an op (new_value, checked_nbytes) does not know the node.
       if (e.kind() != ErrorKind::Resource || !e.node().empty()) throw;

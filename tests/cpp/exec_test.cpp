@@ -991,6 +991,33 @@ TEST(Exec, ConvInputScaleFusedGivesTheBitsOfTheMul) {
   }
 }
 
+// An op registered in the builtin Conv's place does not know the input scale: the executor then
+// runs the Mul and the op again on its value (here a Conv that returns its input), so the result
+// is the Mul's, not x.
+TEST(Exec, ConvInputScaleFallsBackForAConvThatDoesNotTakeIt) {
+  struct Restore {
+    ~Restore() { fx::exec::register_nn_ops(); }
+  } restore;
+  fx::exec::register_op("onnx.Conv", [](fx::exec::OpCall& c) {
+    const Value& x = c.input(0);
+    c.outputs.push_back(Value::from_f32(x.shape(), x.to_f32()));
+  });
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* s = g->placeholder("s");
+  Node* mul = g->call_function(fn("onnx.Mul"), {x, s});
+  g->output(g->call_function(fn("onnx.Conv"), {mul, g->get_attr("w")}));
+  fx::Module root;
+  root.register_parameter("w", tensor_f32({2, 2, 1, 1}, {1, 0, 0, 1}));
+  fx::GraphModule gm(&root, std::move(g));
+  const std::vector<float> xs = random_floats(2 * 9, 37), ss = {0.5f, -2.0f};
+  const std::vector<float> out =
+      fx::exec::run(gm, {Value::from_f32({1, 2, 3, 3}, xs), Value::from_f32({1, 2, 1, 1}, ss)})[0]
+          .to_f32();
+  ASSERT_EQ(out.size(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(out[i], xs[i] * ss[i / 9]) << i;
+}
+
 // MatMul -> [Add(bias)] -> Add(r, .) -> [Relu], r computed before the MatMul (a transformer's
 // feed-forward output and its skip connection): the executor adds the bias and r, and clamps, as
 // the GEMM stores. The fused run gives the bits of the unfused one (each node probed in turn) and
