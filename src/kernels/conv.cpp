@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 
@@ -158,15 +159,10 @@ void conv2d(const Conv2dParams& p, const float* in, const float* weight, const f
   if (p.in_scale &&
       !(is_pointwise(p) &&
         sgemm_row_scale_keeps_bits(p.M / p.group, p.out_h() * p.out_w(), p.C / p.group))) {
-    const int64_t plane = p.H * p.W;
-    std::vector<float> scaled(static_cast<size_t>(p.N * p.C * plane));
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t c = 0; c < p.C; ++c) {
-        const float s = p.in_scale[n * p.in_scale_stride + c];
-        const float* src = in + (n * p.C + c) * plane;
-        float* dst = scaled.data() + (n * p.C + c) * plane;
-        for (int64_t i = 0; i < plane; ++i) dst[i] = src[i] * s;
-      }
+    // (the Mul's own kernel: x [N, C, H, W] times the scale [N or 1, C, 1, 1])
+    std::vector<float> scaled(static_cast<size_t>(p.N * p.C * p.H * p.W));
+    binary_f32(BinaryOp::Mul, {p.N, p.C, p.H, p.W}, in, {p.in_scale_stride ? p.N : 1, p.C, 1, 1},
+               p.in_scale, scaled.data());
     Conv2dParams q = p;
     q.in_scale = nullptr;
     return conv2d(q, scaled.data(), weight, bias, out, scratch, packed);
