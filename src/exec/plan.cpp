@@ -175,6 +175,27 @@ void plan_silu(Node* sig, const std::vector<char>& probed, Plan& p, size_t posit
   u.op = kernels::UnaryOp::Silu;
 }
 
+// A GlobalAveragePool reading the result of unary pattern `u` (its last Mul), to compute with it
+// (PlannedUnary::means): the built-in op, of that value alone, neither probed nor fixed, writing
+// no Concat's input.
+void plan_unary_means(PlannedUnary& u, const std::vector<char>& probed,
+                      const std::vector<char>& fixed, const std::vector<size_t>& position,
+                      Plan& p) {
+  const Node* result = p.steps[position[u.result]].node;
+  for (const Node* user : result->users()) {
+    if (user->op() != Opcode::CallFunction || probed[user->id()] || fixed[user->id()] ||
+        user->target().function().qualname() != "onnx.GlobalAveragePool" ||
+        !target_info(user->target().function()).builtin || user->args().size() != 1 ||
+        !user->kwargs().empty())
+      continue;
+    const Step& g = p.steps[position[user->id()]];
+    if (g.kind != Step::Kind::Call || g.concat_writer >= 0 || g.deferred || g.num_outputs != 1)
+      continue;
+    u.means = static_cast<uint32_t>(user->id());
+    return;
+  }
+}
+
 // The Concat at `n` as a PlannedConcat when each input is a distinct computed node that nothing
 // else reads and no probe names: its writer is that node's step, or the producer a Relu/Clip
 // input is planned to run inside.
@@ -466,6 +487,10 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
     if (op == "onnx.Concat" && p.steps[position[n->id()]].kind == Step::Kind::Call)
       plan_concat(n, probed, position, p);
   }
+  // A GlobalAveragePool of a GELU's or SiLU's result (EfficientNet's squeeze-and-excitation
+  // blocks, its head) is computed with it, plane by plane from the cache.
+  for (Step& s : p.steps)
+    if (s.unary.x != kNoNode) plan_unary_means(s.unary, probed, fixed, position, p);
   // A Mul another pattern computes or skips (the last Mul of a GELU or SiLU) runs as planned. (A
   // LayerNormalization is matched on its first run: a Mul it computed is found computed.)
   std::vector<char> in_pattern(p.id_bound, 0);

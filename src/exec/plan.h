@@ -31,7 +31,8 @@ struct TargetInfo {
   bool clamp_producer = false;  // may take a following Relu/Clip into its output
   bool relu = false, clip = false;
   bool matmul = false, add = false, div = false, reduce_mean = false;
-  bool conv = false;  // onnx.Conv: may take a following residual Add into its output (as MatMul)
+  bool conv = false;     // onnx.Conv: may take a following residual Add into its output (as MatMul)
+  bool builtin = false;  // fn is the built-in op (register_op has not replaced it)
 };
 
 /// The facts about `f` (cached per thread until the next registration).
@@ -72,8 +73,11 @@ struct PlannedLayerNorm {
 /// node when nothing outside it reads an intermediate: a GELU as Div/Erf/Add/Mul/Mul (match_gelu,
 /// exact constants), or a SiLU as Sigmoid and Mul (x * Sigmoid(x): EfficientNet, YOLO).
 struct PlannedUnary {
-  uint32_t x = kNoNode;           // the input's node id (kNoNode: no pattern starts here)
-  uint32_t result = kNoNode;      // the last Mul, which gets the value
+  uint32_t x = kNoNode;       // the input's node id (kNoNode: no pattern starts here)
+  uint32_t result = kNoNode;  // the last Mul, which gets the value
+  // A GlobalAveragePool (the built-in) of the result, computed with it (unary_f32_plane_means)
+  // and then skipped; kNoNode if none.
+  uint32_t means = kNoNode;
   std::vector<uint32_t> covered;  // the pattern's other nodes (skipped)
   int64_t constant_rank = 0;      // x must have at least this rank (else the nodes broadcast)
   kernels::UnaryOp op = kernels::UnaryOp::Gelu;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "exec/ops.h"
 #include "exec/plan.h"
@@ -150,6 +151,7 @@ struct Registry {
   std::mutex mu;
   std::unordered_map<std::string, OpFn> ops;  // node-based: element addresses are stable
   std::atomic<uint64_t> generation{0};        // bumped by every registration
+  std::unordered_set<std::string> replaced;   // targets register_op has (re)registered
 };
 
 Registry& raw_registry() {
@@ -189,6 +191,7 @@ void register_builtin(const std::string& target, OpFn fn) {
   Registry& r = raw_registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.ops[target] = std::move(fn);
+  r.replaced.erase(target);
   ++r.generation;
 }
 
@@ -196,6 +199,7 @@ void register_op(const std::string& target, OpFn fn) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.ops[target] = std::move(fn);
+  r.replaced.insert(target);
   ++r.generation;
 }
 
@@ -250,6 +254,11 @@ const TargetInfo& target_info(const Function& f) {
   TargetInfo info;
   info.getitem = t == "operator.getitem";
   info.fn = info.getitem ? nullptr : find_op(t);
+  if (info.fn) {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    info.builtin = r.replaced.count(t) == 0;
+  }
   info.clamp_producer = t == "onnx.Conv" || t == "onnx.Add" || t == "onnx.BatchNormalization" ||
                         t == "onnx.Gemm" || t == "onnx.MatMul";
   info.matmul = t == "onnx.MatMul";

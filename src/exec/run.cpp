@@ -394,7 +394,21 @@ class Runner {
       return false;
     const Value& x = xr[0];
     Value out = new_value(Dtype::Float32, x.shape());
-    kernels::unary_f32(g.op, x.data<float>(), out.mutable_data<float>(), x.numel(), 0.0f, 0.0f);
+    const std::vector<int64_t>& shape = x.shape();
+    if (g.means != kNoNode && shape.size() >= 3) {
+      // With the GlobalAveragePool of the result ([N, C, 1, ...]), which is then skipped.
+      std::vector<int64_t> ms = {shape[0], shape[1]};
+      ms.resize(shape.size(), 1);
+      Value means = new_value(Dtype::Float32, ms);
+      const int64_t planes = shape[0] * shape[1];
+      kernels::unary_f32_plane_means(g.op, x.data<float>(), out.mutable_data<float>(),
+                                     means.mutable_data<float>(), planes,
+                                     planes ? x.numel() / planes : 0);
+      env_[g.means].push_back(std::move(means));
+      st_.skip[g.means] = 1;
+    } else {
+      kernels::unary_f32(g.op, x.data<float>(), out.mutable_data<float>(), x.numel(), 0.0f, 0.0f);
+    }
     env_[g.result].push_back(std::move(out));
     for (uint32_t id : g.covered) st_.skip[id] = 1;
     st_.skip[g.result] = 1;

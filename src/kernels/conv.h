@@ -127,5 +127,7 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out);
 void avg_pool2d(const Pool2dParams& p, const float* in, float* out);
 /// GlobalAveragePool: out[N, C] = mean over H x W.
 void global_avg_pool(int64_t N, int64_t C, int64_t HW, const float* in, float* out);
+/// The mean of one plane x[0, HW) as global_avg_pool computes it (the same bits).
+float global_avg_plane(const float* x, int64_t HW);
 
 }  // namespace fx::kernels

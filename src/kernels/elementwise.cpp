@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/conv.h"  // global_avg_plane
 #include "kernels/cpu.h"
 #include "kernels/thread_pool.h"
 #include "kernels/vmath.h"
@@ -627,6 +628,24 @@ void softmax_any(const float* in, float* out, int64_t rows, int64_t axis_size, b
   softmax_rows<v4f>(in, out, rows, axis_size, log);
 }
 }  // namespace
+
+void unary_f32_plane_means(UnaryOp op, const float* in, float* out, float* means, int64_t planes,
+                           int64_t hw) {
+  // Whole planes to a thread, as many as unary_f32 gives a chunk; on it, runs of planes of up to
+  // 16 KB at a time (one unary_f32 call each, inline: a parallel_for inside a chunk runs on its
+  // thread), each run's planes summed while they are in L1. (An element's result does not depend
+  // on where a call starts.)
+  const int64_t run = std::max<int64_t>(1, 4096 / std::max<int64_t>(hw, 1));
+  parallel_for_inline(planes, std::max<int64_t>(1, kCostlyGrain / std::max<int64_t>(hw, 1)),
+                      [&](int64_t p0, int64_t p1) {
+                        for (int64_t q0 = p0; q0 < p1; q0 += run) {
+                          const int64_t q1 = std::min(p1, q0 + run);
+                          unary_f32(op, in + q0 * hw, out + q0 * hw, (q1 - q0) * hw, 0.0f, 0.0f);
+                          for (int64_t q = q0; q < q1; ++q)
+                            means[q] = global_avg_plane(out + q * hw, hw);
+                        }
+                      });
+}
 
 void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha, float beta) {
   switch (op) {

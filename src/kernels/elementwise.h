@@ -88,6 +88,12 @@ enum class UnaryOp : uint8_t {
 /// out[i] = op(in[i]) for n floats; alpha/beta as documented per op (in-place allowed).
 void unary_f32(UnaryOp op, const float* in, float* out, int64_t n, float alpha = 0.0f,
                float beta = 0.0f);
+/// unary_f32 over `planes` planes of `hw` floats (x[N, C, ...] read as N * C planes) that also
+/// writes each result plane's mean to means[plane], as global_avg_pool would compute it from
+/// `out` (the same bits as unary_f32 then global_avg_pool): each plane is summed just after it is
+/// written, from the cache, where GlobalAveragePool read the whole result back from memory.
+void unary_f32_plane_means(UnaryOp op, const float* in, float* out, float* means, int64_t planes,
+                           int64_t hw);
 
 /// Softmax over the last `axis_size` elements of each of `rows` rows (ONNX opset >= 13 with
 /// the axis moved last); `log` gives LogSoftmax. Max-subtracted, so large inputs do not

@@ -513,25 +513,26 @@ void avg_pool2d(const Pool2dParams& p, const float* in, float* out) {
   }
 }
 
+float global_avg_plane(const float* x, int64_t HW) {
+  // Sixteen partial sums in four independent vector chains (a single serial chain was
+  // latency-bound: ~0.1 ms for SqueezeNet's 1000 x 13 x 13), combined in double.
+  v4f s0 = splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 16 <= HW; i += 16) {
+    s0 += load4(x + i);
+    s1 += load4(x + i + 4);
+    s2 += load4(x + i + 8);
+    s3 += load4(x + i + 12);
+  }
+  const v4f s = (s0 + s1) + (s2 + s3);
+  double sum = static_cast<double>(s[0]) + s[1] + s[2] + s[3];
+  for (; i < HW; ++i) sum += x[i];
+  return static_cast<float>(sum / static_cast<double>(HW));
+}
+
 void global_avg_pool(int64_t N, int64_t C, int64_t HW, const float* in, float* out) {
   auto planes = [&](int64_t c0, int64_t c1) {
-    for (int64_t nc = c0; nc < c1; ++nc) {
-      // Sixteen partial sums in four independent vector chains (a single serial chain was
-      // latency-bound: ~0.1 ms for SqueezeNet's 1000 x 13 x 13), combined in double.
-      const float* x = in + nc * HW;
-      v4f s0 = splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
-      int64_t i = 0;
-      for (; i + 16 <= HW; i += 16) {
-        s0 += load4(x + i);
-        s1 += load4(x + i + 4);
-        s2 += load4(x + i + 8);
-        s3 += load4(x + i + 12);
-      }
-      const v4f s = (s0 + s1) + (s2 + s3);
-      double sum = static_cast<double>(s[0]) + s[1] + s[2] + s[3];
-      for (; i < HW; ++i) sum += x[i];
-      out[nc] = static_cast<float>(sum / static_cast<double>(HW));
-    }
+    for (int64_t nc = c0; nc < c1; ++nc) out[nc] = global_avg_plane(in + nc * HW, HW);
   };
   // Planes on threads, at least 16K floats a chunk: SqueezeNet's 1000 x 13 x 13, written by both
   // cores, took 20 us on one thread and 35 us at 2 threads with the second one idle; 11 us now

@@ -536,6 +536,74 @@ TEST(ExecPlan, AWrittenOutSiluRunsAsOneKernelWithTheBitsOfItsNodes) {
   }
 }
 
+// x -> SiLU (Sigmoid, Mul) -> GlobalAveragePool, the SiLU's value also an output (a squeeze-and-
+// excitation block's two readers): the pool is computed with the SiLU, plane by plane, and gives
+// the bits of the nodes run one by one (the pool probed); not when it is probed, replaced by a
+// user's op, or its input has rank 2 (an error either way).
+TEST(ExecPlan, AGlobalAveragePoolOfASiluIsComputedWithItWithTheSameBits) {
+  auto silu_pool = [] {
+    auto g = std::make_unique<fx::Graph>();
+    Node* x = g->placeholder("x");
+    Node* sig = g->call_function(fn("onnx.Sigmoid"), {x});
+    Node* silu = g->call_function(fn("onnx.Mul"), {x, sig});
+    Node* pool = g->call_function(fn("onnx.GlobalAveragePool"), {silu});
+    g->output(Argument::tuple({silu, pool}));
+    return std::make_unique<fx::GraphModule>(std::make_shared<fx::Module>().get(), std::move(g));
+  };
+  auto bits = [](const Value& v) {
+    const std::vector<float> f = v.to_f32();
+    std::vector<uint32_t> b(f.size());
+    std::memcpy(b.data(), f.data(), f.size() * sizeof(float));
+    return b;
+  };
+  auto gm = silu_pool();
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {1, 3, 7, 7}, {2, 5, 13, 9}, {1, 4, 70}, {1, 2, 3, 4, 5}}) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> xs = random_floats(static_cast<size_t>(n), 43);
+    for (float& v : xs) v *= 8.0f;
+    xs[3] = NAN;
+    const Value in = Value::from_f32(shape, xs);
+    fx::exec::RunOptions probe;
+    probe.probe = {"global_average_pool"};
+    const fx::exec::RunResult plain = fx::exec::run(*gm, {in}, probe);
+    ASSERT_EQ(plain.probes.size(), 1u);
+    for (int run = 0; run < 2; ++run) {  // the plan's first run and a later one
+      const std::vector<Value> fused = fx::exec::run(*gm, {in});
+      ASSERT_EQ(fused.size(), 2u);
+      EXPECT_EQ(fused[1].shape(), plain.outputs[1].shape());
+      EXPECT_EQ(bits(fused[0]), bits(plain.outputs[0]));
+      EXPECT_EQ(bits(fused[1]), bits(plain.outputs[1]));
+      EXPECT_TRUE(std::isnan(fused[1].to_f32()[0]));
+    }
+    // The pool ran inside the SiLU's step: a profiled run lists the Sigmoid alone.
+    fx::exec::RunOptions profile;
+    profile.profile = true;
+    const fx::exec::RunResult timed = fx::exec::run(*gm, {in}, profile);
+    ASSERT_EQ(timed.profile.size(), 1u);
+    EXPECT_EQ(timed.profile[0].op, "onnx.Sigmoid");
+    EXPECT_EQ(bits(timed.outputs[1]), bits(plain.outputs[1]));
+  }
+  // Rank 2: GlobalAveragePool's own error, fused or not.
+  EXPECT_THROW(fx::exec::run(*gm, {Value::from_f32({2, 3}, random_floats(6, 44))}), fx::Error);
+  // A user's GlobalAveragePool in the builtin's place is called, and its value is the output.
+  {
+    struct Restore {
+      ~Restore() { fx::exec::register_nn_ops(); }
+    } restore;
+    int calls = 0;
+    fx::exec::register_op("onnx.GlobalAveragePool", [&calls](fx::exec::OpCall& c) {
+      ++calls;
+      c.outputs.push_back(Value::from_f32({1}, {42.0f}));
+    });
+    const std::vector<Value> out =
+        fx::exec::run(*gm, {Value::from_f32({1, 2, 3, 3}, random_floats(18, 45))});
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(out[1].to_f32(), std::vector<float>{42.0f});
+  }
+}
+
 TEST(ExecPlan, AWrittenOutGeluRunsAsTheGeluKernelUnlessItsPartsAreNeeded) {
   std::vector<float> xs;
   for (int i = -60; i <= 60; ++i) xs.push_back(static_cast<float>(i) * 0.1037f);

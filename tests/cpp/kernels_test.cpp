@@ -979,6 +979,36 @@ TEST(Pool2d, GlobalAverage) {
   }
 }
 
+TEST(Pool2d, UnaryWithPlaneMeansGivesTheBitsOfTheOpThenGlobalAverage) {
+  // SiLU and GELU over planes of every size class (under a vector, a scalar tail, several planes
+  // to a run, one plane past a run, past a thread's chunk), at 1 and 2 threads: the values of
+  // unary_f32 and the means of global_avg_pool over them, bit for bit; a NaN or an infinity
+  // in a plane.
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> dist(-6.0f, 6.0f);
+  for (const int threads : {1, 2}) {
+    fx::kernels::set_num_threads(threads);
+    for (const fx::kernels::UnaryOp op : {fx::kernels::UnaryOp::Silu, fx::kernels::UnaryOp::Gelu})
+      for (const int64_t hw : {1, 7, 49, 53, 196, 3136, 5000, 20000}) {
+        const int64_t planes = hw >= 5000 ? 5 : 37;
+        std::vector<float> x(static_cast<size_t>(planes * hw));
+        for (float& v : x) v = dist(rng);
+        x[static_cast<size_t>(hw / 2)] = NAN;
+        x[x.size() - 1] = INFINITY;
+        std::vector<float> want(x.size()), got(x.size(), -1.0f);
+        std::vector<float> want_means(static_cast<size_t>(planes)), means(want_means.size(), -1.0f);
+        fx::kernels::unary_f32(op, x.data(), want.data(), static_cast<int64_t>(x.size()));
+        fx::kernels::global_avg_pool(1, planes, hw, want.data(), want_means.data());
+        fx::kernels::unary_f32_plane_means(op, x.data(), got.data(), means.data(), planes, hw);
+        SCOPED_TRACE(::testing::Message() << "threads " << threads << " hw " << hw);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), x.size() * sizeof(float)), 0);
+        EXPECT_EQ(std::memcmp(means.data(), want_means.data(), means.size() * sizeof(float)), 0);
+        EXPECT_TRUE(std::isnan(means[0]));
+      }
+  }
+  fx::kernels::set_num_threads(1);
+}
+
 }  // namespace
 
 namespace {
