@@ -811,7 +811,8 @@ INSTANTIATE_TEST_SUITE_P(
 // A depthwise 3x3 at stride 1 (2) reads each plane (phase plane) as one flat array, where a
 // row's last pixel is the flat neighbour of the next row's first output: an infinity or NaN
 // there must reach only the outputs whose windows hold it (a mask by multiplication would make
-// 0 * inf = NaN).
+// 0 * inf = NaN). From 56 wide at stride 1 the middle of a plane is read in place, its first and
+// last rows from a padded copy: no output reads the plane before or after its own.
 TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
   for (const auto& [W, stride] : {std::pair<int64_t, int64_t>{1, 1},
                                   {3, 1},
@@ -820,6 +821,8 @@ TEST(Conv2dDepthwise, NonFiniteInputsStayInTheirWindows) {
                                   {14, 1},
                                   {16, 1},
                                   {56, 1},
+                                  {64, 1},
+                                  {112, 1},
                                   {17, 1},
                                   {10, 2},
                                   {14, 2},
