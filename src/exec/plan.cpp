@@ -614,4 +614,37 @@ void release_plans() { plan_cache().plans.clear(); }
 
 size_t cached_plan_count() { return plan_cache().plans.size(); }
 
+void plan_layer_norm(const GraphModule& gm, const std::vector<std::string>& probes, Step& s,
+                     int64_t rank) {
+  PlannedLayerNorm& ln = s.layer_norm;
+  ln = PlannedLayerNorm();
+  ln.rank = rank;
+  const std::optional<LayerNormMatch> m = match_layer_norm(gm, s.layer_norm_div, rank);
+  if (!m || m->interior.front() != s.node) return;
+  auto probed = [&](const Node* q) {
+    for (const std::string& name : probes)
+      if (q->name() == name) return true;
+    return false;
+  };
+  if (probed(m->result)) return;
+  for (const Node* q : m->interior) {
+    if (probed(q)) return;
+    for (const Node* u : q->users())
+      if (u != m->result &&
+          std::find(m->interior.begin(), m->interior.end(), u) == m->interior.end())
+        return;
+  }
+  auto constant_f32 = [&](const Argument& a) -> const Tensor* {
+    const Tensor* t = constant_tensor(gm, a);
+    return t && t->dtype == Dtype::Float32 && t->data ? t : nullptr;
+  };
+  ln.scale = constant_f32(m->scale);
+  ln.bias = constant_f32(m->bias);
+  if (!ln.scale || !ln.bias) return;
+  ln.result = static_cast<uint32_t>(m->result->id());
+  for (const Node* q : m->interior) ln.covered.push_back(static_cast<uint32_t>(q->id()));
+  ln.epsilon = static_cast<float>(m->epsilon);
+  ln.ok = true;
+}
+
 }  // namespace fx::exec

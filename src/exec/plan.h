@@ -182,6 +182,12 @@ struct Step {
   std::vector<Value> cached;  // Fixed::Cached: the node's values
 };
 
+/// Matches the LayerNormalization pattern at ReduceMean step `s` for x of rank `rank` into
+/// s.layer_norm (done on a run, when x's rank is known; the matcher reads the constant axes,
+/// epsilon and exponent, and plan_for renews the plan if any of them changes).
+void plan_layer_norm(const GraphModule& gm, const std::vector<std::string>& probes, Step& s,
+                     int64_t rank);
+
 /// A get_attr tensor as the plan saw it. Checked on every run before anything runs: the plan
 /// holds Tensor pointers and what it derived from their dtypes, shapes and (Clip/LayerNorm
 /// scalars) contents, so a module whose attribute changed gets a new plan.

@@ -334,7 +334,7 @@ class Runner {
     const Value& x = xr[0];
     PlannedLayerNorm& ln = s.layer_norm;
     const auto rank = static_cast<int64_t>(x.shape().size());
-    if (ln.rank != rank) plan_layer_norm(s, rank);
+    if (ln.rank != rank) plan_layer_norm(gm_, plan_.probes, s, rank);
     if (!ln.ok) return false;
     const int64_t size = x.shape().back();
     if (ln.scale->numel() != size || ln.bias->numel() != size) return false;
@@ -347,40 +347,6 @@ class Runner {
     for (uint32_t id : ln.covered) st_.skip[id] = 1;
     st_.skip[ln.result] = 1;
     return true;
-  }
-
-  // Matches the pattern at ReduceMean `s` for x of rank `rank` (the matcher reads the constant
-  // axes, epsilon and exponent; plan_for renews the plan if any of them changes).
-  void plan_layer_norm(Step& s, int64_t rank) {
-    PlannedLayerNorm& ln = s.layer_norm;
-    ln = PlannedLayerNorm();
-    ln.rank = rank;
-    const std::optional<LayerNormMatch> m = match_layer_norm(gm_, s.layer_norm_div, rank);
-    if (!m || m->interior.front() != s.node) return;
-    auto probed = [&](const Node* q) {
-      for (const std::string& name : plan_.probes)
-        if (q->name() == name) return true;
-      return false;
-    };
-    if (probed(m->result)) return;
-    for (const Node* q : m->interior) {
-      if (probed(q)) return;
-      for (const Node* u : q->users())
-        if (u != m->result &&
-            std::find(m->interior.begin(), m->interior.end(), u) == m->interior.end())
-          return;
-    }
-    auto constant_f32 = [&](const Argument& a) -> const Tensor* {
-      const Tensor* t = constant_tensor(gm_, a);
-      return t && t->dtype == Dtype::Float32 && t->data ? t : nullptr;
-    };
-    ln.scale = constant_f32(m->scale);
-    ln.bias = constant_f32(m->bias);
-    if (!ln.scale || !ln.bias) return;
-    ln.result = static_cast<uint32_t>(m->result->id());
-    for (const Node* q : m->interior) ln.covered.push_back(static_cast<uint32_t>(q->id()));
-    ln.epsilon = static_cast<float>(m->epsilon);
-    ln.ok = true;
   }
 
   // A GELU written out as Div/Erf/Add/Mul/Mul, or a SiLU as Sigmoid and Mul, found at its first
