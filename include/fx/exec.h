@@ -208,7 +208,9 @@ struct RunOptions {
 /// layout ops a later op reads as a view (a MatMul reads a Slice -> Reshape -> Transpose chain of
 /// its operand in place; a chain ending elsewhere is copied once, at its last node), nor a Mul of
 /// x by a per-channel scale that a Conv reads (a squeeze-and-excitation block's: the Conv scales
-/// x as it reads it).
+/// x as it reads it). A GELU or SiLU written out in several nodes runs at its first node in
+/// graph order (a SiLU's Sigmoid), whose entry holds the pattern and a GlobalAveragePool of its
+/// result computed with it.
 struct OpTime {
   std::string node;
   std::string op;

@@ -350,8 +350,8 @@ class Runner {
   }
 
   // A GELU written out as Div/Erf/Add/Mul/Mul, or a SiLU as Sigmoid and Mul, found at its first
-  // node: one pass of the unary kernel; the other nodes of the pattern are skipped. Returns
-  // whether done.
+  // node: one pass of the unary kernel (with a planned GlobalAveragePool of its result); the
+  // other nodes of the pattern, and that pool, are skipped. Returns whether done.
   bool unary_at(const Step& s) {
     const PlannedUnary& g = s.unary;
     const Results& xr = env_[g.x];
