@@ -463,8 +463,8 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   const int64_t KC = k_slice();
   int64_t nr_width = NR;
   bool a_in_place = false;
-  gemm_micro::SpanKernel span_kernel = nullptr;
-  const MicroKernel kernel = select_kernel(nr_width, &a_in_place, &span_kernel);
+  gemm_micro::SpanKernel span_kernel = nullptr, pair_kernel = nullptr;
+  const MicroKernel kernel = select_kernel(nr_width, &a_in_place, &span_kernel, &pair_kernel);
   // A row-major A that was not packed ahead of time (activations) is read in place: packing it
   // on every call cost 4 % of ConvNeXt-T's time (M = 3136 rows, K = 96), and six row streams
   // prefetch as well as one panel does.
@@ -570,9 +570,30 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           // a time across all its rows: then C is written row tile by row tile (six long row
           // streams), with the packed B block (at most 512 KB) read back from L2. MobileNetV2
           // (K 16-64 in its expand convs) 4 % faster natively, six interleaved pairs.
+          // Two row tiles at a time where the CPU has a pair kernel and A is packed (see
+          // micro_kernel_avx512_pairs): 12 x 32 tiles, each B vector serving twice the rows.
+          const bool pairs = pair_kernel && !direct_a;
           if (row_tile_order) {
             for (int64_t ir = 0; ir < mc; ir += MR) {
               int64_t jr = 0;
+              if (pairs && mc - ir >= 2 * MR && whole_panels >= nr_width) {
+                gemm_micro::TileSpan sp{whole_panels / nr_width,
+                                        0,
+                                        direct_b ? nr_width : nr_width * kc,
+                                        nr_width,
+                                        0,
+                                        nr_width,
+                                        nr_width};
+                sp.a_half = MR * kc;
+                pair_kernel(kc, a_panel(ir), b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
+                            store_of(ir, 0), sp);
+                for (jr = whole_panels; jr < nc; jr += nr_width) {
+                  tile(ir, jr);
+                  tile(ir + MR, jr);
+                }
+                ir += MR;
+                continue;
+              }
               if (mc - ir >= MR && whole_panels >= 2 * nr_width) {
                 const gemm_micro::TileSpan sp{whole_panels / nr_width,
                                               0,
@@ -619,6 +640,25 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                   pack_panel(B + k0 * ldb + j0 + jr, ldb, kc, nr_width, copied_panel, b_scale);
                 }
                 panel_copy = copied_panel;
+              }
+              if (pairs && nc - jr >= nr_width && mc - ir >= 2 * MR) {
+                // (With `next`, a pair at a time, after the shares of its two tiles.)
+                gemm_micro::TileSpan sp{next ? 1 : (mc - ir) / (2 * MR),
+                                        2 * MR * kc,
+                                        0,
+                                        2 * MR * ldc,
+                                        2 * MR,
+                                        0,
+                                        2 * MR * ep.ldr};
+                sp.a_half = MR * kc;
+                for (; mc - ir >= 2 * MR; ir += sp.count * 2 * MR, t += sp.count * 2) {
+                  if (next)
+                    for (int64_t l = t * per_tile, e = std::min(lines, l + 2 * per_tile); l < e;
+                         ++l)
+                      __builtin_prefetch(next + l * 16, 0, 2);
+                  pair_kernel(kc, a_panel(ir), b_panel(jr), C + (i0 + ir) * ldc + j0 + jr, ldc,
+                              alpha, beta, store_of(ir, jr), sp);
+                }
               }
               if (!next && nc - jr >= nr_width && mc - ir >= 2 * MR) {
                 const gemm_micro::TileSpan sp{

@@ -54,13 +54,13 @@ struct TileSpan {
   int64_t count;
   int64_t a_step, b_step, c_step;
   int64_t bias_step, col_bias_step, res_step;
+  // A pair kernel's (select_kernel's `pairs`): floats from a tile's first packed A panel to the
+  // second, whose six rows it computes below the first's (C and the Store's rows MR further on).
+  int64_t a_half = 0;
 };
 using SpanKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float,
                             const Store&, const TileSpan&);
 
-// The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
-// a row-major A in place (Store::a_stride), which every kernel can; `span`: its entry point
-// for runs of whole tiles.
 /// C = A B (+ col_bias, then clamped to [lo, hi] when `clamp`) for a product small enough that the
 /// blocked loops' set-up outweighs its multiply-adds (attention's per-head 16 x 16 x 16): row-major
 /// A (M x K, rows lda apart) and B (K x N, rows ldb apart) read in place, N a multiple of 4, K at
@@ -70,7 +70,11 @@ void small_product(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                    int64_t ldb, float* C, int64_t ldc, const float* col_bias, bool clamp, float lo,
                    float hi);
 
-MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr,
-                          SpanKernel* span = nullptr);
+// The micro-kernel for this CPU and the width of its B panels; `a_in_place`: whether it can read
+// a row-major A in place (Store::a_stride), which every kernel can; `span`: its entry point
+// for runs of whole tiles; `pairs`: where the CPU has one (AVX-512), its entry point for runs of
+// two whole tiles stacked (2 MR x NR, packed A panels only, no Store::b_copy), else null.
+MicroKernel select_kernel(int64_t& nr_width, bool* a_in_place = nullptr, SpanKernel* span = nullptr,
+                          SpanKernel* pairs = nullptr);
 
 }  // namespace fx::kernels::gemm_micro

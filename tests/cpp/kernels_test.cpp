@@ -377,6 +377,59 @@ TEST(Sgemm, RowTilesAfterTheCopyingTileGiveTheBitsOfRowsAlone) {
   }
 }
 
+// Where the CPU has a pair kernel (AVX-512: two row tiles of packed A stacked, 12 x 32), a product
+// with a packed weight gives the bits of each six-row tile computed alone (a one-tile product,
+// which never pairs): row bias, residual, beta and clamp in the short-K row-tile order (with a
+// partial last panel and an odd last row tile), K over several slices in the panel order, and the
+// transposed product (rows are the pixels, against the weight's prepacked panels, fetched a panel
+// ahead), on one and two threads. Elsewhere both sides take the six-row kernel.
+TEST(Sgemm, PairedRowTilesGiveTheBitsOfTilesAlone) {
+  std::mt19937 rng(41);
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{96, 196, 64},
+                         {90, 600, 300},
+                         {1280, 49, 320},
+                         {576, 196, 96}}) {
+    std::vector<float> A(M * K), B(K * N), bias(M), res(M * N), C0(M * N);
+    fill_uniform(rng, {&A, &B, &bias, &res, &C0});
+    fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -1.5f, 1.5f);
+    ep.residual = res.data();
+    ep.ldr = N;
+    const fx::kernels::PackedOperand pa =
+        fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
+    for (int threads : {1, 2}) {
+      fx::kernels::set_num_threads(threads);
+      std::vector<float> whole = C0, tiles = C0;
+      fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.5f, whole.data(),
+                         N, &ep, &pa);
+      if (pa.transposed()) {  // six columns of C (six rows of its transpose) at a time
+        for (int64_t j = 0; j < N; j += 6) {
+          const int64_t n = std::min<int64_t>(6, N - j);
+          fx::kernels::GemmEpilogue part = ep;
+          part.residual = res.data() + j;
+          fx::kernels::sgemm(false, false, M, n, K, 1.0f, A.data(), K, B.data() + j, N, 0.5f,
+                             tiles.data() + j, N, &part, &pa);
+        }
+      } else {
+        for (int64_t i = 0; i < M; i += 6) {
+          const int64_t m = std::min<int64_t>(6, M - i);
+          const fx::kernels::PackedOperand tile =
+              fx::kernels::PackedOperand::left(false, m, K, A.data() + i * K, K, N);
+          fx::kernels::GemmEpilogue part = ep;
+          part.row_bias = bias.data() + i;
+          part.residual = res.data() + i * N;
+          fx::kernels::sgemm(false, false, m, N, K, 1.0f, A.data() + i * K, K, B.data(), N, 0.5f,
+                             tiles.data() + i * N, N, &part, &tile);
+        }
+      }
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_EQ(whole[i], tiles[i])
+            << M << "x" << N << "x" << K << (pa.transposed() ? " T" : "") << ", " << threads
+            << " threads, at " << i / N << "," << i % N;
+    }
+  }
+  fx::kernels::set_num_threads(1);
+}
+
 // op(B)'s rows scaled as they are packed (a per-channel Mul fused before a 1x1 convolution): the
 // bits of the product of the scaled B, through in-place B (few rows), packed blocks, K slices and
 // the transposed product of a packed weight, on one and two threads; a row vector and a column
