@@ -379,14 +379,16 @@ TEST(Sgemm, RowTilesAfterTheCopyingTileGiveTheBitsOfRowsAlone) {
 
 // Where the CPU has a pair kernel (AVX-512: two row tiles of packed A stacked, 12 x 32), a product
 // with a packed weight gives the bits of each six-row tile computed alone (a one-tile product,
-// which never pairs): row bias, residual, beta and clamp in the short-K row-tile order (with a
-// partial last panel and an odd last row tile), K over several slices in the panel order, and the
+// which never pairs): row bias, residual, beta and clamp in the short-K row-tile order (a
+// partial last panel and an odd last row tile; a product of no whole panel), K over several slices
+// in the panel order, and the
 // transposed product (rows are the pixels, against the weight's prepacked panels, fetched a panel
 // ahead), on one and two threads. Elsewhere both sides take the six-row kernel.
 TEST(Sgemm, PairedRowTilesGiveTheBitsOfTilesAlone) {
   std::mt19937 rng(41);
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{96, 196, 64},
                          {90, 600, 300},
+                         {30, 20, 50},
                          {1280, 49, 320},
                          {576, 196, 96}}) {
     std::vector<float> A(M * K), B(K * N), bias(M), res(M * N), C0(M * N);
