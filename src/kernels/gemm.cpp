@@ -575,38 +575,28 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           const bool pairs = pair_kernel && !direct_a;
           if (row_tile_order) {
             for (int64_t ir = 0; ir < mc; ir += MR) {
+              // Rows ir and ir + MR as one 12-row tile where a pair kernel takes them.
+              const bool pair = pairs && mc - ir >= 2 * MR;
+              gemm_micro::TileSpan sp{whole_panels / nr_width,
+                                      0,
+                                      direct_b ? nr_width : nr_width * kc,
+                                      nr_width,
+                                      0,
+                                      nr_width,
+                                      nr_width};
+              sp.a_half = MR * kc;
               int64_t jr = 0;
-              if (pairs && mc - ir >= 2 * MR && whole_panels >= nr_width) {
-                gemm_micro::TileSpan sp{whole_panels / nr_width,
-                                        0,
-                                        direct_b ? nr_width : nr_width * kc,
-                                        nr_width,
-                                        0,
-                                        nr_width,
-                                        nr_width};
-                sp.a_half = MR * kc;
-                pair_kernel(kc, a_panel(ir), b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
-                            store_of(ir, 0), sp);
-                for (jr = whole_panels; jr < nc; jr += nr_width) {
-                  tile(ir, jr);
-                  tile(ir + MR, jr);
-                }
-                ir += MR;
-                continue;
-              }
-              if (mc - ir >= MR && whole_panels >= 2 * nr_width) {
-                const gemm_micro::TileSpan sp{whole_panels / nr_width,
-                                              0,
-                                              direct_b ? nr_width : nr_width * kc,
-                                              nr_width,
-                                              0,
-                                              nr_width,
-                                              nr_width};
-                span_kernel(kc, a_panel(ir), b_panel(0), C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
-                            store_of(ir, 0), sp);
+              if (pair ? sp.count > 0 : mc - ir >= MR && sp.count >= 2) {
+                (pair ? pair_kernel : span_kernel)(kc, a_panel(ir), b_panel(0),
+                                                   C + (i0 + ir) * ldc + j0, ldc, alpha, beta,
+                                                   store_of(ir, 0), sp);
                 jr = whole_panels;
               }
-              for (; jr < nc; jr += nr_width) tile(ir, jr);
+              for (; jr < nc; jr += nr_width) {
+                tile(ir, jr);
+                if (pair) tile(ir + MR, jr);
+              }
+              if (pair) ir += MR;
             }
           } else {
             // A prepacked B (a layer's weights: a transformer's 9 MB feed-forward matrices stream

@@ -670,7 +670,7 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512_pairs(int64_t kc, co
     const float* a1 = a + sp.a_half;
     const float* bk = b;
     const int64_t b_step = s.b_step;
-    const int64_t pf_b = b_step == 32 ? kPrefetchB : 0;
+    const int64_t pf_b = b_step == NR_AVX512 ? kPrefetchB : 0;
     for (int64_t k = 0, ka = 0; k < kc; ++k, ka += MR) {
       const __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
       __builtin_prefetch(a0 + ka + kPrefetchA);
