@@ -638,6 +638,7 @@ FXWASM_X86_KERNEL(micro_kernel_avx512, "avx512f", __m512, 16, _mm512_setzero_ps,
 // Chains of 16 1x1 convolutions, both binaries alternating, paired: 96 <-> 576 at 14x14 0.92x,
 // 320 <-> 1280 at 7x7 0.89x; MobileNetV2 0.976x / 0.985x (one / two threads), EfficientNet-B0
 // 0.954x / 0.959x, ResNet-18 0.968x / 0.973x, SqueezeNet 1.00x / 0.99x.
+
 // Row r of accumulators acc (c: the first panel's, d: the second's) += a[k + r] * b0 and b1.
 #define FXWASM_PAIR_ROW(acc, r, a, k)               \
   do {                                              \
@@ -659,6 +660,7 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512_pairs(int64_t kc, co
                                                                   int64_t ldc, float alpha,
                                                                   float beta, const Store& st,
                                                                   const TileSpan& sp) {
+  constexpr int64_t kLanes = NR_AVX512 / 2;
   Store s = st;
   for (int64_t t = 0; t < sp.count; ++t, next_tile(sp, a, b, C, s)) {
     const __m512 z = _mm512_setzero_ps();
@@ -672,24 +674,24 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512_pairs(int64_t kc, co
     const int64_t b_step = s.b_step;
     const int64_t pf_b = b_step == NR_AVX512 ? kPrefetchB : 0;
     for (int64_t k = 0, ka = 0; k < kc; ++k, ka += MR) {
-      const __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
+      const __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + kLanes);
       __builtin_prefetch(a0 + ka + kPrefetchA);
       __builtin_prefetch(a1 + ka + kPrefetchA);
       __builtin_prefetch(bk + pf_b);
-      __builtin_prefetch(bk + pf_b + 16);
+      __builtin_prefetch(bk + pf_b + kLanes);
       FXWASM_PAIR_ROWS6(c, a0, ka);
       FXWASM_PAIR_ROWS6(d, a1, ka);
       bk += b_step;
     }
     const __m512 top[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                                {c30, c31}, {c40, c41}, {c50, c51}};
-    micro_kernel_avx512_store(top, C, ldc, alpha, beta, s, MR, 32);
+    micro_kernel_avx512_store(top, C, ldc, alpha, beta, s, MR, NR_AVX512);
     const __m512 bottom[MR][2] = {{d00, d01}, {d10, d11}, {d20, d21},
                                   {d30, d31}, {d40, d41}, {d50, d51}};
     Store lower = s;
     if (lower.bias) lower.bias += MR;
     if (lower.residual) lower.residual += MR * lower.ldr;
-    micro_kernel_avx512_store(bottom, C + MR * ldc, ldc, alpha, beta, lower, MR, 32);
+    micro_kernel_avx512_store(bottom, C + MR * ldc, ldc, alpha, beta, lower, MR, NR_AVX512);
   }
 }
 #undef FXWASM_PAIR_ROWS6
