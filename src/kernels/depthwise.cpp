@@ -342,14 +342,19 @@ DepthwiseKernel depthwise3x3_kernel(const Conv2dParams& p) {
   // Even widths split flat (min of 2000, eight lanes, against the path before it: 56x56 x 144
   // 99 -> 74 us, 28x28 x 192 42 -> 26, 14x14 x 576 37 -> 26, 20x20 x 64 8.7 -> 5.6); on rows of
   // fewer than five outputs most lanes idle (8x8 x 256 5.5 -> 7.0 us), and from 96 wide the
-  // phase planes' flat loop wins (112x112 x 96 201 against 205). In wasm, with four lanes, it
-  // tied the row path (MobileNetV2 1.000x), so wasm keeps that.
+  // phase planes' flat loop won on that Intel host (112x112 x 96 201 against 205). In wasm, with
+  // four lanes, it tied the row path (MobileNetV2 1.000x), so wasm keeps that.
+  // Where 512-bit operations do not run whole (AVX2, Zen 4), at every even width: on a Zen 3
+  // EPYC, min of 400, alone, the phase planes -> this: 112x112 x 96 290 -> 242 us, 224x224 x 32
+  // 408 -> 336, 96x96 x 32 74 -> 60; in MobileNetV2 the layer 0.31-0.35 -> 0.27 ms and the
+  // product reading its output 0.26-0.27 -> 0.19 (the phase planes' buffers no longer evict it).
   // From 28 wide (14 outputs a row, one vector) sixteen lanes where the core runs 512-bit
   // operations whole: the same lanes as two eight-lane vectors in half the instructions (the
   // same bits). Min of 300, alone, Intel Xeon: 56x56 x 144 98 -> 82 us, 28x28 x 192 31.4 ->
   // 26.2, 56x56 x 58 38.9 -> 31.1, 28x28 x 240 36.7 -> 32.6; 40x40 x 64 (20 outputs: two
   // vectors either way) 18.9 both.
-  if (s2_even_3x3(p) && p.W >= 10 && p.W < 96 && cpu_has_avx2_fma()) {
+  if (s2_even_3x3(p) && p.W >= 10 && (p.W < 96 || !cpu_has_full_width_avx512()) &&
+      cpu_has_avx2_fma()) {
     if (p.W >= 28 && cpu_has_full_width_avx512()) return {depthwise3x3_s2_even_avx512_16, 1};
     return {p.W >= 28 && cpu_has_avx512() ? depthwise3x3_s2_even_avx512 : depthwise3x3_s2_even_avx2,
             1};

@@ -780,7 +780,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 16-wide", conv(1, 3, 5, 16, 3, 3, 1, 1, 3), true},
         ConvCase{"depthwise 3x3 32-wide, two images", conv(2, 5, 6, 32, 5, 3, 1, 1, 5), false},
         ConvCase{"depthwise 3x3 112-wide", conv(1, 3, 4, 112, 3, 3, 1, 1, 3), true},
-        // Stride 2 on rows of 48 and more (phase planes): even and odd widths and heights.
+        // Stride 2 on rows of 48 and more (phase planes; even widths split flat where 512-bit
+        // operations do not run whole): even and odd widths and heights.
         ConvCase{"depthwise 3x3/2 48-wide, odd height", conv(2, 9, 7, 48, 9, 3, 2, 1, 9), true},
         ConvCase{"depthwise 3x3/2 51-wide", conv(1, 5, 6, 51, 5, 3, 2, 1, 5), false},
         ConvCase{"depthwise 3x3/2 64-wide, 2 rows", conv(1, 4, 2, 64, 4, 3, 2, 1, 4), true},
@@ -788,6 +789,7 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3/2 112-wide, 17 channels", conv(1, 17, 9, 112, 17, 3, 2, 1, 17),
                  true},
         ConvCase{"depthwise 3x3/2 97-wide, two images", conv(2, 3, 8, 97, 3, 3, 2, 1, 3), false},
+        ConvCase{"depthwise 3x3/2 130-wide, odd height", conv(1, 5, 7, 130, 5, 3, 2, 1, 5), true},
         // Even widths split flat into even and odd columns, a row at a time: rows of fewer
         // outputs than lanes (running on into the next rows, and past the plane's end), odd
         // heights (a zero row below), one row, and two images.
