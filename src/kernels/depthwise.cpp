@@ -326,8 +326,13 @@ DepthwiseKernel depthwise3x3_kernel(const Conv2dParams& p) {
   // Min of 2000, against the best path before it: 7x7 x 960 0.033 -> 0.029 ms, 14x14 x 576 0.064
   // -> 0.051, 28x28 x 192 0.080 -> 0.060, 56x56 x 144 0.269 -> 0.189. At 112x112 x 32 it tied in
   // isolation (0.192 -> 0.188) and lost inside MobileNetV2 (0.169 -> 0.184), so rows over 64 keep
-  // the row path (and again once rows of whole vectors went unmasked: 0.996x).
-  if (eight_lanes && flat_3x3(p) && p.W <= 64) return {depthwise3x3_flat_avx2, 1};
+  // the row path (and again once rows of whole vectors went unmasked: 0.996x). Without AVX-512
+  // (a Zen 3 EPYC) the flat kernel wins on rows of whole vectors at any width, as it reads them
+  // in place (min of 400, alone: 112x112 x 32 236 -> 162 us, 224x224 x 16 413 -> 303, 96x96 x 16
+  // 91 -> 76; inside MobileNetV2 the 112-wide layer 0.23 -> 0.18 ms), and loses on the others,
+  // which it copies (150x150 x 16 179 -> 266).
+  if (eight_lanes && flat_3x3(p) && (p.W <= 64 || (p.W % 8 == 0 && !cpu_has_avx512())))
+    return {depthwise3x3_flat_avx2, 1};
 #else
   const bool eight_lanes = false;
 #endif

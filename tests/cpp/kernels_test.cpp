@@ -780,6 +780,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"depthwise 3x3 16-wide", conv(1, 3, 5, 16, 3, 3, 1, 1, 3), true},
         ConvCase{"depthwise 3x3 32-wide, two images", conv(2, 5, 6, 32, 5, 3, 1, 1, 5), false},
         ConvCase{"depthwise 3x3 112-wide", conv(1, 3, 4, 112, 3, 3, 1, 1, 3), true},
+        // (read in place past its head and tail rows: the eight-lane kernel without AVX-512)
+        ConvCase{"depthwise 3x3 120-wide, 9 rows", conv(1, 3, 9, 120, 3, 3, 1, 1, 3), false},
         // Stride 2 on rows of 48 and more (phase planes; even widths split flat where 512-bit
         // operations do not run whole): even and odd widths and heights.
         ConvCase{"depthwise 3x3/2 48-wide, odd height", conv(2, 9, 7, 48, 9, 3, 2, 1, 9), true},
