@@ -22,14 +22,14 @@
 
 #include "kernels/simd.h"
 
-// GCC expands vscalefps' builtin in whichever AVX-512F function the template is inlined into;
-// Clang checks the target where the call is written, so it keeps the two-step scaling (the same
-// bits).
+// GCC expands x86 builtins (vscalefps, maxps / minps at 4, 8 and 16 lanes) in whichever function
+// of the matching target the template is inlined into; Clang checks the target where the call is
+// written, so it keeps the generic forms (the same bits).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__EMSCRIPTEN__)
-#define FX_VMATH_SCALEF 1
+#define FX_VMATH_GCC_X86 1
 #include <immintrin.h>  // (declares the builtin)
 #else
-#define FX_VMATH_SCALEF 0
+#define FX_VMATH_GCC_X86 0
 #endif
 
 #if defined(__GNUC__)  // (GCC and Clang)
@@ -64,6 +64,33 @@ FX_VMATH_INLINE V abs(V x) {
   using I = mask_t<V>;
   return reinterpret_cast<V>(reinterpret_cast<I>(x) & (I{} + 0x7fffffff));
 }
+/// x < lo ? lo : x, and x > hi ? hi : x (a NaN x stays NaN). GCC on x86 compiles those to a
+/// compare and a blend; maxps / minps with the bound first compute the same in one instruction
+/// (they return their second operand where either is NaN). Eight lanes with FMA on a Zen 3 core,
+/// 64K floats: SiLU 0.551 -> 0.519 ns an element, GELU 1.549 -> 1.480.
+template <class V>
+FX_VMATH_INLINE V at_least(V x, V lo) {
+#if FX_VMATH_GCC_X86
+  if constexpr (sizeof(V) == 16) return __builtin_ia32_maxps(lo, x);
+  if constexpr (sizeof(V) == 32) return __builtin_ia32_maxps256(lo, x);
+  if constexpr (sizeof(V) == 64)
+    return __builtin_ia32_maxps512_mask(lo, x, lo, static_cast<__mmask16>(0xffff),
+                                        _MM_FROUND_CUR_DIRECTION);
+#endif
+  return x < lo ? lo : x;
+}
+template <class V>
+FX_VMATH_INLINE V at_most(V x, V hi) {
+#if FX_VMATH_GCC_X86
+  if constexpr (sizeof(V) == 16) return __builtin_ia32_minps(hi, x);
+  if constexpr (sizeof(V) == 32) return __builtin_ia32_minps256(hi, x);
+  if constexpr (sizeof(V) == 64)
+    return __builtin_ia32_minps512_mask(hi, x, hi, static_cast<__mmask16>(0xffff),
+                                        _MM_FROUND_CUR_DIRECTION);
+#endif
+  return x > hi ? hi : x;
+}
+
 /// 2^n for integer lanes n in [-126, 127].
 template <class V>
 FX_VMATH_INLINE V pow2i(mask_t<V> n) {
@@ -101,7 +128,7 @@ template <class V>
 FX_VMATH_INLINE V exp_in_range(V xc) {
   mask_t<V> n;
   const V y = exp_reduced(xc, n);
-#if FX_VMATH_SCALEF
+#if FX_VMATH_GCC_X86
   if constexpr (sizeof(V) == 64) {
     // Sixteen lanes are AVX-512F's (callers carry its target attribute): vscalefps computes
     // y * 2^n exactly and rounds once, as the two steps below do (the first is exact: y * 2^h
@@ -120,7 +147,7 @@ FX_VMATH_INLINE V exp_in_range(V xc) {
 template <class V>
 FX_VMATH_INLINE V exp(V x) {
   const V lo = splat<V>(-104.0f), hi = splat<V>(88.8f);
-  const V out = exp_in_range(x < lo ? lo : (x > hi ? hi : x));
+  const V out = exp_in_range(at_least(at_most(x, hi), lo));
   return select<V>(x != x, x,
                    select<V>(x > splat<V>(88.72283935546875f), splat<V>(__builtin_inff()), out));
 }
@@ -131,7 +158,7 @@ FX_VMATH_INLINE V exp(V x) {
 template <class V>
 FX_VMATH_INLINE V exp_nonpositive(V x) {
   const V lo = splat<V>(-104.0f);
-  return exp_in_range(x < lo ? lo : x);
+  return exp_in_range(at_least(x, lo));
 }
 
 /// erf(x) for |x| <= 0.5: its Taylor series to x^13 (relative error below 1e-9 there).
@@ -155,7 +182,7 @@ FX_VMATH_INLINE V erf_small(V x) {
 template <class V>
 FX_VMATH_INLINE V erfc_scaled(V x, float s, float s2) {
   const V ax = abs(x);
-  const V xc = ax > splat<V>(20.0f) ? splat<V>(20.0f) : ax;  // erfc is 0 in float well before
+  const V xc = at_most(ax, splat<V>(20.0f));  // erfc is 0 in float well before
   const V t = splat<V>(1.0f) / (splat<V>(1.0f) + splat<V>(0.5f * s) * xc);
   V p = splat<V>(0.17087277f);
   p = p * t - splat<V>(0.82215223f);
@@ -169,7 +196,7 @@ FX_VMATH_INLINE V erfc_scaled(V x, float s, float s2) {
   p = p * t - splat<V>(1.26551223f);
   // The exponent is at most ~3e-8 (P(1)) and NaN only for a NaN x: only its low end needs a clamp.
   const V e = p - splat<V>(s2) * (xc * xc);
-  return t * exp_in_range(e < splat<V>(-104.0f) ? splat<V>(-104.0f) : e);
+  return t * exp_in_range(at_least(e, splat<V>(-104.0f)));
 }
 
 /// erf(x): the Taylor series for |x| < 0.5, 1 - erfc(|x|) (sign restored) beyond; NaN stays NaN.
@@ -201,7 +228,7 @@ template <class V>
 FX_VMATH_INLINE V sigmoid(V x) {
   const V lo = splat<V>(-88.0f), hi = splat<V>(20.0f);
   mask_t<V> n;
-  const V y = exp_reduced(-(x < lo ? lo : (x > hi ? hi : x)), n);
+  const V y = exp_reduced(-at_least(at_most(x, hi), lo), n);
   const V s = splat<V>(1.0f) / (splat<V>(1.0f) + y * pow2i<V>(n));
   return select<V>(x < lo, splat<V>(0.0f), s);
 }
@@ -232,7 +259,7 @@ FX_VMATH_INLINE void map(const float* in, float* out, int64_t n, F f) {
 }  // namespace fx::kernels::vmath
 
 #undef FX_VMATH_INLINE
-#undef FX_VMATH_SCALEF
+#undef FX_VMATH_GCC_X86
 
 #if defined(__GNUC__)  // (GCC and Clang)
 #pragma GCC diagnostic pop
