@@ -187,14 +187,14 @@ __attribute__((target("avx2,fma"))) void stem_tile_avx2(FXWASM_STEM_TILE_ARGS) {
     }
   }
 }
+using TileFn = void (*)(FXWASM_STEM_TILE_ARGS);
 #undef FXWASM_STEM_TILE_ARGS
 
 // The kernels of one instruction set: lanes a vector, output channels a tile, the tiles of one,
 // two and three vectors, and the even / odd split of a padded row.
 struct StemKernels {
   int64_t lanes, channels;
-  void (*tile[3])(const Conv2dParams&, const float*, const int64_t*, int64_t, const float*,
-                  const float*, int64_t, float*, const float*, int64_t);
+  TileFn tile[3];
   SplitFn split;
 };
 
