@@ -16,12 +16,10 @@
 // on both sides (the sums of their first outputs' magnitudes are printed). Prints one JSON line, then a markdown row
 // per thread count: median (min) ms per run of each side, fx/ort by medians and paired, and each
 // side's speed-up from the first thread count.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
+import { inputFlags, server } from './serve.mjs';
 import { median } from './stats.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -37,38 +35,16 @@ const SAMPLES = Number(opt('--samples', 15));
 const MIN_MS = Number(opt('--min-ms', 100));
 const WARMUP_MS = Number(opt('--warmup-ms', 2000));
 
-const spec = JSON.parse(fs.readFileSync(model.replace(/\.onnx$/, '.json'), 'utf8'));
-const inputFlags = spec.inputs.flatMap((i) => [
-  '--input', `${i.dtype}:${(i.example ?? i.shape).map((d) => (typeof d === 'number' ? d : 1)).join(',')}`]);
-
-/** A --serve process: resolves once warmed up, with sample(ms) -> ms per run, and close(). */
-async function server(label, cmd, args) {
-  const child = spawn(cmd, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const next = async () => {
-    const { value, done } = await lines.next();
-    if (done) throw new Error(`${label}: exited (status ${child.exitCode})`);
-    return value;
-  };
-  const ready = JSON.parse(await next());
-  return {
-    label, ready,
-    async sample(ms) {
-      child.stdin.write(`sample ${ms}\n`);
-      return Number(await next());
-    },
-    close() { child.stdin.end(); },
-  };
-}
+const flags = inputFlags(model);
 
 const settings = [];
 for (const t of THREADS) {
   settings.push({ side: 'fx', threads: t, server: await server(`fxwasm, ${t} threads`,
     path.join(ROOT, 'build/native/bench_onnx_exec'),
-    [model, ...inputFlags, '--threads', String(t), '--warmup-ms', String(WARMUP_MS), '--serve']) });
+    [model, ...flags, '--threads', String(t), '--warmup-ms', String(WARMUP_MS), '--serve'], ROOT) });
   settings.push({ side: 'ort', threads: t, server: await server(`onnxruntime-node, ${t} threads`,
     process.execPath,
-    ['bench/onnx_exec.mjs', 'ortnode', model, '--threads', String(t), '--warmup-ms', String(WARMUP_MS), '--serve']) });
+    ['bench/onnx_exec.mjs', 'ortnode', model, '--threads', String(t), '--warmup-ms', String(WARMUP_MS), '--serve'], ROOT) });
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 for (const s of settings) s.ms = [];

@@ -6,6 +6,7 @@
 //
 //   node bench/onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx [--runs 10] [--min-ms 20]
 //                            [--warmup 2] [--warmup-ms 4000] [--threads 1] [--serve]
+//                            [--step-profile N [--profile-json FILE]]
 //   node bench/onnx_exec.mjs init fxwasm|ortweb
 //
 // Inputs: NAME.json next to the model gives names and shapes; values come from the mulberry32
@@ -18,6 +19,13 @@
 // --serve (bench/native_ab.mjs): after the warm-up, print one JSON line ({"ready": ...}), then
 // answer each line "sample MS" on stdin with one line: the mean ms per run of back-to-back runs
 // lasting >= MS; exit at the end of stdin.
+//
+// --step-profile N (ortnode; bench/node_table.mjs): after the warm-up, N runs under onnxruntime's
+// own profiler; each node's median and min over them (the last N of its kernel times) as JSON
+// lines to --profile-json (else stdout), largest min first, in the format of bench_onnx_exec
+// --step-profile, with the node's output shapes. Nodes are onnxruntime's after its graph
+// transformations: fused nodes (Conv with its activation, NCHWc convolutions and reorders,
+// BiasGelu, FusedMatMul ...) under their own names and op types.
 //
 // --threads N (bench/run_threads_wasm.sh, bench/run_threads.sh): fxwasm loads the threaded module
 // with init({ threads: N }) when N >= 2 (the line records fx.threads(), so a fallback to one
@@ -32,6 +40,7 @@
 // 5-node session), and of a second create of the same model (the session alone), so
 // init ~= first - second.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -114,6 +123,37 @@ async function serve(fn, ready, { warmup, warmupMs }) {
   return null;
 }
 
+/** --step-profile: warm-up, opts.stepProfile profiled runs, then per-node JSON lines. */
+async function stepProfile(run, opts, model, endProfiling, dir) {
+  const w0 = performance.now();
+  for (let w = 0; w < opts.warmup || performance.now() - w0 < opts.warmupMs; ++w) await run();
+  for (let r = 0; r < opts.stepProfile; ++r) await run();
+  await endProfiling();
+  const file = fs.readdirSync(dir).find((f) => f.endsWith('.json'));
+  if (!file) throw new Error(`--step-profile: onnxruntime wrote no profile into ${dir}`);
+  const events = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+  fs.rmSync(dir, { recursive: true, force: true });
+  const nodes = new Map();  // name -> {op, shapes, us: [kernel time of each run]}
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    if (!nodes.has(node)) {
+      const shapes = (e.args.output_type_shape ?? []).map((o) => Object.values(o)[0]);
+      nodes.set(node, { op: e.args.op_name, shapes, us: [] });
+    }
+    nodes.get(node).us.push(e.dur);
+  }
+  const rows = [...nodes].map(([node, { op, shapes, us }]) => {
+    const ms = us.slice(-opts.stepProfile).map((x) => x / 1e3).sort((a, b) => a - b);
+    return { impl: 'onnxruntime-node', model, node, op, median_ms: ms[ms.length >> 1], min_ms: ms[0],
+             runs: ms.length, out_shapes: shapes };
+  }).sort((a, b) => b.min_ms - a.min_ms);
+  const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  if (opts.profileJson) fs.writeFileSync(opts.profileJson, text);
+  else process.stdout.write(text);
+  return null;
+}
+
 async function loadOrtWeb(threads = 1) {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
@@ -145,7 +185,7 @@ async function runSide(side, model, opts) {
     first = (out) => out[0].data;
     extra = { heap_bytes: fx.heapSize(), threads: fx.threads().threads, build: fx.threads().build };
   } else if (side === 'ortweb' || side === 'ortnode') {
-    let ort, session;
+    let ort, session, profileDir = null;
     if (side === 'ortweb') {
       ort = await loadOrtWeb(opts.threads);
       l0 = performance.now();
@@ -155,13 +195,19 @@ async function runSide(side, model, opts) {
       const ortRun = await import(path.join(ROOT, 'scripts/ort_run.mjs'));
       ort = (await import('onnxruntime-node')).default;
       l0 = performance.now();
-      session = await ortRun.createSession(bytes, { threads: opts.threads });
+      if (opts.stepProfile > 0) {
+        if (opts.serve) throw new Error('--step-profile and --serve do not go together');
+        profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-'));
+      }
+      session = await ortRun.createSession(bytes, {
+        threads: opts.threads, profilePrefix: profileDir && path.join(profileDir, 'profile') });
       extra = { onnxruntime_node: ort.env.versions.node, threads: opts.threads };
     }
     const feeds = {};
     for (const { name: n, dtype, shape, data } of inputs) feeds[n] = new ort.Tensor(dtype, data, shape);
     run = () => session.run(feeds);
     first = (out) => out[session.outputNames[0]].data;
+    if (profileDir) extra = { ...extra, profileDir, endProfiling: () => session.endProfiling() };
   } else {
     throw new Error(`unknown side ${side}`);
   }
@@ -169,6 +215,10 @@ async function runSide(side, model, opts) {
   const load_first_ms = performance.now() - l0;
   const sums = checksum(first(out));
   if (opts.serve) return serve(run, { impl: side, model: name, ...sums, ...extra }, opts);
+  if (opts.stepProfile > 0) {
+    if (side !== 'ortnode') throw new Error('--step-profile: onnxruntime-node (ortnode) only');
+    return stepProfile(run, opts, name, extra.endProfiling, extra.profileDir);
+  }
   const t = await timeIt(run, opts);
   const peak_rss_mb = process.resourceUsage().maxRSS / 1024;
   return { impl: side, model: name, ...t, ...sums, ...extra, load_first_ms, peak_rss_mb };
@@ -200,11 +250,13 @@ async function initSide(side) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000, threads: 1, serve: false };
+  const opts = { runs: 10, minMs: 20, warmup: 2, warmupMs: 4000, threads: 1, serve: false, stepProfile: 0, profileJson: null };
   const pos = [];
-  const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs', '--threads': 'threads' };
+  const valued = { '--runs': 'runs', '--min-ms': 'minMs', '--warmup': 'warmup', '--warmup-ms': 'warmupMs', '--threads': 'threads',
+                   '--step-profile': 'stepProfile' };
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] in valued) opts[valued[argv[i]]] = Number(argv[++i]);
+    else if (argv[i] === '--profile-json') opts.profileJson = argv[++i];
     else if (argv[i] === '--serve') opts.serve = true;
     else if (argv[i].startsWith('--')) throw new Error(`unknown option ${argv[i]}`);
     else pos.push(argv[i]);

@@ -125,13 +125,16 @@ export function summarize(name, t) {
 }
 
 /** Create an onnxruntime CPU session with `threads` intra-op threads, sequential execution. */
-export function createSession(model, { threads = 1, opt = 'all' } = {}) {
+export function createSession(model, { threads = 1, opt = 'all', profilePrefix = null } = {}) {
   return ort.InferenceSession.create(model, {
     executionProviders: ['cpu'],
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: opt,
+    // onnxruntime's own per-node profile (bench/onnx_exec.mjs --step-profile), written at
+    // endProfiling() to PREFIX_<date>.json.
+    ...(profilePrefix ? { enableProfiling: true, profileFilePrefix: profilePrefix } : {}),
   });
 }
 
