@@ -66,6 +66,10 @@ constexpr int64_t MC = 96;  // an MC x KC block of A (144 KB) stays in L2
 // ViT-B/16 0.96-0.98x, ConvNeXt-T (3136 rows) 0.98-0.99x, the zoo's CNNs 0.99-1.00x.
 constexpr int64_t MC_DIRECT_A = 256;
 constexpr int64_t NC = 2048;
+// The shortest K and narrowest N of a product whose A GemmCore::blocked packs for a pair kernel
+// rather than reading it in place.
+constexpr int64_t kPairsPackAMinK = 256;
+constexpr int64_t kPairsPackAMinN = 256;
 constexpr int64_t kDirectBMaxRows = 64;           // see direct_b in sgemm
 constexpr int64_t kTransposedMinK = 160;          // see sgemm_prefers_transposed
 constexpr int64_t kTransposedMinKPortable = 256;  // (wasm, and x86 without AVX2: not remeasured)
@@ -471,7 +475,22 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   // (A scaled operand is scaled as it is packed: never read in place, nor packed ahead.)
   if (a_col_scale) packed_a = nullptr;
   if (b_row_scale) packed_b = nullptr;
-  const bool direct_a = a_in_place && !packed_a && !trans_a && !a_col_scale;
+  // Except where the CPU has a pair kernel (12 x 32 tiles, which read A from packed panels) and
+  // the product is long and wide enough that packing A per call is a small share: a transformer's
+  // projections (K and N of 256 and more). Each B vector loaded then serves twelve multiply-adds
+  // instead of six, and A comes from one contiguous panel instead of six rows. On a model-207
+  // Xeon, B prepacked, the two builds alternating, medians of 8-14 pairs: 128 x 768 x 3072 and
+  // 128 x 3072 x 768 0.85x, 197 x 2304 x 768 0.90x, 128 and 197 x 768 x 768 0.94-0.95x, 196 x
+  // 1536 x 384 0.94x, 196 x 384 x 1536 0.96x. The gain is in that host's slow phases, in which the
+  // six-row kernel ran at half its speed (the FMA peak unchanged); in its fast ones both ran at
+  // ~150 GFLOP/s. Packed or read in place, each element is the same sum in the same order.
+  const bool pack_a_for_pairs = pair_kernel && a_in_place && !packed_a && !trans_a &&
+                                !a_col_scale && M >= 2 * MR && K >= kPairsPackAMinK &&
+                                N >= kPairsPackAMinN;
+  const bool direct_a = a_in_place && !packed_a && !trans_a && !a_col_scale && !pack_a_for_pairs;
+  // Rows a block: MC of weights packed ahead, or of an A packed (or read) here, as many as
+  // MC_DIRECT_A, so that each block of a packed B is read once per K slice.
+  const int64_t mc_step = direct_a || pack_a_for_pairs ? MC_DIRECT_A : MC;
   // Columns [jb, je) of C, on this thread: threads split C by whole panels of nr_width columns,
   // and every element keeps its K order, so any split gives the bits one thread gives.
   // Columns [jb, je) and rows [ib, ie) of C (ib a multiple of MR: the tiles one thread computes).
@@ -482,7 +501,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     ScratchBuffer& packed_b_buf = scratch(Scratch::GemmPackedB);
     float* a_buf = packed_a || direct_a
                        ? nullptr
-                       : aligned_floats(packed_a_buf, ((MC + MR - 1) / MR) * MR * KC);
+                       : aligned_floats(packed_a_buf, ((mc_step + MR - 1) / MR) * MR * KC);
     float* b_buf =
         packed_b ? nullptr
                  : aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
@@ -514,7 +533,6 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
           pack_b(B, ldb, trans_b, k0, kc, j0, nc, nr_width, b_buf, b_scale);
         if (direct_b && full < nc)
           pack_b(B, ldb, false, k0, kc, j0 + full, nc - full, nr_width, b_buf, b_scale);
-        const int64_t mc_step = direct_a ? MC_DIRECT_A : MC;
         for (int64_t i0 = ib; i0 < ie; i0 += mc_step) {
           const int64_t mc = std::min(mc_step, ie - i0);
           const float* a_block = packed_a ? packed_a->block(k0, kc, i0) : a_buf;

@@ -432,6 +432,47 @@ TEST(Sgemm, PairedRowTilesGiveTheBitsOfTilesAlone) {
   fx::kernels::set_num_threads(1);
 }
 
+// A row-major A not packed ahead (activations) in a long, wide product (K and N from 256: a
+// transformer's projections), which GemmCore::blocked packs for the pair kernel where the CPU has
+// one: the bits of the same rows computed six at a time (A read in place by the six-row kernel),
+// with beta, a row bias, a residual and a clamp; B packed ahead (weights) and not; the row-tile
+// order (one K slice) and the panel order (K slices, a partial last panel), a block of 256 rows
+// and a second one, odd last row tiles; one and two threads.
+TEST(Sgemm, ActivationsPackedForPairsGiveTheBitsOfRowsReadInPlace) {
+  std::mt19937 rng(43);
+  for (auto [M, N, K] :
+       {std::tuple<int64_t, int64_t, int64_t>{130, 320, 256}, {40, 600, 700}, {300, 270, 512}}) {
+    std::vector<float> A(M * K), B(K * N), bias(M), res(M * N), C0(M * N);
+    fill_uniform(rng, {&A, &B, &bias, &res, &C0});
+    fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -1.5f, 1.5f);
+    ep.residual = res.data();
+    ep.ldr = N;
+    const fx::kernels::PackedOperand pb =
+        fx::kernels::PackedOperand::right(false, K, N, B.data(), N);
+    for (bool packed_b : {false, true}) {
+      for (int threads : {1, 2}) {
+        fx::kernels::set_num_threads(threads);
+        std::vector<float> whole = C0, rows = C0;
+        fx::kernels::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.5f,
+                           whole.data(), N, &ep, nullptr, packed_b ? &pb : nullptr);
+        for (int64_t i = 0; i < M; i += 6) {
+          const int64_t m = std::min<int64_t>(6, M - i);
+          fx::kernels::GemmEpilogue part = ep;
+          part.row_bias = bias.data() + i;
+          part.residual = res.data() + i * N;
+          fx::kernels::sgemm(false, false, m, N, K, 1.0f, A.data() + i * K, K, B.data(), N, 0.5f,
+                             rows.data() + i * N, N, &part, nullptr, packed_b ? &pb : nullptr);
+        }
+        for (int64_t i = 0; i < M * N; ++i)
+          ASSERT_EQ(whole[i], rows[i])
+              << M << "x" << N << "x" << K << (packed_b ? " packed B" : "") << ", " << threads
+              << " threads, at " << i / N << "," << i % N;
+      }
+    }
+  }
+  fx::kernels::set_num_threads(1);
+}
+
 // op(B)'s rows scaled as they are packed (a per-channel Mul fused before a 1x1 convolution): the
 // bits of the product of the scaled B, through in-place B (few rows), packed blocks, K slices and
 // the transposed product of a packed weight, on one and two threads; a row vector and a column
