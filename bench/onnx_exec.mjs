@@ -124,11 +124,11 @@ async function serve(fn, ready, { warmup, warmupMs }) {
 }
 
 /** --step-profile: warm-up, opts.stepProfile profiled runs, then per-node JSON lines. */
-async function stepProfile(run, opts, model, endProfiling, dir) {
+async function stepProfile(run, opts, model, { dir, end }) {
   const w0 = performance.now();
   for (let w = 0; w < opts.warmup || performance.now() - w0 < opts.warmupMs; ++w) await run();
   for (let r = 0; r < opts.stepProfile; ++r) await run();
-  await endProfiling();
+  await end();
   const file = fs.readdirSync(dir).find((f) => f.endsWith('.json'));
   if (!file) throw new Error(`--step-profile: onnxruntime wrote no profile into ${dir}`);
   const events = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
@@ -171,6 +171,7 @@ async function runSide(side, model, opts) {
   const bytes = new Uint8Array(fs.readFileSync(model));
   const inputs = makeInputs(model);
   let run, first, extra = {};
+  let profile = null;  // --step-profile: onnxruntime's profile folder and endProfiling()
   // Import (session creation) + first run, as issue 19 compares; from after the runtime's own
   // module is loaded (init() is timed apart; onnxruntime-web instantiates its wasm in its first
   // session, so that is in its figure).
@@ -185,7 +186,7 @@ async function runSide(side, model, opts) {
     first = (out) => out[0].data;
     extra = { heap_bytes: fx.heapSize(), threads: fx.threads().threads, build: fx.threads().build };
   } else if (side === 'ortweb' || side === 'ortnode') {
-    let ort, session, profileDir = null;
+    let ort, session;
     if (side === 'ortweb') {
       ort = await loadOrtWeb(opts.threads);
       l0 = performance.now();
@@ -195,19 +196,16 @@ async function runSide(side, model, opts) {
       const ortRun = await import(path.join(ROOT, 'scripts/ort_run.mjs'));
       ort = (await import('onnxruntime-node')).default;
       l0 = performance.now();
-      if (opts.stepProfile > 0) {
-        if (opts.serve) throw new Error('--step-profile and --serve do not go together');
-        profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-'));
-      }
+      if (opts.stepProfile > 0) profile = { dir: fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-')) };
       session = await ortRun.createSession(bytes, {
-        threads: opts.threads, profilePrefix: profileDir && path.join(profileDir, 'profile') });
+        threads: opts.threads, profilePrefix: profile && path.join(profile.dir, 'profile') });
+      if (profile) profile.end = () => session.endProfiling();
       extra = { onnxruntime_node: ort.env.versions.node, threads: opts.threads };
     }
     const feeds = {};
     for (const { name: n, dtype, shape, data } of inputs) feeds[n] = new ort.Tensor(dtype, data, shape);
     run = () => session.run(feeds);
     first = (out) => out[session.outputNames[0]].data;
-    if (profileDir) extra = { ...extra, profileDir, endProfiling: () => session.endProfiling() };
   } else {
     throw new Error(`unknown side ${side}`);
   }
@@ -215,10 +213,7 @@ async function runSide(side, model, opts) {
   const load_first_ms = performance.now() - l0;
   const sums = checksum(first(out));
   if (opts.serve) return serve(run, { impl: side, model: name, ...sums, ...extra }, opts);
-  if (opts.stepProfile > 0) {
-    if (side !== 'ortnode') throw new Error('--step-profile: onnxruntime-node (ortnode) only');
-    return stepProfile(run, opts, name, extra.endProfiling, extra.profileDir);
-  }
+  if (profile) return stepProfile(run, opts, name, profile);
   const t = await timeIt(run, opts);
   const peak_rss_mb = process.resourceUsage().maxRSS / 1024;
   return { impl: side, model: name, ...t, ...sums, ...extra, load_first_ms, peak_rss_mb };
@@ -262,6 +257,8 @@ async function main() {
     else pos.push(argv[i]);
   }
   const [side, what] = pos;
+  if (opts.stepProfile > 0 && (side !== 'ortnode' || opts.serve))
+    throw new Error('--step-profile: onnxruntime-node (ortnode) only, without --serve');
   if (!side || !what) throw new Error('usage: onnx_exec.mjs fxwasm|ortweb|ortnode MODEL.onnx | init fxwasm|ortweb');
   const r = side === 'init' ? await initSide(what) : await runSide(side, what, opts);
   if (r) console.log(JSON.stringify(r));
