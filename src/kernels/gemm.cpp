@@ -67,12 +67,17 @@ constexpr int64_t MC = 96;  // an MC x KC block of A (144 KB) stays in L2
 constexpr int64_t MC_DIRECT_A = 256;
 constexpr int64_t NC = 2048;
 // Columns a block of C in a product of a prepacked B (a transformer's weights) whose K takes
-// several slices and whose rows (a thread's) make one block of MC_DIRECT_A: C's block (197 x 256
-// floats, 200 KB) stays in L2 from one K slice to the next, where blocks of NC columns (1.6 MB for
-// 197 rows, next to A and the B panels) went to L3 and back between slices. Alone, B prepacked,
-// the two alternating, medians of seven pairs: 197 x 3072 x 768 0.93x, 197 x 768 x 3072 0.94x,
-// 197 x 2304 x 768 0.93x, 197 x 768 x 768 0.90x (128 columns: 0.92-0.98x).
+// several slices: C's block (197 x 256 floats, 200 KB) stays in L2 from one K slice to the next,
+// and B's block (a slice of 256 columns, 256 KB) from one row block to the next, where blocks of
+// NC columns sent 197 x 2048 floats of C (1.6 MB) to L3 and back between slices and read a 2 MB
+// slice of B from L3 for each row block. Alone, B prepacked, the two alternating, medians of
+// five to seven pairs: 197 x 3072 x 768 0.93x, 197 x 768 x 3072 0.94x, 197 x 2304 x 768 0.93x,
+// 197 x 768 x 768 0.90x (128 columns: 0.92-0.98x); 512 x 3072 x 768 0.87-0.89x, 1024 x 3072 x 768
+// 0.80x, 2048 x 3072 x 768 0.85-0.88x, 1024 x 768 x 768 0.93x.
 constexpr int64_t kPackedBColumns = 256;
+// The most floats of A that GemmCore::blocked packs whole for the column blocks (8 MB: 2048 rows
+// of K = 1024, 682 of K = 3072); past it, the blocks of NC columns, A packed per slice.
+constexpr int64_t kWholeAFloats = int64_t{1} << 21;
 // The shortest K and narrowest N of a product whose A GemmCore::blocked packs for a pair kernel
 // rather than reading it in place.
 constexpr int64_t kPairsPackAMinK = 256;
@@ -506,21 +511,27 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     // that straddle cache lines made whole runs 30-60% slower depending on where the heap put them.
     ScratchBuffer& packed_a_buf = scratch(Scratch::GemmPackedA);
     ScratchBuffer& packed_b_buf = scratch(Scratch::GemmPackedB);
-    // With a prepacked B, K over several slices and one block of rows, columns go in blocks of
-    // kPackedBColumns (see there), all K slices of a block before the next; A, packed for the pair
-    // kernel, is packed whole once (each block reads all of it: at most MC_DIRECT_A x K floats)
-    // rather than per slice of every block.
-    const bool a_whole =
-        pack_a_for_pairs && packed_b && K > KC && ie - ib <= mc_step && je - jb > kPackedBColumns;
+    // With a prepacked B and K over several slices, columns go in blocks of kPackedBColumns (see
+    // there), all K slices and row blocks of a column block before the next; A, packed for the
+    // pair kernel, is packed whole once (each column block reads all of it) rather than per slice
+    // of every block, where it takes at most kWholeAFloats.
+    const int64_t mc_padded = (std::min(mc_step, ie - ib) + MR - 1) / MR * MR;  // a block's rows
+    const int64_t a_rows = (ie - ib + mc_step - 1) / mc_step * mc_padded;       // a slice's
+    const bool a_whole = pack_a_for_pairs && packed_b && K > KC && je - jb > kPackedBColumns &&
+                         a_rows * K <= kWholeAFloats;
     const int64_t nc_step = a_whole ? kPackedBColumns : NC;
-    const int64_t mc_padded = (std::min(mc_step, ie - ib) + MR - 1) / MR * MR;
     float* a_buf = packed_a || direct_a ? nullptr
-                   : a_whole            ? aligned_floats(packed_a_buf, mc_padded * K)
+                   : a_whole            ? aligned_floats(packed_a_buf, a_rows * K)
                                         : aligned_floats(packed_a_buf, mc_padded * KC);
-    if (a_whole)  // (slice k0 at k0 * mc_padded, as a PackedOperand's)
+    // Row block i0 of K slice k0 (kc deep) in the whole packed A.
+    auto whole_a_block = [&](int64_t k0, int64_t kc, int64_t i0) {
+      return a_buf + k0 * a_rows + (i0 - ib) / mc_step * mc_padded * kc;
+    };
+    if (a_whole)
       for (int64_t k0 = 0; k0 < K; k0 += KC)
-        pack_a(A, lda, trans_a, ib, ie - ib, k0, std::min(KC, K - k0), a_buf + k0 * mc_padded,
-               nullptr);
+        for (int64_t i0 = ib; i0 < ie; i0 += mc_step)
+          pack_a(A, lda, trans_a, i0, std::min(mc_step, ie - i0), k0, std::min(KC, K - k0),
+                 whole_a_block(k0, std::min(KC, K - k0), i0), nullptr);
     float* b_buf =
         packed_b ? nullptr
                  : aligned_floats(packed_b_buf, ((NC + nr_width - 1) / nr_width) * nr_width * KC);
@@ -555,7 +566,7 @@ void GemmCore::blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
         for (int64_t i0 = ib; i0 < ie; i0 += mc_step) {
           const int64_t mc = std::min(mc_step, ie - i0);
           const float* a_block = packed_a  ? packed_a->block(k0, kc, i0)
-                                 : a_whole ? a_buf + k0 * mc_padded
+                                 : a_whole ? whole_a_block(k0, kc, i0)
                                            : a_buf;
           if (!packed_a && !direct_a && !a_whole)
             pack_a(A, lda, trans_a, i0, mc, k0, kc, a_buf,

@@ -435,10 +435,10 @@ TEST(Sgemm, PairedRowTilesGiveTheBitsOfTilesAlone) {
 // A row-major A not packed ahead (activations) in a long, wide product (K and N from 256: a
 // transformer's projections), which GemmCore::blocked packs for the pair kernel where the CPU has
 // one: the bits of the same rows computed six at a time (A read in place by the six-row kernel),
-// with beta, a row bias, a residual and a clamp; B packed ahead (weights: over several K slices
-// and one block of rows, blocks of 256 columns and A packed whole) and not; the row-tile order (one
-// K slice) and the panel order (K slices, a partial last panel), a block of 256 rows and a second
-// one, odd last row tiles; one and two threads.
+// with beta, a row bias, a residual and a clamp; B packed ahead (weights: over several K slices,
+// blocks of 256 columns and A packed whole) and not; the row-tile order (one K slice) and the
+// panel order (K slices, a partial last panel), a block of 256 rows and a second one, odd last row
+// tiles; one and two threads.
 TEST(Sgemm, ActivationsPackedForPairsGiveTheBitsOfRowsReadInPlace) {
   std::mt19937 rng(43);
   for (auto [M, N, K] :
