@@ -75,8 +75,9 @@ constexpr int64_t NC = 2048;
 // 197 x 768 x 768 0.90x (128 columns: 0.92-0.98x); 512 x 3072 x 768 0.87-0.89x, 1024 x 3072 x 768
 // 0.80x, 2048 x 3072 x 768 0.85-0.88x, 1024 x 768 x 768 0.93x.
 constexpr int64_t kPackedBColumns = 256;
-// The most floats of A that GemmCore::blocked packs whole for the column blocks (8 MB: 2048 rows
-// of K = 1024, 682 of K = 3072); past it, the blocks of NC columns, A packed per slice.
+// The most floats of A, its rows padded to whole row tiles, that GemmCore::blocked packs whole for
+// the column blocks (8 MB: about 2,000 rows of K = 1024, 670 of K = 3072); past it, the blocks of
+// NC columns, A packed per slice.
 constexpr int64_t kWholeAFloats = int64_t{1} << 21;
 // The shortest K and narrowest N of a product whose A GemmCore::blocked packs for a pair kernel
 // rather than reading it in place.

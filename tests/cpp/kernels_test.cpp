@@ -124,6 +124,20 @@ fx::kernels::GemmEpilogue bias_and_clamp(const std::vector<float>& bias, float l
   return ep;
 }
 
+// An M x N x K product's random operands with C's old values, and an epilogue of all of them:
+// a row bias, a residual (rows N apart) and a clamp to [-1.5, 1.5].
+struct EpilogueCase {
+  std::vector<float> A, B, bias, res, C0;
+  fx::kernels::GemmEpilogue ep;
+  EpilogueCase(std::mt19937& rng, int64_t M, int64_t N, int64_t K)
+      : A(M * K), B(K * N), bias(M), res(M * N), C0(M * N) {
+    fill_uniform(rng, {&A, &B, &bias, &res, &C0});
+    ep = bias_and_clamp(bias, -1.5f, 1.5f);
+    ep.residual = res.data();
+    ep.ldr = N;
+  }
+};
+
 // A matrix times a column vector with the whole epilogue (row and column bias, residual, clamp)
 // matches the reference followed by it, and gives the same bits on 1 and 3 threads (rows split).
 TEST(Sgemm, ColumnVectorEpilogueGivesTheSameBitsOnAnyThreadCount) {
@@ -391,11 +405,9 @@ TEST(Sgemm, PairedRowTilesGiveTheBitsOfTilesAlone) {
                          {30, 20, 50},
                          {1280, 49, 320},
                          {576, 196, 96}}) {
-    std::vector<float> A(M * K), B(K * N), bias(M), res(M * N), C0(M * N);
-    fill_uniform(rng, {&A, &B, &bias, &res, &C0});
-    fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -1.5f, 1.5f);
-    ep.residual = res.data();
-    ep.ldr = N;
+    EpilogueCase t(rng, M, N, K);
+    const auto &A = t.A, &B = t.B, &bias = t.bias, &res = t.res, &C0 = t.C0;
+    const fx::kernels::GemmEpilogue& ep = t.ep;
     const fx::kernels::PackedOperand pa =
         fx::kernels::PackedOperand::left(false, M, K, A.data(), K, N);
     for (int threads : {1, 2}) {
@@ -443,11 +455,9 @@ TEST(Sgemm, ActivationsPackedForPairsGiveTheBitsOfRowsReadInPlace) {
   std::mt19937 rng(43);
   for (auto [M, N, K] :
        {std::tuple<int64_t, int64_t, int64_t>{130, 320, 256}, {40, 600, 700}, {300, 270, 512}}) {
-    std::vector<float> A(M * K), B(K * N), bias(M), res(M * N), C0(M * N);
-    fill_uniform(rng, {&A, &B, &bias, &res, &C0});
-    fx::kernels::GemmEpilogue ep = bias_and_clamp(bias, -1.5f, 1.5f);
-    ep.residual = res.data();
-    ep.ldr = N;
+    EpilogueCase t(rng, M, N, K);
+    const auto &A = t.A, &B = t.B, &bias = t.bias, &res = t.res, &C0 = t.C0;
+    const fx::kernels::GemmEpilogue& ep = t.ep;
     const fx::kernels::PackedOperand pb =
         fx::kernels::PackedOperand::right(false, K, N, B.data(), N);
     for (bool packed_b : {false, true}) {
