@@ -330,11 +330,12 @@ function search(step) {
     return;
   }
   if (step === 0 || matches.query !== q) {
-    // By FX name, ONNX node name, target or opcode; '.' and '_' match each other (module paths).
-    const norm = (s) => s.toLowerCase().replace(/[._/]/g, '_');
-    const nq = norm(q);
+    // By FX name, ONNX node name, target or opcode; '.', '_' and '/' match each other (module
+    // paths). One case-blind pattern tests the names as they are: no string per node and query.
+    const sep = /[._/]/;
+    const pattern = new RegExp([...q].map((c) => (sep.test(c) ? '[._/]' : c.replace(/[\\^$*+?()[\]{}|-]/g, '\\$&'))).join(''), 'i');
     matches = current.nodes
-      .filter((n) => norm(n.name).includes(nq) || (n.onnxName && norm(n.onnxName).includes(nq)) || n.target.toLowerCase().includes(q) || n.op.toLowerCase() === q)
+      .filter((n) => pattern.test(n.name) || (n.onnxName && pattern.test(n.onnxName)) || n.target.toLowerCase().includes(q) || n.op.toLowerCase() === q)
       .map((n) => n.name);
     matches.query = q;
     matchIndex = -1;
@@ -364,8 +365,24 @@ $('search-prev').addEventListener('click', () => search(-1));
 function selectTab(name) {
   for (const b of document.querySelectorAll('nav button')) b.setAttribute('aria-selected', String(b.dataset.tab === name));
   for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== `tab-${name}`;
+  // A selection left in a hidden tab (a click leaves a caret) goes with it: the browser otherwise
+  // looks for a visible caret position at every frame and press, across the code view's lines
+  // (40 ms each beside a 10k-line module).
+  const sel = getSelection();
+  const inHiddenTab = (n) => Boolean(n && (n.nodeType === Node.ELEMENT_NODE ? n : n.parentElement)?.closest('.tab')?.hidden);
+  if (sel.rangeCount && (inHiddenTab(sel.anchorNode) || inHiddenTab(sel.focusNode))) sel.removeAllRanges();
 }
 for (const b of document.querySelectorAll('nav button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
+// A click on static text leaves a collapsed selection (a caret nobody sees). The browser looks for
+// its canonical position at every frame and press, walking back through the hidden tabs' nodes (a
+// 10k-node module's code, text and table: 40 ms each). Once a press ends, such a caret is
+// dropped; a selected range (text to copy) and the caret of a focused field stay.
+document.addEventListener('pointerup', () => setTimeout(() => {
+  const sel = getSelection();
+  const focused = document.activeElement;
+  if (!sel.rangeCount || !sel.isCollapsed || focused?.matches('input, textarea, [contenteditable]')) return;
+  sel.removeAllRanges();
+}), true);
 
 // ---- opening models ------------------------------------------------------------------------------
 /** Opens a model: bytes of the .onnx plus its external-data files ({name: Blob}). */

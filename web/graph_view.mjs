@@ -13,6 +13,8 @@ const SVG = 'http://www.w3.org/2000/svg';
 /** Above this many nodes on screen, or below this zoom, the canvas draws instead of the DOM. */
 const MAX_DOM_NODES = 400;
 const MIN_DOM_ZOOM = 0.3;
+/** Below this zoom the canvas leaves out the edges (shorter than a pixel between layers). */
+const MIN_EDGE_ZOOM = 0.02;
 
 function el(name, attrs = {}, parent = null) {
   const e = document.createElementNS(SVG, name);
@@ -293,6 +295,19 @@ export class GraphView {
     return g;
   }
 
+  strokeEdges(ctx, v) {
+    ctx.strokeStyle = '#aaa';
+    ctx.lineWidth = 1 / this.k;
+    ctx.beginPath();
+    for (const e of this.graph.edges) {
+      const b = e.bbox;
+      if (b[2] < v.x0 || b[0] > v.x1 || b[3] < v.y0 || b[1] > v.y1) continue;
+      ctx.moveTo(e.points[0], e.points[1]);
+      for (let i = 2; i < e.points.length; i += 2) ctx.lineTo(e.points[i], e.points[i + 1]);
+    }
+    ctx.stroke();
+  }
+
   renderCanvas(v) {
     const { w, h } = this.size();
     const dpr = window.devicePixelRatio || 1;
@@ -315,16 +330,8 @@ export class GraphView {
         ctx.fillText(f.label, f.x0 + 6, f.y0 + 12);
       }
     }
-    ctx.strokeStyle = '#aaa';
-    ctx.lineWidth = 1 / this.k;
-    ctx.beginPath();
-    for (const e of this.graph.edges) {
-      const b = e.bbox;
-      if (b[2] < v.x0 || b[0] > v.x1 || b[3] < v.y0 || b[1] > v.y1) continue;
-      ctx.moveTo(e.points[0], e.points[1]);
-      for (let i = 2; i < e.points.length; i += 2) ctx.lineTo(e.points[i], e.points[i + 1]);
-    }
-    ctx.stroke();
+    // Below MIN_EDGE_ZOOM an edge between adjacent layers is under a pixel long: only the boxes draw.
+    if (this.k >= MIN_EDGE_ZOOM) this.strokeEdges(ctx, v);
     const showText = this.k >= 0.15;
     if (!showText) {
       // Far out (thousands of boxes): one path per colour, outlines only where they show.
