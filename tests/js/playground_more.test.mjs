@@ -109,13 +109,19 @@ test('the layered layout (graphs too large for dagre): 300 transformer blocks, e
   console.log(`layered layout of ${nodes.length} nodes, ${edges.length} edges: ${ms.toFixed(0)} ms in Node, ${Math.round(r.width)} x ${Math.round(r.height)} px`);
 });
 
+// These helpers query the DOM natively: Playwright's selector engine walks every element, in
+// tasks of 50-190 ms once the code pane holds a 10k-node module's lines, which the 10k-node test's
+// long-task observer would count as the page's.
+const waitNative = (css, timeout = 30000) => page.waitForFunction((s) => document.querySelector(s) !== null, css, { polling: 50, timeout });
+const rectNative = (css) => page.evaluate((s) => document.querySelector(s).getBoundingClientRect().toJSON(), css);
+const bodyData = (key) => page.evaluate((k) => document.body.dataset[k], key);
+const drawnNodes = () => page.evaluate(() => [...document.querySelectorAll('#graph [data-node]')].map((n) => n.dataset.node));
+
 /** Clicks the middle of an element's box with the mouse (the view hit-tests the pointer itself). */
 async function clickBox(selector, { dy = 0.5 } = {}) {
-  const b = await page.$eval(selector, (e) => e.getBoundingClientRect().toJSON());
+  const b = await rectNative(selector);
   await page.mouse.click(b.x + b.width / 2, b.y + b.height * dy);
 }
-
-const drawnNodes = () => page.$$eval('#graph [data-node]', (ns) => ns.map((n) => n.dataset.node));
 const waitDrawn = (before) => page.waitForFunction((b) => document.body.dataset.drawn !== b || document.getElementById('status').classList.contains('error'), before);
 
 test('module groups from the ONNX names: frames, a collapsed group is one box with its edges, expand again', async () => {
@@ -248,16 +254,6 @@ test('a typed replace_pattern is a pipeline step: Relu -> Clip(0, 6) with its di
   expect(errors).toEqual([]);
 });
 
-/** Native-DOM drivers for the 10k-node test's measured window (see there). */
-const waitNative = (css, timeout = 30000) => page.waitForFunction((s) => document.querySelector(s) !== null, css, { polling: 50, timeout });
-const rectNative = (css) => page.evaluate((s) => document.querySelector(s).getBoundingClientRect().toJSON(), css);
-const bodyData = (key) => page.evaluate((k) => document.body.dataset[k], key);
-const drawnNative = () => page.evaluate(() => [...document.querySelectorAll('#graph [data-node]')].map((n) => n.dataset.node));
-async function clickNative(css) {
-  const b = await rectNative(css);
-  await page.mouse.click(b.x + b.width / 2, b.y + b.height / 2);
-}
-
 (havePython ? test : test.skip)('a 10k-node transformer stack lays out in seconds and stays interactive with no main-thread task over 200 ms', async () => {
   const t0 = Date.now();
   const file = path.join(tmp, 'stack.onnx');
@@ -265,9 +261,7 @@ async function clickNative(css) {
   expect(gen.stderr).toBe('');
   const [onnxNodes] = gen.stdout.trim().split(' ').map(Number);
   expect(onnxNodes).toBe(9999);
-  // Inside the measured window the page is driven through the native DOM only: Playwright's own
-  // selector engine walks every element (the code pane holds 10k highlighted lines) in tasks of
-  // 50-190 ms on this machine, which the long-task observer would count as the page's.
+  // Inside the measured window the page is driven through the native DOM only (see rectNative).
   const fileInput = await page.evaluateHandle(() => document.getElementById('file'));
   await page.evaluate(() => {
     window.longTasks = [];
@@ -281,12 +275,12 @@ async function clickNative(css) {
   expect(Number(await bodyData('collapsed'))).toBe(303);
   expect(Number(await bodyData('drawn'))).toBeLessThan(400);
   expect(await page.evaluate(() => document.querySelector('#graph [data-group="encoder.layers.0"]') !== null)).toBe(true);
-  expect(await drawnNative()).toContain('x');
+  expect(await drawnNodes()).toContain('x');
   await screenshot('11-stack-opened');
 
   // Every node: the 10k-node layout (the layered engine; dagre did not finish in 80 s).
   const expanding = Date.now();
-  await clickNative('#groups-expand');
+  await clickBox('#groups-expand');
   await waitNative('body[data-collapsed="0"]', 60000);
   const expandMs = Date.now() - expanding;
   const layoutMs = Number(await bodyData('layoutMs'));
@@ -294,13 +288,13 @@ async function clickNative(css) {
   expect(Number(await bodyData('drawn'))).toBeGreaterThanOrEqual(10000);
   expect(layoutMs).toBeLessThan(5000);
   expect(expandMs).toBeLessThan(15000);
-  const drawn = await drawnNative();
+  const drawn = await drawnNodes();
   expect(drawn).toContain('layer_normalization');
   expect(drawn.length).toBeGreaterThan(5);
   await screenshot('12-stack-expanded');
 
   // Interactive: fit (canvas), zoom at a point, pan, search, click a node.
-  await clickNative('#fit');
+  await clickBox('#fit');
   await page.waitForFunction(() => document.getElementById('graph-pane').dataset.mode === 'canvas');
   const pane = await rectNative('#graph-pane');
   await page.mouse.move(pane.x + pane.width / 2, pane.y + 300);
@@ -316,8 +310,7 @@ async function clickNative(css) {
   await waitNative('#inspector tr[data-field="meta.onnx_name"]');
   expect(await page.evaluate(() => document.querySelector('#inspector tr[data-field="meta.onnx_name"] td.mono').textContent)).toBe('"encoder.layers.250.attn.softmax"');
   await waitNative('#graph [data-node="mat_mul_2004"]');
-  const box = await rectNative('#graph [data-node="mat_mul_2004"]');
-  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  await clickBox('#graph [data-node="mat_mul_2004"]');
   await waitNative('body[data-selected="mat_mul_2004"]');
   await waitNative('#graph [data-node="mat_mul_2004"].selected');
   await screenshot('13-stack-search-click');
