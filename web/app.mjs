@@ -365,24 +365,24 @@ $('search-prev').addEventListener('click', () => search(-1));
 function selectTab(name) {
   for (const b of document.querySelectorAll('nav button')) b.setAttribute('aria-selected', String(b.dataset.tab === name));
   for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== `tab-${name}`;
-  // A selection left in a hidden tab (a click leaves a caret) goes with it: the browser otherwise
-  // looks for a visible caret position at every frame and press, across the code view's lines
-  // (40 ms each beside a 10k-line module).
-  const sel = getSelection();
-  const inHiddenTab = (n) => Boolean(n && (n.nodeType === Node.ELEMENT_NODE ? n : n.parentElement)?.closest('.tab')?.hidden);
-  if (sel.rangeCount && (inHiddenTab(sel.anchorNode) || inHiddenTab(sel.focusNode))) sel.removeAllRanges();
+  dropStraySelection();
 }
 for (const b of document.querySelectorAll('nav button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
-// A click on static text leaves a collapsed selection (a caret nobody sees). The browser looks for
-// its canonical position at every frame and press, walking back through the hidden tabs' nodes (a
-// 10k-node module's code, text and table: 40 ms each). Once a press ends, such a caret is
-// dropped; a selected range (text to copy) and the caret of a focused field stay.
-document.addEventListener('pointerup', () => setTimeout(() => {
+
+/**
+ * Drops a selection nobody sees: a collapsed one (the caret a click leaves on static text) or one
+ * in a hidden tab. The browser looks for its canonical position at every frame and press, walking
+ * back through the hidden tabs' nodes (a 10k-node module's code, text and table: 40 ms each). A
+ * visible selected range (text to copy) and a focused field's caret stay.
+ */
+function dropStraySelection() {
   const sel = getSelection();
-  const focused = document.activeElement;
-  if (!sel.rangeCount || !sel.isCollapsed || focused?.matches('input, textarea, [contenteditable]')) return;
-  sel.removeAllRanges();
-}), true);
+  if (!sel.rangeCount || document.activeElement?.matches('input, textarea, [contenteditable]')) return;
+  const inHiddenTab = (n) => Boolean(n && (n.nodeType === Node.ELEMENT_NODE ? n : n.parentElement)?.closest('.tab')?.hidden);
+  if (sel.isCollapsed || inHiddenTab(sel.anchorNode) || inHiddenTab(sel.focusNode)) sel.removeAllRanges();
+}
+// Once a press ends (the selection it made is final by the next task).
+document.addEventListener('pointerup', () => setTimeout(dropStraySelection), true);
 
 // ---- opening models ------------------------------------------------------------------------------
 /** Opens a model: bytes of the .onnx plus its external-data files ({name: Blob}). */

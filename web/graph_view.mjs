@@ -295,6 +295,7 @@ export class GraphView {
     return g;
   }
 
+  /** The edges crossing the view `v` as one canvas path. */
   strokeEdges(ctx, v) {
     ctx.strokeStyle = '#aaa';
     ctx.lineWidth = 1 / this.k;
