@@ -1,5 +1,10 @@
 #include "kernels/tensor_ops.h"
 
+#include "kernels/cpu.h"
+#ifdef FXWASM_X86_DISPATCH
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -478,11 +483,57 @@ void merge_dims(const Shape& in_shape, const std::vector<int64_t>& perm, Shape& 
 // 1 with their data in the other core's cache.)
 constexpr int64_t kParallelCopyChunk = 128 * 1024;
 
+// A whole 16 x 16 tile (x: rows C apart; y: rows R apart) in 4 x 4 blocks: four row loads, eight
+// shuffles, four column stores a block.
+void transpose_tile16(const uint32_t* x, int64_t C, uint32_t* y, int64_t R) {
+  for (int64_t rb = 0; rb < 16; rb += 4)
+    for (int64_t cb = 0; cb < 16; cb += 4) {
+      v4i q[4];
+      for (int k = 0; k < 4; ++k) std::memcpy(&q[k], x + (rb + k) * C + cb, sizeof q[k]);
+      transpose4x4(q[0], q[1], q[2], q[3]);
+      for (int k = 0; k < 4; ++k) std::memcpy(y + (cb + k) * R + rb, &q[k], sizeof q[k]);
+    }
+}
+
+#ifdef FXWASM_X86_DISPATCH
+// The same tile in 8 x 8 blocks of eight-lane rows: eight loads, 24 shuffles and eight stores a
+// block, half the memory operations of the 4 x 4 blocks. (Shuffles move bits: the same bytes.)
+__attribute__((target("avx2"))) void transpose_tile16_avx2(const uint32_t* x, int64_t C,
+                                                           uint32_t* y, int64_t R) {
+  for (int64_t rb = 0; rb < 16; rb += 8)
+    for (int64_t cb = 0; cb < 16; cb += 8) {
+      __m256 r[8], t[8];
+      for (int k = 0; k < 8; ++k)
+        r[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(x + (rb + k) * C + cb));
+      for (int k = 0; k < 8; k += 2) {  // t[k] = r_k[0] r_k+1[0] r_k[1] r_k+1[1] | ...[4] ...[5]
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+      }
+      for (int h = 0; h < 8; h += 4) {  // r[h + j]: columns j and j + 4 of rows h .. h + 3
+        r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+        r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+      }
+      for (int j = 0; j < 4; ++j) {  // columns j and j + 4, rows 0 .. 7
+        t[j] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+        t[j + 4] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+      }
+      for (int k = 0; k < 8; ++k)
+        _mm256_storeu_ps(reinterpret_cast<float*>(y + (cb + k) * R + rb), t[k]);
+    }
+}
+#endif
+
 // out[b][c][r] = in[b][r][c] for 4-byte elements, in 16 x 16 tiles so that both sides touch
 // whole cache lines (the element loop read every output row's elements a whole input row apart:
 // 0.9 ns an element on ConvNeXt-T's NCHW <-> NHWC transposes).
 void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R, int64_t C) {
   constexpr int64_t T = 16;
+  void (*tile)(const uint32_t*, int64_t, uint32_t*, int64_t) = transpose_tile16;
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx2()) tile = transpose_tile16_avx2;
+#endif
   // Blocks of T rows of every batch item, on the threads.
   const int64_t row_blocks = (R + T - 1) / T;
   auto blocks = [&](int64_t q0, int64_t q1) {
@@ -493,14 +544,7 @@ void transpose_tiled(const uint32_t* in, uint32_t* out, int64_t batch, int64_t R
       for (int64_t c0 = 0; c0 < C; c0 += T) {
         const int64_t c1 = std::min(C, c0 + T);
         if (r1 - r0 == T && c1 - c0 == T) {
-          // A whole tile in 4 x 4 blocks: four row loads, eight shuffles, four column stores.
-          for (int64_t rb = r0; rb < r1; rb += 4)
-            for (int64_t cb = c0; cb < c1; cb += 4) {
-              v4i q[4];
-              for (int k = 0; k < 4; ++k) std::memcpy(&q[k], x + (rb + k) * C + cb, sizeof q[k]);
-              transpose4x4(q[0], q[1], q[2], q[3]);
-              for (int k = 0; k < 4; ++k) std::memcpy(y + (cb + k) * R + rb, &q[k], sizeof q[k]);
-            }
+          tile(x + r0 * C + c0, C, y + c0 * R + r0, R);
           continue;
         }
         for (int64_t c = c0; c < c1; ++c)
