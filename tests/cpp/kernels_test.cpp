@@ -450,11 +450,15 @@ TEST(Sgemm, PairedRowTilesGiveTheBitsOfTilesAlone) {
 // with beta, a row bias, a residual and a clamp; B packed ahead (weights: over several K slices,
 // blocks of 256 columns and A packed whole) and not; the row-tile order (one K slice) and the
 // panel order (K slices, a partial last panel), a block of 256 rows and a second one, odd last row
-// tiles; one and two threads.
+// tiles; one and two threads. The last shape packs more A than kWholeAFloats (2100 rows of 1040:
+// 2.4M floats with the blocks' padding), so with B prepacked and one thread, A goes back to being
+// packed per K slice of each block, and columns to blocks of 2048.
 TEST(Sgemm, ActivationsPackedForPairsGiveTheBitsOfRowsReadInPlace) {
   std::mt19937 rng(43);
-  for (auto [M, N, K] :
-       {std::tuple<int64_t, int64_t, int64_t>{130, 320, 256}, {40, 600, 700}, {300, 270, 512}}) {
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{130, 320, 256},
+                         {40, 600, 700},
+                         {300, 270, 512},
+                         {2100, 272, 1040}}) {
     EpilogueCase t(rng, M, N, K);
     const auto &A = t.A, &B = t.B, &bias = t.bias, &res = t.res, &C0 = t.C0;
     const fx::kernels::GemmEpilogue& ep = t.ep;
