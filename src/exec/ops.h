@@ -234,7 +234,22 @@ struct OpCallPrivate {
   /// then is the Transpose's value.
   const std::vector<int64_t>* out_perm = nullptr;
   bool out_permuted = false;
+  /// A MatMul whose only reader is a Softmax (plan.h Step::softmax), over the axis softmax_axis
+  /// (negative: from the end; the plan resolved its default): where that is the result's last
+  /// axis, the op may store the softmax of each row of its result instead (fused_softmax), which
+  /// then is the Softmax's value (softmax_applied).
+  bool softmax_offered = false;
+  int64_t softmax_axis = -1;
+  bool softmax_applied = false;
 };
+
+/// Whether a Softmax fused into c's node runs over the last axis of its result of rank
+/// `out_rank`: the op may then compute it as it stores the rows, and sets softmax_applied.
+inline bool fused_softmax(const OpCall& c, size_t out_rank) {
+  if (!c.internal || !c.internal->softmax_offered || out_rank == 0) return false;
+  const int64_t rank = static_cast<int64_t>(out_rank), axis = c.internal->softmax_axis;
+  return axis == -1 || axis == rank - 1;
+}
 
 /// The bounds of a Relu/Clip fused into c's node ([-inf, inf] if none), which the op promises
 /// to apply to its single float32 output as it stores it. With a planned residual or bias, only

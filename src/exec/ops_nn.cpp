@@ -349,8 +349,11 @@ void matmul_of_views(OpCall& c) {
     }
   }
   Value out = new_value(Dtype::Float32, os);
+  // A Softmax over the result's rows, computed as each batch item's product is stored.
+  const bool softmax = fused_softmax(c, os.size());
   if (kernels::matmul_strided_f32(data[0], layout[0], data[1], layout[1], out.mutable_data<float>(),
-                                  bias, lo, hi)) {
+                                  bias, lo, hi, nullptr, softmax)) {
+    c.internal->softmax_applied = softmax;
     c.outputs.push_back(std::move(out));
     return;
   }
@@ -360,8 +363,9 @@ void matmul_of_views(OpCall& c) {
     dense[k] = new_value(Dtype::Float32, layout[k].shape);
     kernels::strided_copy(data[k], sizeof(float), layout[k], dense[k].mutable_data<float>());
   }
-  kernels::matmul_f32(dense[0].shape(), dense[0].data<float>(), dense[1].shape(),
-                      dense[1].data<float>(), out.mutable_data<float>(), nullptr, bias, lo, hi);
+  c.internal->softmax_applied = kernels::matmul_f32(
+      dense[0].shape(), dense[0].data<float>(), dense[1].shape(), dense[1].data<float>(),
+      out.mutable_data<float>(), nullptr, bias, lo, hi, nullptr, softmax);
   c.outputs.push_back(std::move(out));
 }
 
@@ -402,8 +406,11 @@ void matmul(OpCall& c) {
   const float* residual = fused_residual(c, os);
   float lo, hi;
   fused_clamp(c, lo, hi);
-  kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                      out.mutable_data<float>(), packed.get(), bias, lo, hi, residual);
+  const bool softmax = fused_softmax(c, os.size());
+  const bool applied =
+      kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
+                          out.mutable_data<float>(), packed.get(), bias, lo, hi, residual, softmax);
+  if (softmax) c.internal->softmax_applied = applied;
   c.outputs.push_back(std::move(out));
 }
 

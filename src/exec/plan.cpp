@@ -96,6 +96,27 @@ uint32_t plan_residual(const Node* n, const Node* last, const std::vector<char>&
   return static_cast<uint32_t>(u->id());
 }
 
+// The Softmax that may run inside MatMul `n` (its only user, reading only n, the built-in op,
+// neither probed), with its axis in `axis` (the default of `opset` when the node gives none), or
+// kNoNode.
+uint32_t plan_softmax(const Node* n, const std::vector<char>& probed, int64_t opset,
+                      int64_t& axis) {
+  if (!target_info(n->target().function()).matmul || probed[n->id()] || n->users().size() != 1)
+    return kNoNode;
+  const Node* u = *n->users().begin();
+  if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 1 ||
+      !u->args()[0].is_node() || u->args()[0].to_node() != n)
+    return kNoNode;
+  const TargetInfo& info = target_info(u->target().function());
+  if (!info.softmax || !info.builtin) return kNoNode;
+  axis = opset >= 0 && opset < 13 ? 1 : -1;
+  for (const auto& kv : u->kwargs()) {
+    if (kv.first != "axis" || kv.second.kind() != Argument::Kind::Int) return kNoNode;
+    axis = kv.second.to_int();
+  }
+  return static_cast<uint32_t>(u->id());
+}
+
 // The Div of the LayerNormalization pattern that may start at ReduceMean `mean`, or null.
 Node* plan_layer_norm_div(const Node* mean, bool probed) {
   if (probed || mean->users().size() != 1 || mean->args().empty() || !mean->args()[0].is_node())
@@ -439,6 +460,7 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         for (uint32_t id : s.qdq.absorbed) p.steps[position[id]].absorbed = true;
         if (info.reduce_mean) s.layer_norm_div = plan_layer_norm_div(n, s.probed);
         s.bias = plan_bias(gm, n, probed, s.bias_add);
+        s.softmax = plan_softmax(n, probed, p.opset, s.softmax_axis);
         s.activation = plan_activation(gm, n, s.probed, position);
         if (s.bias)
           s.bias_activation =

@@ -30,7 +30,7 @@ struct TargetInfo {
   bool getitem = false;
   bool clamp_producer = false;  // may take a following Relu/Clip into its output
   bool relu = false, clip = false;
-  bool matmul = false, add = false, div = false, reduce_mean = false;
+  bool matmul = false, add = false, div = false, reduce_mean = false, softmax = false;
   bool conv = false;     // onnx.Conv: may take a following residual Add into its output (as MatMul)
   bool builtin = false;  // fn is the built-in op (register_op has not replaced it)
 };
@@ -174,6 +174,12 @@ struct Step {
   // its result in (OpCallPrivate::out_perm); out_perm is the Transpose's perm, normalised.
   uint32_t out_transpose = kNoNode;
   std::vector<int64_t> out_perm;
+  // MatMul: its only reader, the built-in Softmax (attention's scores), which the op may compute
+  // as it stores each product's rows when it runs over the result's last axis (OpCallPrivate::
+  // softmax_offered); softmax_axis is its axis (the opset's default resolved: -1 from opset 13,
+  // else 1).
+  uint32_t softmax = kNoNode;
+  int64_t softmax_axis = -1;
   std::vector<PlannedView> views;  // owned here: a MatMul's operands, or this node's own value
   size_t num_outputs = 1;          // OpCall::num_outputs()
   AttrSlot attrs;                  // the op's parsed attributes (node_attrs)

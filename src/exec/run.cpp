@@ -664,6 +664,10 @@ class Runner {
     if (bias) internal.col_bias = reinterpret_cast<const float*>(bias->data->data());
     internal.residual = residual;
     if (s.out_transpose != kNoNode && !bias && !activation) internal.out_perm = &s.out_perm;
+    if (s.softmax != kNoNode && !bias && !activation && !residual) {
+      internal.softmax_offered = true;
+      internal.softmax_axis = s.softmax_axis;
+    }
     try {
       const OpCallPrivate offered = internal;
       (*s.fn)(call);
@@ -716,6 +720,7 @@ class Runner {
       st_.fused[s.bias_add] = s.id + 1;
     }
     if (internal.out_permuted) st_.fused[s.out_transpose] = s.id + 1;  // (the Transpose's value)
+    if (internal.softmax_applied) st_.fused[s.softmax] = s.id + 1;     // (the Softmax's value)
     if (residual) {
       if (internal.residual_applied)
         st_.fused[s.residual_add] = (bias ? s.bias_add : s.id) + 1;  // (the value before it)

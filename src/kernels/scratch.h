@@ -75,7 +75,8 @@ enum class Scratch {
   ConvRow,
   Im2col,
   Im2colRow,
-  Exec,  // for the executor's own ops (src/exec)
+  MatmulRows,  // a batched MatMul's product before its fused Softmax (tensor_ops.cpp)
+  Exec,        // for the executor's own ops (src/exec)
   kCount,
 };
 

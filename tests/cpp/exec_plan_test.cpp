@@ -3,8 +3,10 @@
 // gives what a fresh import of the changed model gives, never a stale plan's result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "exec/ops.h"
 #include "exec/plan.h"
@@ -12,6 +14,7 @@
 #include "fx/fx.h"
 #include "fx/onnx.h"
 #include "kernels/elementwise.h"
+#include "kernels/thread_pool.h"
 #include "tensor_util.h"
 #include "zoo_util.h"
 
@@ -925,11 +928,107 @@ TEST(ExecPlan, LayoutChainsAreReadAsViewsWithTheBitsOfTheirOps) {
       EXPECT_TRUE(same_bits(r.outputs, want)) << "run " << run;
       if (run == 0) continue;  // (the first run learns the fixed shape constants)
       // The Q, K and V chains are read in place by the MatMuls (Q copied out over sqrt(D)), the
-      // merge is written by the second MatMul, the side chain is one copy (at its Transpose) and
-      // the final Reshape an alias. A reversed K, or Q over a vector, is no view: their ops run
-      // at the first MatMul, in its time.
-      EXPECT_EQ(profiled_nodes(r), (std::vector<std::string>{"mat_mul", "softmax", "mat_mul_1",
-                                                             "reshape_3", "transpose_4", "relu"}));
+      // Softmax is computed by the first MatMul as it stores each head's scores, the merge is
+      // written by the second MatMul, the side chain is one copy (at its Transpose) and the final
+      // Reshape an alias. A reversed K, or Q over a vector, is no view: their ops run at the
+      // first MatMul, in its time.
+      EXPECT_EQ(profiled_nodes(r), (std::vector<std::string>{"mat_mul", "mat_mul_1", "reshape_3",
+                                                             "transpose_4", "relu"}));
     }
   }
+}
+
+// ---- a Softmax computed by the MatMul before it ----
+
+// a @ b (b through a Transpose `perm` when given: read in place) -> Softmax(axis), or without an
+// axis attribute when `axis` is none; the module records `opset`.
+std::unique_ptr<fx::GraphModule> matmul_softmax_module(std::optional<int64_t> axis,
+                                                       std::vector<int64_t> perm, int64_t opset) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* a = g->placeholder("a");
+  Node* b = g->placeholder("b");
+  if (!perm.empty()) {
+    Argument::Items p;
+    for (int64_t d : perm) p.push_back(Argument(static_cast<long long>(d)));
+    b = g->call_function(fn("onnx.Transpose"), {b}, {{"perm", Argument::list(p)}});
+  }
+  Node* scores = g->call_function(fn("onnx.MatMul"), {a, b});
+  fx::Kwargs attrs;
+  if (axis) attrs.set("axis", Argument(static_cast<long long>(*axis)));
+  g->output(g->call_function(fn("onnx.Softmax"), {scores}, std::move(attrs)));
+  auto gm = std::make_unique<fx::GraphModule>(nullptr, std::move(g));
+  gm->meta().set(fx::onnx::meta::kOpsetImport,
+                 Argument::dict({{Argument(""), Argument(static_cast<long long>(opset))}}));
+  return gm;
+}
+
+// A MatMul whose only reader is the Softmax over its result's last axis (attention's scores)
+// computes it as it stores each batch item's product: the bits of the two ops run apart (the
+// Softmax probed), with no step of its own. Batched operands read in place (K through a
+// Transpose) and dense ones, broadcast batch dims, one 2-D product, rows of whole and partial
+// vectors, one and two threads. Not where the Softmax runs over another axis, where its default
+// axis (1 before opset 13) is not the last, where an operand is 1-D, nor where a user's Softmax
+// replaces the built-in one.
+TEST(ExecPlan, AMatMulComputesTheSoftmaxOverItsRows) {
+  struct Case {
+    const char* what;
+    std::vector<int64_t> a, b, perm;
+    std::optional<int64_t> axis;
+    int64_t opset;
+    bool fused;
+  };
+  const std::vector<Case> cases = {
+      {"heads, K read transposed", {3, 19, 8}, {3, 19, 8}, {0, 2, 1}, -1, 17, true},
+      {"heads, dense", {2, 5, 33, 8}, {2, 5, 8, 33}, {}, -1, 17, true},
+      {"broadcast batch", {4, 6, 16}, {1, 16, 21}, {}, 2, 17, true},
+      {"one product", {40, 24}, {24, 40}, {}, std::nullopt, 17, true},
+      {"rank 2, default axis 1 before opset 13", {9, 7}, {7, 12}, {}, std::nullopt, 11, true},
+      {"another axis", {3, 9, 8}, {3, 8, 9}, {}, 1, 17, false},
+      {"default axis 1 of rank 3 before opset 13",
+       {3, 9, 8},
+       {3, 8, 9},
+       {},
+       std::nullopt,
+       11,
+       false},
+      {"a 1-D operand", {2, 9, 8}, {8}, {}, -1, 17, false}};
+  for (const Case& t : cases) {
+    SCOPED_TRACE(t.what);
+    auto gm = matmul_softmax_module(t.axis, t.perm, t.opset);
+    int64_t na = 1, nb = 1;
+    for (int64_t d : t.a) na *= d;
+    for (int64_t d : t.b) nb *= d;
+    const std::vector<Value> in = {
+        Value::from_f32(t.a, random_floats(static_cast<size_t>(na), 61)),
+        Value::from_f32(t.b, random_floats(static_cast<size_t>(nb), 62))};
+    fx::exec::RunOptions apart;
+    apart.probe = {"mat_mul"};
+    const std::vector<Value> want = fx::exec::run(*gm, in, apart).outputs;
+    for (int threads : {1, 2}) {
+      fx::kernels::set_num_threads(threads);
+      fx::exec::RunOptions profile;
+      profile.profile = true;
+      const fx::exec::RunResult r = fx::exec::run(*gm, in, profile);
+      EXPECT_TRUE(same_bits(r.outputs, want)) << threads << " threads";
+      const std::vector<std::string> steps = profiled_nodes(r);
+      EXPECT_EQ(std::count(steps.begin(), steps.end(), "softmax"), t.fused ? 0 : 1)
+          << threads << " threads";
+    }
+    fx::kernels::set_num_threads(1);
+  }
+  // A user's Softmax in the builtin's place is called, and its value is the output.
+  struct Restore {
+    ~Restore() { fx::exec::register_elementwise_ops(); }
+  } restore;
+  int calls = 0;
+  fx::exec::register_op("onnx.Softmax", [&calls](fx::exec::OpCall& c) {
+    ++calls;
+    c.outputs.push_back(Value::from_f32({1}, {42.0f}));
+  });
+  auto gm = matmul_softmax_module(-1, {}, 17);
+  const std::vector<Value> out =
+      fx::exec::run(*gm, {Value::from_f32({2, 3, 4}, random_floats(24, 63)),
+                          Value::from_f32({2, 4, 3}, random_floats(24, 64))});
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(out[0].to_f32(), std::vector<float>{42.0f});
 }
