@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -56,6 +57,14 @@ TEST(OnnxSerialize, ZooExportsAreProtobufsOwnBytes) {
     const std::string n = e->d_name;
     if (n.size() > 5 && n.compare(n.size() - 5, 5, ".onnx") == 0 && n != "resnet50.onnx")
       files.push_back(n);
+#ifdef __EMSCRIPTEN__
+    // (The big models `models/generate.py --only ...` adds for bench/, 114-346 MB, exceed the
+    // wasm test's heap with their protobuf, their import and the export at once.)
+    struct stat st;
+    if (!files.empty() && files.back() == n && stat((dir + "/" + n).c_str(), &st) == 0 &&
+        st.st_size > (int64_t{64} << 20))
+      files.pop_back();
+#endif
   }
   closedir(d);
   ASSERT_GE(files.size(), 10u);
