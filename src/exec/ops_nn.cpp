@@ -351,9 +351,10 @@ void matmul_of_views(OpCall& c) {
   Value out = new_value(Dtype::Float32, os);
   // A Softmax over the result's rows, computed as each batch item's product is stored.
   const bool softmax = fused_softmax(c, os.size());
+  bool applied = softmax;
   if (kernels::matmul_strided_f32(data[0], layout[0], data[1], layout[1], out.mutable_data<float>(),
-                                  bias, lo, hi, nullptr, softmax)) {
-    c.internal->softmax_applied = softmax;
+                                  bias, lo, hi, nullptr, &applied)) {
+    c.internal->softmax_applied = applied;
     c.outputs.push_back(std::move(out));
     return;
   }

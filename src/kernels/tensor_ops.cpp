@@ -43,6 +43,10 @@ namespace {
 // tensor (cold by then: 0.8 MB at 128 tokens, 12 heads) and its buffer are gone. Model-167 Xeon,
 // one thread: BERT-sized's QK^T and Softmax steps 0.303 + 0.112 -> 0.386 ms a layer (minimums);
 // paired against the build before, BERT-sized 0.988x, ViT-B/16 0.973x.
+// (The buffer is a batch item's product, kept per thread: items over 4 MB are left to the Softmax,
+// which gains nothing from this on them anyway.)
+constexpr int64_t kFusedSoftmaxMaxFloats = int64_t{1} << 20;
+
 void product_softmax(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                      const float* B, int64_t ldb, float* C, int64_t ldc, const GemmEpilogue& ep) {
   float* t = aligned_floats(scratch(Scratch::MatmulRows), M * N);
@@ -71,7 +75,8 @@ bool matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
   broadcast_shapes(abatch, bbatch, batch);
   const int64_t nbatch = numel(batch);
   // (A fused Softmax takes the batch items one by one, which needs b's elements, and rows.)
-  softmax_rows = softmax_rows && b && a0.size() > 1 && b0.size() > 1;
+  softmax_rows =
+      softmax_rows && b && a0.size() > 1 && b0.size() > 1 && M * N <= kFusedSoftmaxMaxFloats;
   if (numel(bbatch) == 1 && numel(abatch) == nbatch && !softmax_rows) {
     // b shared by every batch (x @ W): one GEMM over the stacked rows of a.
     sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N, &ep, nullptr, packed_b);
@@ -206,7 +211,7 @@ bool gemm_operand(const StridedLayout& v, bool& trans, int64_t& ld) {
 
 bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
                         const StridedLayout& bv, float* out, const float* col_bias, float lo,
-                        float hi, const StridedLayout* out_layout, bool softmax_rows) {
+                        float hi, const StridedLayout* out_layout, bool* softmax_rows) {
   if (av.shape.size() < 2 || bv.shape.size() < 2) return false;
   bool ta = false, tb = false;
   int64_t lda = 0, ldb = 0;
@@ -247,12 +252,14 @@ bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
     }
   };
   const int64_t flops = std::max<int64_t>(1, 2 * M * N * K);
+  const bool softmax = softmax_rows && *softmax_rows && M * N <= kFusedSoftmaxMaxFloats;
+  if (softmax_rows) *softmax_rows = softmax;
   parallel_for(
       nbatch, std::max<int64_t>(1, (int64_t{1} << 20) / flops), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           int64_t ia, ib, io;
           offsets(i, ia, ib, io);
-          if (softmax_rows)
+          if (softmax)
             product_softmax(ta, tb, M, N, K, a + ia, lda, b + ib, ldb, out + io, ldc, ep);
           else
             sgemm(ta, tb, M, N, K, 1.0f, a + ia, lda, b + ib, ldb, 0.0f, out + io, ldc, &ep);

@@ -23,8 +23,8 @@ bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 /// last as the GEMM stores (a fused Relu or Clip; a NaN stays a NaN). `softmax_rows`: a Softmax
 /// over the result's last axis fused in (both operands at least 2-D): each batch item's product
 /// goes to a per-thread buffer and `out` gets the softmax of its rows, while they are in cache,
-/// the bits of softmax_f32 on the result; returns whether it did (not where every batch item
-/// shares b, which is one product over a's stacked rows; then `out` holds the product).
+/// the bits of softmax_f32 on the result; returns whether it did (not for items of over 1M
+/// floats, nor where b is only packed; then `out` holds the product).
 bool matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
                 float* out, const PackedOperand* packed_b = nullptr,
                 const float* col_bias = nullptr, float lo = -__builtin_inff(),
@@ -52,11 +52,11 @@ void strided_copy_scaled_f32(const float* base, const StridedLayout& v, float sc
 /// last stride 1); else row-major. Returns false (writing nothing) when the last two dims of an
 /// operand have neither a column stride nor a row stride of 1 (sgemm reads rows or columns
 /// contiguously), or the result's columns are not contiguous. `softmax_rows`: a Softmax over the
-/// result's last axis fused in, as matmul_f32 fuses it (always, when it returns true).
+/// result's last axis fused in, as matmul_f32 fuses it; `softmax_rows` is left set where it did.
 bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
                         const StridedLayout& bv, float* out, const float* col_bias = nullptr,
                         float lo = -__builtin_inff(), float hi = __builtin_inff(),
-                        const StridedLayout* out_layout = nullptr, bool softmax_rows = false);
+                        const StridedLayout* out_layout = nullptr, bool* softmax_rows = nullptr);
 
 /// LogSum: log of the sum (ReduceLogSum).
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp, LogSum };

@@ -967,8 +967,9 @@ std::unique_ptr<fx::GraphModule> matmul_softmax_module(std::optional<int64_t> ax
 // Softmax probed), with no step of its own. Batched operands read in place (K through a
 // Transpose) and dense ones, broadcast batch dims, one 2-D product, rows of whole and partial
 // vectors, one and two threads. Not where the Softmax runs over another axis, where its default
-// axis (1 before opset 13) is not the last, where an operand is 1-D, nor where a user's Softmax
-// replaces the built-in one.
+// axis (1 before opset 13) is not the last, where an operand is 1-D, where a batch item's product
+// is over 1M floats (the per-thread buffer's bound), nor where a user's Softmax replaces the
+// built-in one.
 TEST(ExecPlan, AMatMulComputesTheSoftmaxOverItsRows) {
   struct Case {
     const char* what;
@@ -991,7 +992,15 @@ TEST(ExecPlan, AMatMulComputesTheSoftmaxOverItsRows) {
        std::nullopt,
        11,
        false},
-      {"a 1-D operand", {2, 9, 8}, {8}, {}, -1, 17, false}};
+      {"a 1-D operand", {2, 9, 8}, {8}, {}, -1, 17, false},
+      {"a product of over 1M floats, K read transposed",
+       {1, 1100, 4},
+       {1, 1000, 4},
+       {0, 2, 1},
+       -1,
+       17,
+       false},
+      {"a product of over 1M floats, dense", {2, 1100, 4}, {2, 4, 1000}, {}, -1, 17, false}};
   for (const Case& t : cases) {
     SCOPED_TRACE(t.what);
     auto gm = matmul_softmax_module(t.axis, t.perm, t.opset);
