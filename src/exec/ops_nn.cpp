@@ -364,9 +364,11 @@ void matmul_of_views(OpCall& c) {
     dense[k] = new_value(Dtype::Float32, layout[k].shape);
     kernels::strided_copy(data[k], sizeof(float), layout[k], dense[k].mutable_data<float>());
   }
-  c.internal->softmax_applied = kernels::matmul_f32(
-      dense[0].shape(), dense[0].data<float>(), dense[1].shape(), dense[1].data<float>(),
-      out.mutable_data<float>(), nullptr, bias, lo, hi, nullptr, softmax);
+  applied = softmax;
+  kernels::matmul_f32(dense[0].shape(), dense[0].data<float>(), dense[1].shape(),
+                      dense[1].data<float>(), out.mutable_data<float>(), nullptr, bias, lo, hi,
+                      nullptr, &applied);
+  c.internal->softmax_applied = applied;
   c.outputs.push_back(std::move(out));
 }
 
@@ -407,11 +409,10 @@ void matmul(OpCall& c) {
   const float* residual = fused_residual(c, os);
   float lo, hi;
   fused_clamp(c, lo, hi);
-  const bool softmax = fused_softmax(c, os.size());
-  const bool applied =
-      kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
-                          out.mutable_data<float>(), packed.get(), bias, lo, hi, residual, softmax);
-  if (softmax) c.internal->softmax_applied = applied;
+  bool softmax = fused_softmax(c, os.size());
+  kernels::matmul_f32(a.shape(), a.data<float>(), b.shape(), b.data<float>(),
+                      out.mutable_data<float>(), packed.get(), bias, lo, hi, residual, &softmax);
+  if (softmax) c.internal->softmax_applied = true;
   c.outputs.push_back(std::move(out));
 }
 

@@ -47,6 +47,13 @@ namespace {
 // which gains nothing from this on them anyway.)
 constexpr int64_t kFusedSoftmaxMaxFloats = int64_t{1} << 20;
 
+// Whether a Softmax asked for in *softmax_rows (null: none) fuses into products of M x N, which
+// it records there.
+bool fuses_softmax(bool* softmax_rows, int64_t M, int64_t N) {
+  if (!softmax_rows) return false;
+  return *softmax_rows = *softmax_rows && M * N <= kFusedSoftmaxMaxFloats;
+}
+
 void product_softmax(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                      const float* B, int64_t ldb, float* C, int64_t ldc, const GemmEpilogue& ep) {
   float* t = aligned_floats(scratch(Scratch::MatmulRows), M * N);
@@ -57,9 +64,9 @@ void product_softmax(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
 
 }  // namespace
 
-bool matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out,
+void matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b, float* out,
                 const PackedOperand* packed_b, const float* col_bias, float lo, float hi,
-                const float* residual, bool softmax_rows) {
+                const float* residual, bool* softmax_rows) {
   GemmEpilogue ep;
   ep.col_bias = col_bias;
   ep.lo = lo;
@@ -75,12 +82,12 @@ bool matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
   broadcast_shapes(abatch, bbatch, batch);
   const int64_t nbatch = numel(batch);
   // (A fused Softmax takes the batch items one by one, which needs b's elements, and rows.)
-  softmax_rows =
-      softmax_rows && b && a0.size() > 1 && b0.size() > 1 && M * N <= kFusedSoftmaxMaxFloats;
-  if (numel(bbatch) == 1 && numel(abatch) == nbatch && !softmax_rows) {
+  if (softmax_rows && (!b || a0.size() < 2 || b0.size() < 2)) *softmax_rows = false;
+  const bool softmax = fuses_softmax(softmax_rows, M, N);
+  if (numel(bbatch) == 1 && numel(abatch) == nbatch && !softmax) {
     // b shared by every batch (x @ W): one GEMM over the stacked rows of a.
     sgemm(false, false, nbatch * M, N, K, 1.0f, a, K, b, N, 0.0f, out, N, &ep, nullptr, packed_b);
-    return false;
+    return;
   }
   // General case (attention's per-head products): map each output batch index to the operands'
   // batch offsets. The batch items are independent products, split over the kernels' threads in
@@ -107,7 +114,7 @@ bool matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
                    }
                    GemmEpilogue item = ep;
                    if (residual) item.residual = residual + i * M * N;
-                   if (softmax_rows)
+                   if (softmax)
                      product_softmax(false, false, M, N, K, a + ia * M * K, K, b + ib * K * N, N,
                                      out + i * M * N, N, item);
                    else
@@ -115,7 +122,6 @@ bool matmul_f32(const Shape& a0, const float* a, const Shape& b0, const float* b
                            out + i * M * N, N, &item);
                  }
                });
-  return softmax_rows;
 }
 
 bool is_contiguous(const StridedLayout& v) {
@@ -252,8 +258,7 @@ bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
     }
   };
   const int64_t flops = std::max<int64_t>(1, 2 * M * N * K);
-  const bool softmax = softmax_rows && *softmax_rows && M * N <= kFusedSoftmaxMaxFloats;
-  if (softmax_rows) *softmax_rows = softmax;
+  const bool softmax = fuses_softmax(softmax_rows, M, N);
   parallel_for(
       nbatch, std::max<int64_t>(1, (int64_t{1} << 20) / flops), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {

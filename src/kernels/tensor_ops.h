@@ -20,16 +20,16 @@ bool matmul_shape(const Shape& a, const Shape& b, Shape& out);
 /// to every output row as the GEMM stores it (x @ W + bias), the bits of adding them after.
 /// `residual` (optional): a tensor of the output's shape (row-major, not overlapping `out`) added
 /// after the bias (x @ W + bias + r, the bits of the two Adds after). [lo, hi]: a clamp applied
-/// last as the GEMM stores (a fused Relu or Clip; a NaN stays a NaN). `softmax_rows`: a Softmax
-/// over the result's last axis fused in (both operands at least 2-D): each batch item's product
-/// goes to a per-thread buffer and `out` gets the softmax of its rows, while they are in cache,
-/// the bits of softmax_f32 on the result; returns whether it did (not for items of over 1M
-/// floats, nor where b is only packed; then `out` holds the product).
-bool matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
+/// last as the GEMM stores (a fused Relu or Clip; a NaN stays a NaN). `softmax_rows` (optional,
+/// in and out): a Softmax over the result's last axis asked for, fused in where *softmax_rows is
+/// left true: each batch item's product goes to a per-thread buffer and `out` gets the softmax of
+/// its rows while they are in cache, the bits of softmax_f32 on the result (not for a 1-D operand,
+/// items of over 1M floats, nor where b is only packed: then `out` holds the product).
+void matmul_f32(const Shape& a_shape, const float* a, const Shape& b_shape, const float* b,
                 float* out, const PackedOperand* packed_b = nullptr,
                 const float* col_bias = nullptr, float lo = -__builtin_inff(),
                 float hi = __builtin_inff(), const float* residual = nullptr,
-                bool softmax_rows = false);
+                bool* softmax_rows = nullptr);
 
 /// A tensor read in place from another one's elements: element (i0, i1, ...) is
 /// base[offset + i0 * strides[0] + i1 * strides[1] + ...] (in elements; strides >= 0).
@@ -51,8 +51,7 @@ void strided_copy_scaled_f32(const float* base, const StridedLayout& v, float sc
 /// `out_layout` (optional): where each result element goes in `out` (its shape the result's, its
 /// last stride 1); else row-major. Returns false (writing nothing) when the last two dims of an
 /// operand have neither a column stride nor a row stride of 1 (sgemm reads rows or columns
-/// contiguously), or the result's columns are not contiguous. `softmax_rows`: a Softmax over the
-/// result's last axis fused in, as matmul_f32 fuses it; `softmax_rows` is left set where it did.
+/// contiguously), or the result's columns are not contiguous. `softmax_rows`: as matmul_f32's.
 bool matmul_strided_f32(const float* a, const StridedLayout& av, const float* b,
                         const StridedLayout& bv, float* out, const float* col_bias = nullptr,
                         float lo = -__builtin_inff(), float hi = __builtin_inff(),
