@@ -241,6 +241,11 @@ struct OpCallPrivate {
   bool softmax_offered = false;
   int64_t softmax_axis = -1;
   bool softmax_applied = false;
+  /// A Conv whose only reader (after its fused Relu/Clip, if any) is this MaxPool node (plan.h
+  /// Step::max_pool): the op may return the max-pool of its (clamped) result instead, which then
+  /// is the MaxPool's value (max_pool_applied). Offered only where the Conv applies the clamp.
+  const Node* max_pool = nullptr;
+  bool max_pool_applied = false;
 };
 
 /// Whether a Softmax fused into c's node runs over the last axis of its result of rank

@@ -96,6 +96,33 @@ std::vector<int64_t> spatial_out_shape(const std::vector<int64_t>& x_shape, int6
   return s;
 }
 
+// The parameters of a MaxPool the executor fused into Conv c (OpCallPrivate::max_pool) over its
+// output of `conv_shape`, where the Conv computes it (kernels::stem_fuses_max_pool); else none (a
+// MaxPool whose attributes are not valid then runs, and fails, as a node of its own).
+std::optional<kernels::Pool2dParams> fused_max_pool(const OpCall& c, const kernels::Conv2dParams& p,
+                                                    const std::vector<int64_t>& conv_shape) {
+  if (!c.internal || !c.internal->max_pool || conv_shape.size() != 4 ||
+      !kernels::conv2d_uses_stem(p))
+    return std::nullopt;
+  const Node& node = *c.internal->max_pool;
+  const OpCall pool{node, {}, node.kwargs(), {}, c.module, nullptr};
+  kernels::Pool2dParams q;
+  try {
+    const WindowAttrs a = window_attrs(pool, false);
+    if (!a.kernel_shape || a.storage_order != 0) return std::nullopt;
+    const Window win = window(pool, conv_shape, *a.kernel_shape, a);
+    q.N = conv_shape[0], q.C = conv_shape[1], q.H = win.H, q.W = win.W;
+    q.KH = win.KH, q.KW = win.KW, q.stride_h = win.sh, q.stride_w = win.sw;
+    q.dilation_h = win.dh, q.dilation_w = win.dw;
+    q.pad_top = win.pt, q.pad_left = win.pl, q.pad_bottom = win.pb, q.pad_right = win.pr;
+    q.ceil_mode = a.ceil_mode;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (q.out_h() < 1 || q.out_w() < 1 || !kernels::stem_fuses_max_pool(p, q)) return std::nullopt;
+  return q;
+}
+
 void conv(OpCall& c) {
   const Value& x = c.input(0);
   const Value& w = c.input(1);
@@ -126,16 +153,28 @@ void conv(OpCall& c) {
     bias = c.input(2).data<float>();
   }
   if (p.out_h() < 1 || p.out_w() < 1) c.fail("the output would be empty");
-  Value out = new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.M, p.out_h(), p.out_w()));
+  const std::vector<int64_t> out_shape = spatial_out_shape(x.shape(), p.M, p.out_h(), p.out_w());
   // A residual Add and a following Relu/Clip the executor fused into this node are applied as
   // results are stored.
-  p.residual = fused_residual(c, out.shape());
+  p.residual = fused_residual(c, out_shape);
   fused_clamp(c, p.clamp_lo, p.clamp_hi);
   if (c.internal && c.internal->in_scale) {  // a per-channel Mul before it, planned into it
     p.in_scale = c.internal->in_scale;
     p.in_scale_stride = c.internal->in_scale_stride;
     c.internal->in_scale_applied = true;
   }
+  // A MaxPool the executor fused into this node (a network's first layer and its pool): pooled
+  // as the convolution's rows are computed (kernels::stem_conv2d_max_pool).
+  if (const std::optional<kernels::Pool2dParams> q = fused_max_pool(c, p, out_shape)) {
+    Value pooled =
+        new_value(Dtype::Float32, spatial_out_shape(x.shape(), p.M, q->out_h(), q->out_w()));
+    kernels::stem_conv2d_max_pool(p, *q, x.data<float>(), w.data<float>(), bias,
+                                  pooled.mutable_data<float>());
+    c.internal->max_pool_applied = true;
+    c.outputs.push_back(std::move(pooled));
+    return;
+  }
+  Value out = new_value(Dtype::Float32, out_shape);
   // The im2col buffer is reused across calls (grown, never value-initialised again).
   kernels::ScratchBuffer& scratch = kernels::scratch(kernels::Scratch::Exec);
   const size_t need = static_cast<size_t>(kernels::conv2d_scratch_size(p));

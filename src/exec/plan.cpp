@@ -117,6 +117,21 @@ uint32_t plan_softmax(const Node* n, const std::vector<char>& probed, int64_t op
   return static_cast<uint32_t>(u->id());
 }
 
+// The MaxPool that may run inside Conv `n` (see Step::max_pool): the only user of `last` (n, or
+// its planned Relu/Clip), reading only it; or kNoNode.
+uint32_t plan_max_pool(const Node* n, const Node* last, const std::vector<char>& probed) {
+  if (!target_info(n->target().function()).conv || probed[n->id()] || probed[last->id()] ||
+      last->users().size() != 1)
+    return kNoNode;
+  const Node* u = *last->users().begin();
+  if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 1 ||
+      !u->args()[0].is_node() || u->args()[0].to_node() != last)
+    return kNoNode;
+  const TargetInfo& info = target_info(u->target().function());
+  if (!info.max_pool || !info.builtin || declared_outputs(*u) != 1) return kNoNode;
+  return static_cast<uint32_t>(u->id());
+}
+
 // The Div of the LayerNormalization pattern that may start at ReduceMean `mean`, or null.
 Node* plan_layer_norm_div(const Node* mean, bool probed) {
   if (probed || mean->users().size() != 1 || mean->args().empty() || !mean->args()[0].is_node())
@@ -470,6 +485,9 @@ std::shared_ptr<Plan> build_plan(const GraphModule& gm, const std::vector<Value>
         if (s.residual_add != kNoNode)
           s.residual_activation = plan_activation(gm, g.node_by_id(s.residual_add),
                                                   probed[s.residual_add] != 0, position);
+        else
+          s.max_pool = plan_max_pool(
+              n, s.activation.node != kNoNode ? g.node_by_id(s.activation.node) : n, probed);
         break;
       }
       case Opcode::Output: {

@@ -31,6 +31,7 @@ struct TargetInfo {
   bool clamp_producer = false;  // may take a following Relu/Clip into its output
   bool relu = false, clip = false;
   bool matmul = false, add = false, div = false, reduce_mean = false, softmax = false;
+  bool max_pool = false;  // onnx.MaxPool
   bool conv = false;     // onnx.Conv: may take a following residual Add into its output (as MatMul)
   bool builtin = false;  // fn is the built-in op (register_op has not replaced it)
 };
@@ -180,6 +181,10 @@ struct Step {
   // else 1).
   uint32_t softmax = kNoNode;
   int64_t softmax_axis = -1;
+  // Conv: the only reader of its value (of its fused Relu/Clip's, if one is planned), the built-in
+  // MaxPool with one output, which the op may compute as it computes the convolution's rows
+  // (OpCallPrivate::max_pool); none of the three probed.
+  uint32_t max_pool = kNoNode;
   std::vector<PlannedView> views;  // owned here: a MatMul's operands, or this node's own value
   size_t num_outputs = 1;          // OpCall::num_outputs()
   AttrSlot attrs;                  // the op's parsed attributes (node_attrs)

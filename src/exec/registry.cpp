@@ -267,6 +267,7 @@ const TargetInfo& target_info(const Function& f) {
   info.div = t == "onnx.Div";
   info.reduce_mean = t == "onnx.ReduceMean";
   info.softmax = t == "onnx.Softmax";
+  info.max_pool = t == "onnx.MaxPool";
   info.relu = t == "onnx.Relu";
   info.clip = t == "onnx.Clip";
   return cache.infos.emplace(f.get(), info).first->second;

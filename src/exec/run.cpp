@@ -668,6 +668,9 @@ class Runner {
       internal.softmax_offered = true;
       internal.softmax_axis = s.softmax_axis;
     }
+    // (A planned Relu/Clip whose bounds this run cannot read runs as a node, before the MaxPool.)
+    if (s.max_pool != kNoNode && (s.activation.node == kNoNode || activation))
+      internal.max_pool = n->graph().node_by_id(s.max_pool);
     try {
       const OpCallPrivate offered = internal;
       (*s.fn)(call);
@@ -721,6 +724,12 @@ class Runner {
     }
     if (internal.out_permuted) st_.fused[s.out_transpose] = s.id + 1;  // (the Transpose's value)
     if (internal.softmax_applied) st_.fused[s.softmax] = s.id + 1;     // (the Softmax's value)
+    if (internal.max_pool_applied) {
+      if (activation && !internal.clamp_applied)
+        node_error(*n, "internal error: a fused max-pool without its Relu/Clip");
+      // (the MaxPool's value, from its input's: the Conv's is freed after its Relu/Clip)
+      st_.fused[s.max_pool] = (activation ? planned.node : s.id) + 1;
+    }
     if (residual) {
       if (internal.residual_applied)
         st_.fused[s.residual_add] = (bias ? s.bias_add : s.id) + 1;  // (the value before it)

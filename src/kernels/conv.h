@@ -85,6 +85,17 @@ void winograd_conv2d(const Conv2dParams& p, const float* in, const float* bias, 
 bool conv2d_uses_stem(const Conv2dParams& p);
 void stem_conv2d(const Conv2dParams& p, const float* in, const float* weight, const float* bias,
                  float* out);
+struct Pool2dParams;
+/// Whether stem_conv2d_max_pool takes `p` and a max-pool `q` of its output (conv2d_uses_stem(p),
+/// no residual nor input scale, q over p's output shape with at most 16 rows a window, and the
+/// rows a window spans at most 16 MB).
+bool stem_fuses_max_pool(const Conv2dParams& p, const Pool2dParams& q);
+/// max_pool2d(q) of stem_conv2d(p)'s output in one pass, the same values: each thread computes
+/// the convolution's rows as its pooled rows' windows reach them, into a few rows that stay in
+/// cache, and pools them there; the convolution's output never goes to memory (a first layer's is
+/// 3 MB, written, read back and pooled to a quarter of it).
+void stem_conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const float* in,
+                          const float* weight, const float* bias, float* out);
 
 /// The depthwise path (src/kernels/depthwise.cpp), which conv2d takes when group == C == M > 1.
 void depthwise_conv2d(const Conv2dParams& p, const float* in, const float* weight,
@@ -123,6 +134,11 @@ struct Pool2dParams {
 
 /// MaxPool: padding never wins (it is -inf).
 void max_pool2d(const Pool2dParams& p, const float* in, float* out);
+/// One output row of max_pool2d for `channels` channels: channel c's window rows inside the
+/// input are rows[i] + c * in_stride (i < n, in window order, p.W floats each), its output row
+/// out + c * out_stride (p.out_w() floats). The values max_pool2d gives: a NaN in a window wins.
+void max_pool2d_rows(const Pool2dParams& p, const float* const* rows, int64_t n, int64_t channels,
+                     int64_t in_stride, float* out, int64_t out_stride);
 /// AveragePool.
 void avg_pool2d(const Pool2dParams& p, const float* in, float* out);
 /// GlobalAveragePool: out[N, C] = mean over H x W.

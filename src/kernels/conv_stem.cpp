@@ -34,9 +34,12 @@ namespace fx::kernels {
 #ifdef FXWASM_X86_DISPATCH
 namespace {
 
-constexpr int64_t kMB = 8;         // output channels a block of packed weights
-constexpr int64_t kMaxTaps = 160;  // C * KH * KW
-constexpr int64_t kMinWidth = 16;  // output columns (a first layer is wide)
+constexpr int64_t kMB = 8;            // output channels a block of packed weights
+constexpr int64_t kMaxTaps = 160;     // C * KH * KW
+constexpr int64_t kMinWidth = 16;     // output columns (a first layer is wide)
+constexpr int64_t kMaxPoolRows = 16;  // a fused max-pool's window rows
+constexpr int64_t kMaxPoolSpan = 64;  // rows a fused max-pool's (dilated) window spans
+constexpr int64_t kMaxRingFloats = int64_t{1} << 22;  // a thread's rows for a fused max-pool
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -206,41 +209,105 @@ const StemKernels* stem_kernels() {
   return cpu_has_avx512() ? &avx512 : cpu_has_avx2_fma() ? &avx2 : nullptr;
 }
 
-// Output rows [r0, r1) of all images (row r: image r / OH, row r % OH).
-void stem_rows(const StemKernels& k, const Conv2dParams& p, const float* in, const float* weight,
-               const float* bias, float* out, int64_t r0, int64_t r1) {
-  const int64_t OH = p.out_h(), OW = p.out_w(), plane = OH * OW;
-  const int64_t RW = tap_row_floats(p), S = p.stride_w, T = p.C * p.KH * p.KW;
-  float* const R = aligned_floats(scratch(Scratch::Im2col), tap_rows(p) * RW);
-  float* const P = aligned_floats(scratch(Scratch::Im2colRow), S * RW);
-  // The weights by blocks of eight channels, tap by tap (one pointer for a tile's broadcasts).
-  float* const wt = aligned_floats(scratch(Scratch::ConvT), p.M * T);
-  for (int64_t m = 0; m < p.M; ++m)
-    for (int64_t t = 0; t < T; ++t) wt[(m / kMB * T + t) * kMB + m % kMB] = weight[m * T + t];
-  int64_t off[kMaxTaps];
-  for (int64_t c = 0, t = 0; c < p.C; ++c)
-    for (int64_t kh = 0; kh < p.KH; ++kh)
-      for (int64_t kw = 0; kw < p.KW; ++kw, ++t)
-        off[t] = S == 1 ? (c * p.KH + kh) * RW + kw : ((c * p.KH + kh) * 2 + kw % 2) * RW + kw / 2;
-  const int64_t L = k.lanes, vectors = (OW + L - 1) / L;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / OH, oh = r % OH;
-    fill_tap_rows(p, in + n * p.C * p.H * p.W, oh, R, P, k.split);
-    for (int64_t m = 0; m < p.M; m += k.channels) {
-      const int64_t at = (n * p.M + m) * plane + oh * OW;
-      float* const y = out + at;
-      const float* const res = p.residual ? p.residual + at : nullptr;
-      const float* const w = wt + m / kMB * T * kMB + m % kMB;
+// One thread's state for computing output rows: the tap rows, the weights by blocks of channels,
+// each tap's offset in the tap rows.
+class StemRows {
+ public:
+  StemRows(const StemKernels& k, const Conv2dParams& p, const float* weight)
+      : k_(k),
+        p_(p),
+        RW_(tap_row_floats(p)),
+        T_(p.C * p.KH * p.KW),
+        R_(aligned_floats(scratch(Scratch::Im2col), tap_rows(p) * RW_)),
+        P_(aligned_floats(scratch(Scratch::Im2colRow), p.stride_w * RW_)),
+        wt_(aligned_floats(scratch(Scratch::ConvT), p.M * T_)) {
+    // The weights by blocks of eight channels, tap by tap (one pointer for a tile's broadcasts).
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t t = 0; t < T_; ++t) wt_[(m / kMB * T_ + t) * kMB + m % kMB] = weight[m * T_ + t];
+    const int64_t S = p.stride_w;
+    for (int64_t c = 0, t = 0; c < p.C; ++c)
+      for (int64_t kh = 0; kh < p.KH; ++kh)
+        for (int64_t kw = 0; kw < p.KW; ++kw, ++t)
+          off_[t] =
+              S == 1 ? (c * p.KH + kh) * RW_ + kw : ((c * p.KH + kh) * 2 + kw % 2) * RW_ + kw / 2;
+  }
+
+  // Output row oh of image n (input image x): channel m's row to y + m * stride (the residual's
+  // at res + m * stride).
+  void row(const float* x, const float* bias, int64_t oh, float* y, const float* res,
+           int64_t stride) const {
+    const int64_t L = k_.lanes, vectors = (p_.out_w() + L - 1) / L;
+    fill_tap_rows(p_, x, oh, R_, P_, k_.split);
+    for (int64_t m = 0; m < p_.M; m += k_.channels) {
+      const float* const w = wt_ + m / kMB * T_ * kMB + m % kMB;
       const float* const b = bias ? bias + m : nullptr;
       // Tiles of three vectors, and of two where a one-vector tile would be left (a row of 7
       // vectors: 3 + 2 + 2): a single vector's tile loads as much as it multiplies.
       for (int64_t v = 0; v < vectors;) {
         const int64_t left = vectors - v;
         const int64_t nv = left == 1 ? 1 : left == 2 || left == 4 ? 2 : 3;
-        k.tile[nv - 1](p, R, off, T, w, b, v * L, y, res, plane);
+        k_.tile[nv - 1](p_, R_, off_, T_, w, b, v * L, y + m * stride,
+                        res ? res + m * stride : nullptr, stride);
         v += nv;
       }
     }
+  }
+
+ private:
+  const StemKernels& k_;
+  const Conv2dParams& p_;
+  const int64_t RW_, T_;
+  float* const R_;
+  float* const P_;
+  float* const wt_;
+  int64_t off_[kMaxTaps];
+};
+
+// Output rows [r0, r1) of all images (row r: image r / OH, row r % OH).
+void stem_rows(const StemKernels& k, const Conv2dParams& p, const float* in, const float* weight,
+               const float* bias, float* out, int64_t r0, int64_t r1) {
+  const int64_t OH = p.out_h(), OW = p.out_w(), plane = OH * OW;
+  const StemRows rows(k, p, weight);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / OH, oh = r % OH;
+    const int64_t at = n * p.M * plane + oh * OW;
+    rows.row(in + n * p.C * p.H * p.W, bias, oh, out + at, p.residual ? p.residual + at : nullptr,
+             plane);
+  }
+}
+
+// Pooled rows [r0, r1) of all images (row r: image r / PH, row r % PH) of max_pool2d(q) of
+// the convolution's output: each window's convolution rows computed into a ring of `span`
+// rows (all M channels each; row ih in slot ih % span, so a window's rows never share a slot)
+// unless the window before computed them.
+void stem_pool_rows(const StemKernels& k, const Conv2dParams& p, const Pool2dParams& q,
+                    const float* in, const float* weight, const float* bias, float* out, int64_t r0,
+                    int64_t r1) {
+  const int64_t OH = p.out_h(), PH = q.out_h(), PW = q.out_w();
+  const int64_t span = (q.KH - 1) * q.dilation_h + 1;
+  const int64_t stride = round_up(p.out_w(), 16);  // a ring row's channel stride
+  const StemRows rows(k, p, weight);
+  float* const ring = aligned_floats(scratch(Scratch::ConvP), span * p.M * stride);
+  std::vector<int64_t> held(static_cast<size_t>(span), -1);  // the row each slot holds
+  const float* window[kMaxPoolRows];
+  int64_t image = -1;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / PH, ph = r % PH;
+    if (n != image) std::fill(held.begin(), held.end(), -1);
+    image = n;
+    int64_t count = 0;
+    for (int64_t kh = 0; kh < q.KH; ++kh) {
+      const int64_t ih = ph * q.stride_h - q.pad_top + kh * q.dilation_h;
+      if (ih < 0 || ih >= OH) continue;
+      const size_t slot = static_cast<size_t>(ih % span);
+      float* const at = ring + static_cast<int64_t>(slot) * p.M * stride;
+      if (held[slot] != ih) {
+        rows.row(in + n * p.C * p.H * p.W, bias, ih, at, nullptr, stride);
+        held[slot] = ih;
+      }
+      window[count++] = at;
+    }
+    max_pool2d_rows(q, window, count, p.M, stride, out + n * p.M * PH * PW + ph * PW, PH * PW);
   }
 }
 
@@ -261,10 +328,36 @@ void stem_conv2d(const Conv2dParams& p, const float* in, const float* weight, co
                  stem_rows(*stem_kernels(), p, in, weight, bias, out, r0, r1);
                });
 }
+
+bool stem_fuses_max_pool(const Conv2dParams& p, const Pool2dParams& q) {
+  return conv2d_uses_stem(p) && !p.residual && !p.in_scale && q.N == p.N && q.C == p.M &&
+         q.H == p.out_h() && q.W == p.out_w() && q.KH >= 1 && q.KH <= kMaxPoolRows &&
+         q.dilation_h >= 1 && (q.KH - 1) * q.dilation_h < kMaxPoolSpan && q.stride_h >= 1 &&
+         q.out_h() >= 1 && q.out_w() >= 1 &&
+         ((q.KH - 1) * q.dilation_h + 1) * p.M * round_up(p.out_w(), 16) <= kMaxRingFloats;
+}
+
+void stem_conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const float* in,
+                          const float* weight, const float* bias, float* out) {
+  if (!stem_fuses_max_pool(p, q))
+    throw std::logic_error("stem_conv2d_max_pool: not a stem convolution and its max-pool");
+  // Threads take whole pooled rows (each output the same on any thread; a thread's first window
+  // computes its convolution rows again where the thread before computed them too).
+  const int64_t row_flops = 2 * p.M * p.out_w() * p.C * p.KH * p.KW * q.stride_h;
+  parallel_for(q.N * q.out_h(), std::max<int64_t>(1, 200000 / row_flops),
+               [&](int64_t r0, int64_t r1) {
+                 stem_pool_rows(*stem_kernels(), p, q, in, weight, bias, out, r0, r1);
+               });
+}
 #else
 bool conv2d_uses_stem(const Conv2dParams&) { return false; }
 void stem_conv2d(const Conv2dParams&, const float*, const float*, const float*, float*) {
   throw std::logic_error("stem_conv2d: this build has no x86 kernels (see conv2d_uses_stem)");
+}
+bool stem_fuses_max_pool(const Conv2dParams&, const Pool2dParams&) { return false; }
+void stem_conv2d_max_pool(const Conv2dParams&, const Pool2dParams&, const float*, const float*,
+                          const float*, float*) {
+  throw std::logic_error("stem_conv2d_max_pool: this build has no x86 kernels");
 }
 #endif
 

@@ -26,26 +26,41 @@ namespace {
 // One plane of max_pool2d, any window, NaN-exact: row at a time, for each window offset (kh, kw)
 // the output columns whose input is inside the row form one range, so the inner loop has no
 // bounds checks and no branches (a select that lets NaN win and stay).
-void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
-  const int64_t OH = p.out_h(), OW = p.out_w();
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    float* orow = o + oh * OW;
-    std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
-    for (int64_t kh = 0; kh < p.KH; ++kh) {
-      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-      if (ih < 0 || ih >= p.H) continue;
-      const float* irow = plane + ih * p.W;
-      for (int64_t kw = 0; kw < p.KW; ++kw) {
-        const int64_t off = kw * p.dilation_w - p.pad_left;
-        const int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
-        const int64_t hi = std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1);
-        for (int64_t ow = lo; ow < hi; ++ow) {
-          const float v = irow[ow * p.stride_w + off], b = orow[ow];
-          orow[ow] = (v > b || v != v) ? v : b;
-        }
+// One output row of the exact path: orow from the window's rows inside the input, rows[0, n) in
+// window order.
+void max_pool_row_exact(const Pool2dParams& p, const float* const* rows, int64_t n, float* orow) {
+  const int64_t OW = p.out_w();
+  std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < n; ++r) {
+    const float* irow = rows[r];
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t off = kw * p.dilation_w - p.pad_left;
+      const int64_t lo = off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w;
+      const int64_t hi = std::min(OW, (p.W - 1 - off) < 0 ? 0 : (p.W - 1 - off) / p.stride_w + 1);
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        const float v = irow[ow * p.stride_w + off], b = orow[ow];
+        orow[ow] = (v > b || v != v) ? v : b;
       }
     }
   }
+}
+
+// The rows of output row oh's window inside the plane, in window order, into rows; returns how
+// many.
+int64_t window_rows(const Pool2dParams& p, const float* plane, int64_t oh, const float** rows) {
+  int64_t n = 0;
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+    if (ih >= 0 && ih < p.H) rows[n++] = plane + ih * p.W;
+  }
+  return n;
+}
+
+void max_pool_plane_exact(const Pool2dParams& p, const float* plane, float* o) {
+  const int64_t OH = p.out_h(), OW = p.out_w();
+  std::vector<const float*> rows(static_cast<size_t>(p.KH));
+  for (int64_t oh = 0; oh < OH; ++oh)
+    max_pool_row_exact(p, rows.data(), window_rows(p, plane, oh, rows.data()), o + oh * OW);
 }
 
 #ifdef FXWASM_X86_DISPATCH
@@ -199,6 +214,45 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 max_of_rows(
   return max512(v, y);
 }
 
+// One output row of a 3-wide, stride-2 max-pool along rows from the window's rows[0, n) (n > 0;
+// N > 0: n is N, unrolled), sixteen outputs at a time (see max_pool_plane_k3s2_avx512); false if
+// the last two rows held a NaN where a window read them.
+template <int N>
+__attribute__((target("avx512f"), always_inline)) inline bool max_pool_row_k3s2_avx512(
+    const Pool2dParams& p, const std::vector<K3S2Group>& groups, const float* const* rows,
+    int64_t n, float* orow) {
+  if constexpr (N > 0) n = N;
+  const int64_t OW = p.out_w();
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  __mmask16 nan = 0;
+  auto rows_max = [&](int64_t at, __mmask16 k) __attribute__((target("avx512f"), always_inline)) {
+    return max_of_rows(rows, n, at, k, ninf, nan);
+  };
+  // A group's 33rd column starts the next group's columns: their rows' max, computed once, is
+  // both (2 of 3 loads and row maxes a group, not 3: 16 of SqueezeNet's 111 x 111 planes alone,
+  // in L2, 38.8 -> 34.6 us, medians).
+  const int64_t last_group = static_cast<int64_t>(groups.size()) - 1;
+  __m512 a = rows_max(-p.pad_left, groups[0].a);
+  for (int64_t ow = 0, g = 0; ow < OW; ow += 16, ++g) {
+    const int64_t base = ow * 2 - p.pad_left;  // the first window's first column
+    const K3S2Group m = groups[static_cast<size_t>(g)];
+    const __m512 b = rows_max(base + 16, m.b);
+    const __m512 c =
+        rows_max(base + 32, g < last_group ? groups[static_cast<size_t>(g + 1)].a : m.c);
+    const __m512 e = _mm512_permutex2var_ps(a, even, b);
+    const __m512 d = _mm512_permutex2var_ps(a, odd, b);
+    // The even lanes one on, [e1 .. e15, c0] (the all-lanes masked form: see max512).
+    const __m512i ei = _mm512_castps_si512(e);
+    const __m512 e2 =
+        _mm512_castsi512_ps(_mm512_mask_alignr_epi32(ei, 0xFFFF, _mm512_castps_si512(c), ei, 1));
+    _mm512_mask_storeu_ps(orow + ow, m.store, max512(max512(e, d), e2));
+    a = c;
+  }
+  return nan == 0;
+}
+
 // One NaN-free plane of a 3-wide, stride-2 max-pool along rows (ResNet's, SqueezeNet's and
 // ShuffleNet's 3x3/2 pools), any window height, stride and padding down columns, sixteen outputs
 // at a time: the 33 inputs of sixteen windows, loaded masked to the row (positions outside it read
@@ -216,9 +270,6 @@ __attribute__((target("avx512f"))) bool max_pool_plane_k3s2_avx512(
     const Pool2dParams& p, const std::vector<K3S2Group>& groups, const float* plane, float* o,
     const NextPlanePrefetch& next) {
   const int64_t OH = p.out_h(), OW = p.out_w(), W = p.W;
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   int64_t checked = 0;  // the row after the last one a window read (each checked as read)
   // Whether no window above read row ih (windows of adjacent rows read every row up to the last
   // one read; dilated ones skip rows that a later window reads).
@@ -249,35 +300,13 @@ __attribute__((target("avx512f"))) bool max_pool_plane_k3s2_avx512(
       std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
       continue;
     }
-    __mmask16 nan = 0;
-    auto rows_max = [&](int64_t at, __mmask16 k) __attribute__((target("avx512f"), always_inline)) {
-      return max_of_rows(rows, n, at, k, ninf, nan);
-    };
-    // A group's 33rd column starts the next group's columns: their rows' max, computed once, is
-    // both (2 of 3 loads and row maxes a group, not 3: 16 of SqueezeNet's 111 x 111 planes alone,
-    // in L2, 38.8 -> 34.6 us, medians).
-    const int64_t last_group = static_cast<int64_t>(groups.size()) - 1;
-    __m512 a = rows_max(-p.pad_left, groups[0].a);
-    for (int64_t ow = 0, g = 0; ow < OW; ow += 16, ++g) {
-      const int64_t base = ow * 2 - p.pad_left;  // the first window's first column
-      const K3S2Group m = groups[static_cast<size_t>(g)];
-      const __m512 b = rows_max(base + 16, m.b);
-      const __m512 c =
-          rows_max(base + 32, g < last_group ? groups[static_cast<size_t>(g + 1)].a : m.c);
-      const __m512 e = _mm512_permutex2var_ps(a, even, b);
-      const __m512 d = _mm512_permutex2var_ps(a, odd, b);
-      // The even lanes one on, [e1 .. e15, c0] (the all-lanes masked form: see max512).
-      const __m512i ei = _mm512_castps_si512(e);
-      const __m512 e2 =
-          _mm512_castsi512_ps(_mm512_mask_alignr_epi32(ei, 0xFFFF, _mm512_castps_si512(c), ei, 1));
-      _mm512_mask_storeu_ps(orow + ow, m.store, max512(max512(e, d), e2));
-      a = c;
-    }
-    if (nan) return false;
+    if (!max_pool_row_k3s2_avx512<N>(p, groups, rows, n, orow)) return false;
   }
   return true;
 }
 #endif
+
+constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
 
 // Floats max_pool_row may read past a row's W: the row buffer's margin (max_pool_planes).
 constexpr int64_t kRowMargin = 32;
@@ -368,6 +397,63 @@ void max_pool_row(const Pool2dParams& p, const PoolRowRange& range, const float*
 }  // namespace
 
 namespace {
+// One output row of the separable path from the window's rows[0, n) (n > 0): their max column
+// by column into vrow, then along each window (max_pool_row). Returns whether a value read was a
+// NaN (orow is then not the max: the row is to be redone on the exact path).
+bool max_pool_row_separable(const Pool2dParams& p, const PoolRowRange& range,
+                            const float* const* rows, int64_t n, ScratchBuffer& vrow, float* orow) {
+  const int64_t OW = p.out_w();
+  const float* vrow_end = vrow.data() + vrow.size();
+  bool nan = false;
+  float* v = vrow.data();
+  int64_t w = 0;
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx2()) w = max_rows_avx2(rows, n, v, p.W, nan);
+#endif
+  v4i bad = {0, 0, 0, 0};
+  // Two- and three-row windows unrolled, their NaN check on the rows' sum (a NaN in any of
+  // them makes it NaN; so does inf + -inf, which only sends the plane to the exact path):
+  // SqueezeNet's 64 x 111 x 111 pool in wasm 0.68 -> 0.52 ms (with the row pass below; its
+  // three pools 1.32 -> 1.08).
+  if (n == 3) {
+    for (; w + 4 <= p.W; w += 4) {
+      const v4f a = load4(rows[0] + w), b = load4(rows[1] + w), c = load4(rows[2] + w);
+      const v4f sum = a + b + c;
+      bad |= sum != sum;
+      store4(v + w, max4(max4(a, b), c));
+    }
+  } else if (n == 2) {
+    for (; w + 4 <= p.W; w += 4) {
+      const v4f a = load4(rows[0] + w), b = load4(rows[1] + w);
+      const v4f sum = a + b;
+      bad |= sum != sum;
+      store4(v + w, max4(a, b));
+    }
+  }
+  for (; w + 4 <= p.W; w += 4) {
+    v4f m = load4(rows[0] + w);
+    bad |= m != m;
+    for (int64_t r = 1; r < n; ++r) {
+      const v4f x = load4(rows[r] + w);
+      bad |= x != x;
+      m = max4(m, x);
+    }
+    store4(v + w, m);
+  }
+  nan = nan || (bad[0] | bad[1] | bad[2] | bad[3]) != 0;
+  for (; w < p.W; ++w) {
+    float m = rows[0][w];
+    for (int64_t r = 1; r < n; ++r) {
+      nan = nan || rows[r][w] != rows[r][w];
+      m = std::max(m, rows[r][w]);
+    }
+    nan = nan || m != m;
+    v[w] = m;
+  }
+  max_pool_row(p, range, v, orow, OW, vrow_end);
+  return nan;
+}
+
 // max_pool2d of planes [first, last) (image n, channel c is plane n * C + c).
 void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t first,
                      int64_t last) {
@@ -376,11 +462,9 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
   // instructions (rows first: at stride 2 the row pass, which shuffles, then runs on half as
   // many rows). The column pass notes any NaN it reads; such a plane is redone on the exact path
   // (a NaN must win wherever it is in the window, and vector max instructions drop it).
-  constexpr int64_t kMaxRows = 16;  // taller windows (rare) take the exact path
   const int64_t OH = p.out_h(), OW = p.out_w();
   ScratchBuffer& vrow = scratch(Scratch::ConvRow);
   vrow.resize(static_cast<size_t>(p.W + kRowMargin));  // the row pass's loads may run past W
-  const float* vrow_end = vrow.data() + vrow.size();
   const PoolRowRange range(p, OW);
 #ifdef FXWASM_X86_DISPATCH
   // Windows of three columns at stride 2; all_rows: every window has its KH rows in the plane.
@@ -414,63 +498,13 @@ void max_pool_planes(const Pool2dParams& p, const float* in, float* out, int64_t
 #endif
     for (int64_t oh = 0; oh < OH && !nan; ++oh) {
       next.step(oh);
-      float* orow = o + oh * OW;
       const float* rows[kMaxRows];
-      int64_t n = 0;
-      for (int64_t kh = 0; kh < p.KH; ++kh) {
-        const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-        if (ih >= 0 && ih < p.H) rows[n++] = plane + ih * p.W;
-      }
-      if (n == 0) {
+      const int64_t n = window_rows(p, plane, oh, rows);
+      float* orow = o + oh * OW;
+      if (n == 0)
         std::fill(orow, orow + OW, -std::numeric_limits<float>::infinity());
-        continue;
-      }
-      float* v = vrow.data();
-      int64_t w = 0;
-#ifdef FXWASM_X86_DISPATCH
-      if (cpu_has_avx2()) w = max_rows_avx2(rows, n, v, p.W, nan);
-#endif
-      v4i bad = {0, 0, 0, 0};
-      // Two- and three-row windows unrolled, their NaN check on the rows' sum (a NaN in any of
-      // them makes it NaN; so does inf + -inf, which only sends the plane to the exact path):
-      // SqueezeNet's 64 x 111 x 111 pool in wasm 0.68 -> 0.52 ms (with the row pass below; its
-      // three pools 1.32 -> 1.08).
-      if (n == 3) {
-        for (; w + 4 <= p.W; w += 4) {
-          const v4f a = load4(rows[0] + w), b = load4(rows[1] + w), c = load4(rows[2] + w);
-          const v4f sum = a + b + c;
-          bad |= sum != sum;
-          store4(v + w, max4(max4(a, b), c));
-        }
-      } else if (n == 2) {
-        for (; w + 4 <= p.W; w += 4) {
-          const v4f a = load4(rows[0] + w), b = load4(rows[1] + w);
-          const v4f sum = a + b;
-          bad |= sum != sum;
-          store4(v + w, max4(a, b));
-        }
-      }
-      for (; w + 4 <= p.W; w += 4) {
-        v4f m = load4(rows[0] + w);
-        bad |= m != m;
-        for (int64_t r = 1; r < n; ++r) {
-          const v4f x = load4(rows[r] + w);
-          bad |= x != x;
-          m = max4(m, x);
-        }
-        store4(v + w, m);
-      }
-      nan = nan || (bad[0] | bad[1] | bad[2] | bad[3]) != 0;
-      for (; w < p.W; ++w) {
-        float m = rows[0][w];
-        for (int64_t r = 1; r < n; ++r) {
-          nan = nan || rows[r][w] != rows[r][w];
-          m = std::max(m, rows[r][w]);
-        }
-        nan = nan || m != m;
-        v[w] = m;
-      }
-      max_pool_row(p, range, v, orow, OW, vrow_end);
+      else
+        nan = max_pool_row_separable(p, range, rows, n, vrow, orow);
     }
     if (nan) max_pool_plane_exact(p, plane, o);
   }
@@ -484,6 +518,59 @@ void max_pool2d(const Pool2dParams& p, const float* in, float* out) {
   const int64_t planes = p.N * p.C, plane = std::max<int64_t>(1, p.H * p.W);
   parallel_for_inline(planes, std::max<int64_t>(1, 50000 / plane),
                       [&](int64_t b, int64_t e) { max_pool_planes(p, in, out, b, e); });
+}
+
+#ifdef FXWASM_X86_DISPATCH
+namespace {
+// max_pool2d_rows of a 3-wide, stride-2 pool (1 <= n <= kMaxRows).
+__attribute__((target("avx512f"))) void max_pool_rows_k3s2_avx512(const Pool2dParams& p,
+                                                                  const float* const* rows,
+                                                                  int64_t n, int64_t channels,
+                                                                  int64_t in_stride, float* out,
+                                                                  int64_t out_stride) {
+  const std::vector<K3S2Group> groups = k3s2_groups(p);
+  const float* r[kMaxRows];
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t i = 0; i < n; ++i) r[i] = rows[i] + c * in_stride;
+    float* orow = out + c * out_stride;
+    // (The row kernel checks a window's last two rows for NaN as it loads them.)
+    bool ok = true;
+    for (int64_t i = 0; i + 2 < n && ok; ++i) ok = !has_nan_avx512(r[i], p.W);
+    ok = ok && (n == 3 ? max_pool_row_k3s2_avx512<3>(p, groups, r, n, orow)
+                       : max_pool_row_k3s2_avx512<0>(p, groups, r, n, orow));
+    if (!ok) max_pool_row_exact(p, r, n, orow);
+  }
+}
+}  // namespace
+#endif
+
+void max_pool2d_rows(const Pool2dParams& p, const float* const* rows, int64_t n, int64_t channels,
+                     int64_t in_stride, float* out, int64_t out_stride) {
+  const int64_t OW = p.out_w();
+  std::vector<const float*> cr(static_cast<size_t>(std::max<int64_t>(n, 1)));
+  auto channel_rows = [&](int64_t c) {
+    for (int64_t r = 0; r < n; ++r) cr[static_cast<size_t>(r)] = rows[r] + c * in_stride;
+    return cr.data();
+  };
+  if (n == 0 || n > kMaxRows) {
+    for (int64_t c = 0; c < channels; ++c)
+      max_pool_row_exact(p, channel_rows(c), n, out + c * out_stride);
+    return;
+  }
+#ifdef FXWASM_X86_DISPATCH
+  if (cpu_has_avx512() && p.KW == 3 && p.stride_w == 2 && p.dilation_w == 1) {
+    max_pool_rows_k3s2_avx512(p, rows, n, channels, in_stride, out, out_stride);
+    return;
+  }
+#endif
+  ScratchBuffer& vrow = scratch(Scratch::ConvRow);
+  vrow.resize(static_cast<size_t>(p.W + kRowMargin));
+  const PoolRowRange range(p, OW);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* const* r = channel_rows(c);
+    float* orow = out + c * out_stride;
+    if (max_pool_row_separable(p, range, r, n, vrow, orow)) max_pool_row_exact(p, r, n, orow);
+  }
 }
 
 void avg_pool2d(const Pool2dParams& p, const float* in, float* out) {

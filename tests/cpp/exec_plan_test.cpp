@@ -13,6 +13,7 @@
 #include "fx/exec.h"
 #include "fx/fx.h"
 #include "fx/onnx.h"
+#include "kernels/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/thread_pool.h"
 #include "tensor_util.h"
@@ -962,6 +963,100 @@ std::unique_ptr<fx::GraphModule> matmul_softmax_module(std::optional<int64_t> ax
   return gm;
 }
 
+// gm run on one and two threads gives want's bits, with a step named `step` unless `fused`.
+void expect_fused_at_any_threads(const fx::GraphModule& gm, const std::vector<Value>& in,
+                                 const std::vector<Value>& want, const char* step, bool fused) {
+  for (int threads : {1, 2}) {
+    fx::kernels::set_num_threads(threads);
+    fx::exec::RunOptions profile;
+    profile.profile = true;
+    const fx::exec::RunResult r = fx::exec::run(gm, in, profile);
+    EXPECT_TRUE(same_bits(r.outputs, want)) << threads << " threads";
+    const std::vector<std::string> steps = profiled_nodes(r);
+    EXPECT_EQ(std::count(steps.begin(), steps.end(), step), fused ? 0 : 1) << threads << " threads";
+  }
+  fx::kernels::set_num_threads(1);
+}
+
+// x (1 x C x 40 x 44) -> Conv 3x3/2 (8 channels, bias) -> [Relu] -> MaxPool 3x3/2 (ceil_mode),
+// a network's first layer and its pool. `indices`: the MaxPool also returns its Indices;
+// `relu_out`: the Relu's value is an output too; `pool_attrs`: the MaxPool's attributes.
+std::unique_ptr<fx::GraphModule> conv_pool_module(bool relu, bool indices, bool relu_out,
+                                                  fx::Kwargs pool_attrs) {
+  auto g = std::make_unique<fx::Graph>();
+  Node* x = g->placeholder("x");
+  Node* w = g->placeholder("w");
+  Node* b = g->placeholder("b");
+  Node* y = g->call_function(
+      fn("onnx.Conv"), {x, w, b},
+      {{"kernel_shape", Argument::list({3, 3})}, {"strides", Argument::list({2, 2})}});
+  Node* r = relu ? g->call_function(fn("onnx.Relu"), {y}) : y;
+  Node* pool = g->call_function(fn("onnx.MaxPool"), {r}, std::move(pool_attrs));
+  Argument::Items outs;
+  if (indices) {
+    pool->meta().set("onnx_outputs", Argument::list({"y", "i"}));
+    outs.emplace_back(g->call_function(fn("operator.getitem"), {pool, 0}));
+    outs.emplace_back(g->call_function(fn("operator.getitem"), {pool, 1}));
+  } else {
+    outs.emplace_back(pool);
+  }
+  if (relu_out) outs.emplace_back(r);
+  g->output(Argument::tuple(std::move(outs)));
+  return std::make_unique<fx::GraphModule>(nullptr, std::move(g));
+}
+
+// A first layer whose only reader (after its Relu) is a MaxPool computes the pool as it computes
+// its rows (where the direct first-layer kernels run: AVX2 or AVX-512 hosts): the bits of the ops
+// run apart (the Relu probed), with no step for the Relu or the MaxPool; with and without the
+// Relu, one and two threads. Not where the MaxPool returns its Indices, where the Relu's value is
+// read elsewhere, nor for a convolution of 16 input channels; a MaxPool without kernel_shape
+// still fails as a node of its own.
+TEST(ExecPlan, AFirstLayerComputesTheMaxPoolOfItsOutput) {
+  auto pool3 = [] {
+    return fx::Kwargs{{"kernel_shape", Argument::list({3, 3})},
+                      {"strides", Argument::list({2, 2})},
+                      {"ceil_mode", Argument(1)}};
+  };
+  struct Case {
+    const char* what;
+    bool relu, indices, relu_out;
+    int64_t C;
+    bool fused;
+  };
+  fx::kernels::Conv2dParams stem;
+  stem.C = 3, stem.H = 40, stem.W = 44, stem.M = 8, stem.KH = stem.KW = 3;
+  stem.stride_h = stem.stride_w = 2;
+  const bool stem_kernels = fx::kernels::conv2d_uses_stem(stem);
+  const Case cases[] = {{"Conv, Relu, MaxPool", true, false, false, 3, stem_kernels},
+                        {"Conv, MaxPool", false, false, false, 3, stem_kernels},
+                        {"the MaxPool's Indices too", true, true, false, 3, false},
+                        {"the Relu's value read too", true, false, true, 3, false},
+                        {"16 input channels", true, false, false, 16, false}};
+  for (const Case& t : cases) {
+    SCOPED_TRACE(t.what);
+    auto gm = conv_pool_module(t.relu, t.indices, t.relu_out, pool3());
+    const std::vector<Value> in = {
+        Value::from_f32({1, t.C, 40, 44}, random_floats(static_cast<size_t>(t.C * 40 * 44), 71)),
+        Value::from_f32({8, t.C, 3, 3}, random_floats(static_cast<size_t>(8 * t.C * 9), 72)),
+        Value::from_f32({8}, random_floats(8, 73))};
+    fx::exec::RunOptions apart;
+    apart.probe = {t.relu ? "relu" : "conv"};
+    const std::vector<Value> want = fx::exec::run(*gm, in, apart).outputs;
+    ASSERT_EQ(want[0].shape(), (std::vector<int64_t>{1, 8, 9, 10}));
+    expect_fused_at_any_threads(*gm, in, want, "max_pool", t.fused);
+  }
+  auto bad = conv_pool_module(true, false, false, {{"strides", Argument::list({2, 2})}});
+  try {
+    fx::exec::run(*bad, {Value::from_f32({1, 3, 40, 44}, random_floats(3 * 40 * 44, 74)),
+                         Value::from_f32({8, 3, 3, 3}, random_floats(8 * 27, 75)),
+                         Value::from_f32({8}, random_floats(8, 76))});
+    ADD_FAILURE() << "a MaxPool without kernel_shape ran";
+  } catch (const fx::Error& e) {
+    EXPECT_EQ(e.node(), "max_pool");
+    EXPECT_NE(std::string(e.what()).find("kernel_shape"), std::string::npos) << e.what();
+  }
+}
+
 // A MatMul whose only reader is the Softmax over its result's last axis (attention's scores)
 // computes it as it stores each batch item's product: the bits of the two ops run apart (the
 // Softmax probed), with no step of its own. Batched operands read in place (K through a
@@ -1013,17 +1108,7 @@ TEST(ExecPlan, AMatMulComputesTheSoftmaxOverItsRows) {
     fx::exec::RunOptions apart;
     apart.probe = {"mat_mul"};
     const std::vector<Value> want = fx::exec::run(*gm, in, apart).outputs;
-    for (int threads : {1, 2}) {
-      fx::kernels::set_num_threads(threads);
-      fx::exec::RunOptions profile;
-      profile.profile = true;
-      const fx::exec::RunResult r = fx::exec::run(*gm, in, profile);
-      EXPECT_TRUE(same_bits(r.outputs, want)) << threads << " threads";
-      const std::vector<std::string> steps = profiled_nodes(r);
-      EXPECT_EQ(std::count(steps.begin(), steps.end(), "softmax"), t.fused ? 0 : 1)
-          << threads << " threads";
-    }
-    fx::kernels::set_num_threads(1);
+    expect_fused_at_any_threads(*gm, in, want, "softmax", t.fused);
   }
   // A user's Softmax in the builtin's place is called, and its value is the output.
   struct Restore {

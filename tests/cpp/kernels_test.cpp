@@ -1509,4 +1509,113 @@ TEST(Pool2d, MaxPoolThreeWideStrideTwoFindsANaNAnywhereInAWindow) {
             }
 }
 
+// max_pool2d_rows (one output row of many channels from the window's rows, the row API a fused
+// pool uses) against the window-by-window reference, on the paths of max_pool2d's test above
+// (3-wide stride-2 windows, the separable path, windows over 16 rows), NaNs included.
+TEST(Pool2d, MaxPoolRowsMatchTheReferenceRowByRow) {
+  std::mt19937 rng(9);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int trial = 0; trial < 300; ++trial) {
+    Pool2dParams p;
+    p.N = pick(1, 2), p.C = pick(1, 3), p.H = pick(3, 20), p.W = pick(3, 70);
+    p.KH = trial % 50 == 0 ? 17 : pick(1, 3), p.KW = pick(1, 3);
+    if (trial % 3 == 0)
+      p.KW = 3, p.stride_w = 2;
+    else
+      p.stride_w = pick(1, 3);
+    p.stride_h = pick(1, 3);
+    p.pad_top = pick(0, p.KH - 1), p.pad_bottom = pick(0, p.KH - 1);
+    p.pad_left = pick(0, p.KW - 1), p.pad_right = pick(0, p.KW - 1);
+    p.dilation_h = pick(0, 3) == 0 ? 2 : 1;
+    p.ceil_mode = pick(0, 1) == 1;
+    if (p.out_h() <= 0 || p.out_w() <= 0) continue;
+    std::vector<float> x(p.N * p.C * p.H * p.W);
+    for (float& v : x) v = dist(rng);
+    if (pick(0, 2) == 0) x[pick(0, static_cast<int64_t>(x.size()) - 1)] = NAN;
+    const int64_t OH = p.out_h(), OW = p.out_w();
+    std::vector<float> got(p.N * p.C * OH * OW, 7.0f);
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      std::vector<const float*> rows;
+      for (int64_t kh = 0; kh < p.KH; ++kh) {
+        const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+        if (ih >= 0 && ih < p.H) rows.push_back(x.data() + ih * p.W);
+      }
+      fx::kernels::max_pool2d_rows(p, rows.data(), static_cast<int64_t>(rows.size()), p.N * p.C,
+                                   p.H * p.W, got.data() + oh * OW, OH * OW);
+    }
+    EXPECT_TRUE(same_pool(got, max_pool_reference(p, x))) << "trial " << trial;
+  }
+}
+
+// A first layer and the max-pool of its output in one pass (stem_conv2d_max_pool) gives the
+// values of conv2d and then max_pool2d, bit for bit: SqueezeNet's 3x3/2 layer and ceil-mode pool,
+// ResNet-18's 7x7/2 layer and padded pool, two images, 2x2 windows (the separable row path),
+// dilated and overlapping windows down columns, a clamp, a NaN in the input; one and two threads.
+// Not where the pool is not over the convolution's output or a residual is fused.
+TEST(Conv2d, StemAndItsMaxPoolInOnePass) {
+  struct Case {
+    const char* what;
+    Conv2dParams p;
+    int64_t KH, KW, stride_h, stride_w, pad, dilation_h;
+    bool ceil;
+  };
+  const Case cases[] = {
+      {"SqueezeNet's", conv(1, 3, 45, 50, 16, 3, 2, 0), 3, 3, 2, 2, 0, 1, true},
+      {"ResNet-18's", conv(2, 3, 40, 36, 8, 7, 2, 3), 3, 3, 2, 2, 1, 1, false},
+      {"2x2 windows", conv(1, 3, 30, 64, 24, 3, 2, 1), 2, 2, 2, 2, 0, 1, false},
+      {"dilated rows, stride 1", conv(1, 4, 20, 40, 8, 3, 1, 1), 3, 3, 1, 2, 1, 2, true},
+      {"5 rows at stride 3", conv(1, 2, 33, 40, 16, 5, 2, 2), 5, 3, 3, 2, 2, 1, true},
+  };
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Conv2dParams p = c.p;
+    p.clamp_lo = 0.0f;
+    if (!fx::kernels::conv2d_uses_stem(p)) GTEST_SKIP() << "no stem kernels on this machine";
+    Pool2dParams q;
+    q.N = p.N, q.C = p.M, q.H = p.out_h(), q.W = p.out_w();
+    q.KH = c.KH, q.KW = c.KW, q.stride_h = c.stride_h, q.stride_w = c.stride_w;
+    q.pad_top = q.pad_left = q.pad_bottom = q.pad_right = c.pad;
+    q.dilation_h = c.dilation_h, q.ceil_mode = c.ceil;
+    ASSERT_TRUE(fx::kernels::stem_fuses_max_pool(p, q));
+    std::vector<float> x(p.N * p.C * p.H * p.W), w(p.M * p.C * p.KH * p.KW), b(p.M);
+    for (float& v : x) v = dist(rng);
+    for (float& v : w) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    for (bool nan : {false, true}) {
+      if (nan) x[x.size() / 3] = NAN;
+      std::vector<float> conv_out(p.N * p.M * q.H * q.W), want(p.N * p.M * q.out_h() * q.out_w());
+      std::vector<float> scratch(fx::kernels::conv2d_scratch_size(p) + 16);
+      fx::kernels::conv2d(p, x.data(), w.data(), b.data(), conv_out.data(), scratch.data());
+      fx::kernels::max_pool2d(q, conv_out.data(), want.data());
+      for (int threads : {1, 2}) {
+        fx::kernels::set_num_threads(threads);
+        std::vector<float> got(want.size(), 7.0f);
+        fx::kernels::stem_conv2d_max_pool(p, q, x.data(), w.data(), b.data(), got.data());
+        ASSERT_TRUE(same_pool(got, want)) << threads << " threads, NaN " << nan;
+        size_t nans = 0;
+        for (float v : got) nans += v != v;
+        EXPECT_EQ(nans > 0, nan);
+        for (size_t i = 0; i < got.size(); ++i) {  // (the same bits: a zero's sign too)
+          if (got[i] == got[i]) {
+            ASSERT_EQ(std::signbit(got[i]), std::signbit(want[i])) << i;
+          }
+        }
+      }
+      fx::kernels::set_num_threads(1);
+    }
+    Pool2dParams other = q;
+    other.H += 1;
+    EXPECT_FALSE(fx::kernels::stem_fuses_max_pool(p, other));
+    std::vector<float> r(p.N * p.M * q.H * q.W);
+    Conv2dParams with_residual = p;
+    with_residual.residual = r.data();
+    EXPECT_FALSE(fx::kernels::stem_fuses_max_pool(with_residual, q));
+  }
+}
+
 }  // namespace
