@@ -12,6 +12,10 @@
 //
 // The sums are those of the GEMM path: each output's taps in (c, kh, kw) order by FMA from
 // zero, then + bias, + residual, clamped (so the same bits as the GEMM on one K slice).
+//
+// A max-pool of the output may run in the same pass (stem_conv2d_max_pool): the rows its windows
+// reach are computed into a ring of a window's rows and pooled there, so the layer's output (3 MB
+// for SqueezeNet's and ResNet-18's) is never written out and read back.
 #include "kernels/conv.h"
 
 #include <stdexcept>
@@ -232,8 +236,8 @@ class StemRows {
               S == 1 ? (c * p.KH + kh) * RW_ + kw : ((c * p.KH + kh) * 2 + kw % 2) * RW_ + kw / 2;
   }
 
-  // Output row oh of image n (input image x): channel m's row to y + m * stride (the residual's
-  // at res + m * stride).
+  // Output row oh of the image whose input is x: channel m's row to y + m * stride (the
+  // residual's at res + m * stride).
   void row(const float* x, const float* bias, int64_t oh, float* y, const float* res,
            int64_t stride) const {
     const int64_t L = k_.lanes, vectors = (p_.out_w() + L - 1) / L;
