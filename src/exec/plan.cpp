@@ -96,17 +96,23 @@ uint32_t plan_residual(const Node* n, const Node* last, const std::vector<char>&
   return static_cast<uint32_t>(u->id());
 }
 
+// The only user of `n` when it is a call reading n alone, neither of them probed; else null.
+const Node* sole_reader(const Node* n, const std::vector<char>& probed) {
+  if (probed[n->id()] || n->users().size() != 1) return nullptr;
+  const Node* u = *n->users().begin();
+  if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 1 ||
+      !u->args()[0].is_node() || u->args()[0].to_node() != n)
+    return nullptr;
+  return u;
+}
+
 // The Softmax that may run inside MatMul `n` (its only user, reading only n, the built-in op,
 // neither probed), with its axis in `axis` (the default of `opset` when the node gives none), or
 // kNoNode.
 uint32_t plan_softmax(const Node* n, const std::vector<char>& probed, int64_t opset,
                       int64_t& axis) {
-  if (!target_info(n->target().function()).matmul || probed[n->id()] || n->users().size() != 1)
-    return kNoNode;
-  const Node* u = *n->users().begin();
-  if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 1 ||
-      !u->args()[0].is_node() || u->args()[0].to_node() != n)
-    return kNoNode;
+  const Node* u = target_info(n->target().function()).matmul ? sole_reader(n, probed) : nullptr;
+  if (!u) return kNoNode;
   const TargetInfo& info = target_info(u->target().function());
   if (!info.softmax || !info.builtin) return kNoNode;
   axis = opset >= 0 && opset < 13 ? 1 : -1;
@@ -120,13 +126,10 @@ uint32_t plan_softmax(const Node* n, const std::vector<char>& probed, int64_t op
 // The MaxPool that may run inside Conv `n` (see Step::max_pool): the only user of `last` (n, or
 // its planned Relu/Clip), reading only it; or kNoNode.
 uint32_t plan_max_pool(const Node* n, const Node* last, const std::vector<char>& probed) {
-  if (!target_info(n->target().function()).conv || probed[n->id()] || probed[last->id()] ||
-      last->users().size() != 1)
-    return kNoNode;
-  const Node* u = *last->users().begin();
-  if (u->op() != Opcode::CallFunction || probed[u->id()] || u->args().size() != 1 ||
-      !u->args()[0].is_node() || u->args()[0].to_node() != last)
-    return kNoNode;
+  const Node* u = target_info(n->target().function()).conv && !probed[n->id()]
+                      ? sole_reader(last, probed)
+                      : nullptr;
+  if (!u) return kNoNode;
   const TargetInfo& info = target_info(u->target().function());
   if (!info.max_pool || !info.builtin || declared_outputs(*u) != 1) return kNoNode;
   return static_cast<uint32_t>(u->id());
